@@ -36,7 +36,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kitchen.runner import BaseHook  # noqa: E402
+from kitchen.engine.runner import BaseHook  # noqa: E402
 
 PREFS = ROOT / "cookbook" / "data" / "prefs.jsonl"
 
@@ -59,8 +59,8 @@ def comparisons(n: int) -> list[dict[str, Any]]:
 
 
 def kitchen_run(args: argparse.Namespace, data_path: Path, log_dir: Path) -> list[float]:
-    from kitchen.launch import Launch, build_config, get_recipe, run_workflow
-    from kitchen.stages.setup import InitTrainingClient
+    from kitchen.app.launch import Launch, build_config, get_recipe, run_workflow
+    from kitchen.workflows.common.setup import InitTrainingClient
 
     recipe = get_recipe("dpo")
     cfg = build_config(
@@ -96,7 +96,7 @@ def trl_rows(
     args: argparse.Namespace, rows: list[dict[str, Any]], tokenizer: Any
 ) -> list[dict[str, Any]]:
     """Kitchen's datum pairs as TRL's tokenized columns: prompt_ids + chosen_ids / rejected_ids."""
-    from kitchen.stages.preference import labeled_comparison
+    from kitchen.workflows.preference.stages import labeled_comparison
     from train_core.preference import build_dpo_data
     from train_core.renderers import get_recommended_renderer_name, get_renderer
     from train_core.supervised import datum_weights, full_sequence_from_datum

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
-from kitchen.graph import Loop, Workflow
-from kitchen.runner import run_workflow
-from kitchen.stage import Context
-from kitchen.state import BaseState
+from kitchen.engine.graph import Loop, Workflow
+from kitchen.engine.runner import run_workflow
+from kitchen.engine.stage import Context
+from kitchen.engine.state import BaseState
 
 
 class BenchState(BaseState):

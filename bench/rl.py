@@ -69,8 +69,8 @@ class LatencySampler:
 def bench_concurrency(groups: int, group_size: int, latency: float) -> None:
     from cookbook.envs.arithmetic import ArithmeticEnvs
     from kitchen.adapters.fake.tokenizer import FakeTokenizer
-    from kitchen.stages.rl import RLEnvContext
-    from kitchen.stages.rl_rollout import make_policy
+    from kitchen.workflows.reinforcement.rollout import make_policy
+    from kitchen.workflows.reinforcement.stages import RLEnvContext
     from train_core.renderers import get_renderer
     from train_core.rl import do_batch_rollouts
 
@@ -113,7 +113,7 @@ class StepSettings:
 
 
 def kitchen_step_seconds(s: StepSettings) -> list[float]:
-    from kitchen.launch import run
+    from kitchen.app.launch import run
 
     with tempfile.TemporaryDirectory() as log_dir:
         result = run(
@@ -139,7 +139,7 @@ def kitchen_step_seconds(s: StepSettings) -> list[float]:
 def arithmetic_prompts(s: StepSettings, tokenizer: Any) -> list[dict[str, Any]]:
     """The rl_basic prompts (few-shot + question) as the text our chatml renderer produces."""
     from cookbook.envs.arithmetic import ArithmeticEnvs
-    from kitchen.stages.rl import RLEnvContext
+    from kitchen.workflows.reinforcement.stages import RLEnvContext
     from train_core.renderers import get_renderer
 
     renderer = get_renderer("chatml", tokenizer)

@@ -18,8 +18,8 @@ import threading
 import time
 from collections.abc import Callable
 
-from kitchen.sandbox.jail import default_python
-from kitchen.sandbox.local import LocalSandbox
+from kitchen.adapters.sandbox.jail import default_python
+from kitchen.adapters.sandbox.local import LocalSandbox
 
 PROGRAM = "print(1)"
 

@@ -112,7 +112,7 @@ def pairs_pipelined(client: Any, data: list[types.Datum], pairs: int) -> float:
 
 
 def start_server(port: int, model: str, checkpoints: str) -> subprocess.Popen[bytes]:
-    cmd = [sys.executable, "-m", "kitchen.cli", "serve", "--port", str(port), "--model", model]
+    cmd = [sys.executable, "-m", "kitchen.app.cli", "serve", "--port", str(port), "--model", model]
     proc = subprocess.Popen(
         [*cmd, "--checkpoint-dir", checkpoints, "--threads", "1"], stderr=subprocess.DEVNULL
     )

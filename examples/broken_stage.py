@@ -18,15 +18,15 @@ from __future__ import annotations
 
 import kitchen
 from kitchen import Await, Context, Loop, Workflow
-from kitchen.stages.setup import InitTrainingClient, LoadDataset
-from kitchen.stages.supervised import (
+from kitchen.workflows.common.setup import InitTrainingClient, LoadDataset
+from kitchen.workflows.supervised.stages import (
     GetBatch,
     LogTrainStep,
     ShuffleEpoch,
     SubmitTrainStep,
     TokenizeConversations,
 )
-from kitchen.states.supervised import SupervisedState
+from kitchen.workflows.supervised.state import SupervisedState
 
 
 @kitchen.stage(reads={"batch"})

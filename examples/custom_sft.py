@@ -24,16 +24,16 @@ from tinker.types import Datum
 
 import kitchen
 from kitchen import Await, Context, Loop, Metrics, Workflow
-from kitchen.stages.checkpoint import SaveFinal
-from kitchen.stages.setup import InitTrainingClient, LoadDataset
-from kitchen.stages.supervised import (
+from kitchen.workflows.common.checkpoint import SaveFinal
+from kitchen.workflows.common.setup import InitTrainingClient, LoadDataset
+from kitchen.workflows.supervised.stages import (
     GetBatch,
     LogTrainStep,
     ShuffleEpoch,
     SubmitTrainStep,
     TokenizeConversations,
 )
-from kitchen.states.supervised import SupervisedState
+from kitchen.workflows.supervised.state import SupervisedState
 from train_core import datum_weights
 
 MODEL = "kitchen/tiny-llama"

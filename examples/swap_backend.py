@@ -53,7 +53,7 @@ def kitchen_serve(model: str) -> Generator[str]:
         s.bind(("127.0.0.1", 0))
         port = int(s.getsockname()[1])
     checkpoints = tempfile.mkdtemp(prefix="kitchen-serve-")
-    cmd = [sys.executable, "-m", "kitchen.cli", "serve", "--port", str(port), "--model", model]
+    cmd = [sys.executable, "-m", "kitchen.app.cli", "serve", "--port", str(port), "--model", model]
     proc = subprocess.Popen([*cmd, "--checkpoint-dir", checkpoints])
     url = f"http://127.0.0.1:{port}"
     try:

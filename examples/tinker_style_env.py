@@ -32,9 +32,9 @@ import tinker
 
 import kitchen
 from kitchen import Workflow
-from kitchen.stages.rl import RLEnvContext
-from kitchen.states.rl import RLState
 from kitchen.workflows.reinforcement import RLLoopConfig, reinforcement_flat
+from kitchen.workflows.reinforcement.stages import RLEnvContext
+from kitchen.workflows.reinforcement.state import RLState
 from train_core import renderers
 from train_core.completers import StopCondition
 from train_core.rl.types import (

@@ -27,9 +27,9 @@ import numpy as np
 
 import kitchen
 from kitchen import Workflow
-from kitchen.stages.rl import RLEnvContext
-from kitchen.states.rl import RLState
 from kitchen.workflows.reinforcement import RLConfig, reinforcement
+from kitchen.workflows.reinforcement.stages import RLEnvContext
+from kitchen.workflows.reinforcement.state import RLState
 from train_core import EnvGroupBuilder, ProblemEnv, ProblemGroupBuilder, Renderer, RLDataset
 
 LEXICON = [

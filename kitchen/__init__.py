@@ -20,11 +20,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-# Bound eagerly, not lazily: `kitchen.stage` and `kitchen.validate` are also submodule names, and a
-# later first import of those submodules would replace the decorator and the function with the
-# modules. These are the light core of the engine (pydantic; no tinker, no torch).
-from kitchen.config import TrainConfig
-from kitchen.errors import (
+# The light core of the engine, bound eagerly (pydantic; no tinker, no torch).
+from kitchen.engine.errors import (
     BackendError,
     ConfigError,
     DataError,
@@ -32,31 +29,33 @@ from kitchen.errors import (
     KitchenError,
     StageError,
 )
-from kitchen.graph import Await, Every, Loop, When, Workflow, every
-from kitchen.recipe import Recipe
-from kitchen.registry import ENVS, RECIPES
-from kitchen.stage import Context, Metrics, Stage, stage
-from kitchen.state import BaseState, Handle, Pending, PendingQueue
-from kitchen.states.common import TrainState
-from kitchen.validate import validate
+from kitchen.engine.graph import Await, Every, Loop, When, Workflow, every
+from kitchen.engine.recipe import Recipe
+from kitchen.engine.registry import ENVS, RECIPES
+from kitchen.engine.stage import Context, Metrics, Stage, stage
+from kitchen.engine.state import BaseState, Handle, Pending, PendingQueue
+from kitchen.engine.validate import validate
+
+from kitchen.workflows.common.config import TrainConfig
+from kitchen.workflows.common.state import TrainState
 
 if TYPE_CHECKING:
-    from kitchen.launch import launch_workflow as run_workflow
-    from kitchen.launch import run as run
-    from kitchen.registry import BACKENDS as BACKENDS
-    from kitchen.registry import DATASET_STORES as DATASET_STORES
-    from kitchen.runner import BaseHook as BaseHook
-    from kitchen.runner import RunResult as RunResult
+    from kitchen.app.launch import launch_workflow as run_workflow
+    from kitchen.app.launch import run as run
+    from kitchen.engine.registry import BACKENDS as BACKENDS
+    from kitchen.engine.registry import DATASET_STORES as DATASET_STORES
+    from kitchen.engine.runner import BaseHook as BaseHook
+    from kitchen.engine.runner import RunResult as RunResult
 
 # Loaded on first use: running brings in the tinker SDK's types (and, with them, torch), and the
-# adapter registries list the built-in adapters only once `kitchen.builtins` has registered them.
+# adapter registries list the built-in adapters only once `kitchen.app.builtins` has registered them.
 _LAZY: dict[str, tuple[str, str]] = {
-    "run": ("kitchen.launch", "run"),
-    "run_workflow": ("kitchen.launch", "launch_workflow"),
-    "RunResult": ("kitchen.runner", "RunResult"),
-    "BaseHook": ("kitchen.runner", "BaseHook"),
-    "BACKENDS": ("kitchen.builtins", "BACKENDS"),
-    "DATASET_STORES": ("kitchen.builtins", "DATASET_STORES"),
+    "run": ("kitchen.app.launch", "run"),
+    "run_workflow": ("kitchen.app.launch", "launch_workflow"),
+    "RunResult": ("kitchen.engine.runner", "RunResult"),
+    "BaseHook": ("kitchen.engine.runner", "BaseHook"),
+    "BACKENDS": ("kitchen.app.builtins", "BACKENDS"),
+    "DATASET_STORES": ("kitchen.app.builtins", "DATASET_STORES"),
 }
 
 __all__ = [  # noqa: RUF022  (grouped by topic, as the docs present them)

@@ -62,7 +62,7 @@ def type_name(annotation: Any) -> str:
 
 def config_table(recipe: Any) -> str:
     """flag | type | default | one column per preset | description, for every Config field."""
-    from kitchen.overrides import ALIASES, flag
+    from kitchen.app.overrides import ALIASES, flag
 
     aliases = {field: short for short, field in ALIASES.items()}
     presets = list(recipe.presets)
@@ -109,7 +109,7 @@ def _command_section(cmd: Any, path: str) -> list[str]:
 def commands_markdown() -> list[str]:
     import typer.main
 
-    from kitchen.cli import app
+    from kitchen.app.cli import app
 
     root = typer.main.get_command(app)
     out: list[str] = []
@@ -129,15 +129,15 @@ def commands_markdown() -> list[str]:
 
 
 def recipe_names() -> list[str]:
-    from kitchen.registry import RECIPES
+    from kitchen.engine.registry import RECIPES
 
     return RECIPES.names()
 
 
 def render_cli_md() -> str:
-    import kitchen.builtins  # noqa: F401  (registers the built-in adapters)
-    from kitchen.launch import get_recipe
-    from kitchen.registry import BACKENDS, DATASET_STORES
+    import kitchen.app.builtins  # noqa: F401  (registers the built-in adapters)
+    from kitchen.app.launch import get_recipe
+    from kitchen.engine.registry import BACKENDS, DATASET_STORES
 
     names = recipe_names()
     out = [
@@ -198,7 +198,7 @@ def refreshed_recipe_page(text: str, recipe: Any) -> str:
 
 
 def expected_files() -> dict[Path, str]:
-    from kitchen.launch import get_recipe
+    from kitchen.app.launch import get_recipe
 
     files = {CLI_MD: render_cli_md()}
     for name in recipe_names():

@@ -24,7 +24,7 @@ from cookbook.datasets.preference import (
     preference_row,
     ultrafeedback_row,
 )
-from kitchen.errors import DataError
+from kitchen.engine.errors import DataError
 from kitchen.ports import DatasetStore
 
 RowConverter = Callable[[Mapping[str, Any], str], "dict[str, Any] | None"]

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cookbook.datasets.fields import bad_field, field_path, missing_field, require
-from kitchen.errors import DataError
+from kitchen.engine.errors import DataError
 
 ROLES = ("system", "user", "assistant", "tool")
 OPTIONAL_MESSAGE_KEYS = ("name", "tool_calls", "tool_call_id", "trainable", "thinking")

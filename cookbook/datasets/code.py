@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cookbook.datasets.fields import bad_field, field_path, missing_field, require
-from kitchen.errors import DataError
+from kitchen.engine.errors import DataError
 
 TESTTYPES = {
     "stdin": "stdin_stdout",

@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from kitchen.errors import DataError
+from kitchen.engine.errors import DataError
 
 
 def field_path(key: str, *rest: int | str) -> str:

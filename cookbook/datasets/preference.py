@@ -23,7 +23,7 @@ from typing import Any
 from cookbook.datasets.chat import Message, validate_messages
 from cookbook.datasets.comparison import comparison_row, make_comparison
 from cookbook.datasets.fields import bad_field, field_path, require, require_str
-from kitchen.errors import DataError
+from kitchen.engine.errors import DataError
 
 _HH_TURN_RE = re.compile(r"\n\n(Human|Assistant):[ ]?")
 _HH_ROLES = {"Human": "user", "Assistant": "assistant"}

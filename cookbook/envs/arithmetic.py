@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from kitchen.stages.rl import RLEnvContext
+from kitchen.workflows.reinforcement.stages import RLEnvContext
 from train_core.completers import Message, RendererLike
 from train_core.rl.problem_env import ProblemEnv, ProblemGroupBuilder
 from train_core.rl.types import EnvGroupBuilder, RLDataset

@@ -26,8 +26,8 @@ from typing import Any, Literal
 import numpy as np
 
 from cookbook.envs.code_grading import CodeGrader, CodeTask, code_task, extract_code, tool_feedback
-from kitchen.errors import ConfigError, DataError
-from kitchen.stages.rl import RLEnvContext
+from kitchen.engine.errors import ConfigError, DataError
+from kitchen.workflows.reinforcement.stages import RLEnvContext
 from train_core.completers import Message, RendererLike
 from train_core.renderers.content import get_text_content
 from train_core.rl.message_env import EnvFromMessageEnv, MessageEnv, MessageStepResult

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from cookbook.envs.arithmetic import extract_final_int
-from kitchen.stages.rl import RLEnvContext
+from kitchen.workflows.reinforcement.stages import RLEnvContext
 from train_core.completers import Message, RendererLike
 from train_core.renderers.content import get_text_content
 from train_core.rl.message_env import EnvFromMessageEnv, MessageEnv, MessageStepResult

@@ -21,10 +21,10 @@ from typing import Any
 from tinker import types
 
 from cookbook.envs.code_grading import extract_code, fenced_blocks
-from kitchen.errors import ConfigError
-from kitchen.sandbox import SandboxPort
-from kitchen.sandbox.grading import grade_asserts
-from kitchen.stages.code_eval import PassCounts
+from kitchen.adapters.sandbox import SandboxPort
+from kitchen.adapters.sandbox.grading import grade_asserts
+from kitchen.engine.errors import ConfigError
+from kitchen.workflows.reinforcement.pass_at_k import PassCounts
 from train_core.completers import Message, RendererLike, resolve_sample
 from train_core.renderers.content import get_text_content
 
@@ -91,7 +91,7 @@ async def passes_humaneval(
 
 @dataclass(frozen=True)
 class HumanEvalPassAtK:
-    """The evaluator of kitchen.stages.code_eval.EvaluatePassAtK: `num_samples` answers per
+    """The evaluator of kitchen.workflows.reinforcement.pass_at_k.EvaluatePassAtK: `num_samples` answers per
     problem for the first `limit` problems (None: all 164), each graded in the sandbox."""
 
     limit: int | None = None

@@ -15,8 +15,8 @@ from typing import Any
 
 from tinker import types
 
-from kitchen.errors import DataError
-from kitchen.stages.rl import RLDatasetFactory, RLEnvContext
+from kitchen.engine.errors import DataError
+from kitchen.workflows.reinforcement.stages import RLDatasetFactory, RLEnvContext
 from train_core.completers import Message, RendererLike
 from train_core.distillation import CompositeDataset, DistillationSource, TaggedItem
 from train_core.rl.problem_env import ProblemEnv

@@ -4,7 +4,7 @@ bundled data and local files of {"messages": [...]}."""
 from __future__ import annotations
 
 from cookbook.datasets.chat import chat_row, no_robots_row, tulu3_row
-from kitchen.stages.setup import RowConverter
+from kitchen.workflows.common.setup import RowConverter
 
 CHAT_DATASETS: dict[str, tuple[str, RowConverter]] = {
     "no_robots": ("HuggingFaceH4/no_robots", no_robots_row),

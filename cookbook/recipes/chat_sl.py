@@ -7,10 +7,10 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from cookbook.recipes.chat_data import resolve_chat_dataset
-from kitchen.graph import Workflow
-from kitchen.recipe import Recipe
-from kitchen.states.supervised import SupervisedState
+from kitchen.engine.graph import Workflow
+from kitchen.engine.recipe import Recipe
 from kitchen.workflows.supervised import SupervisedConfig, supervised
+from kitchen.workflows.supervised.state import SupervisedState
 
 
 class ChatSLConfig(SupervisedConfig):

@@ -13,11 +13,11 @@ from pydantic import Field, model_validator
 
 from cookbook.envs.code import CodeEnvName, CodeEnvs, CodeEnvSettings
 from cookbook.envs.humaneval import HumanEvalPassAtK
-from kitchen.graph import Workflow
-from kitchen.recipe import Recipe
-from kitchen.states.code_rl import CodeRLState
-from kitchen.workflows.code_rl import CodeRLWorkflowConfig, code_reinforcement
+from kitchen.engine.graph import Workflow
+from kitchen.engine.recipe import Recipe
 from kitchen.workflows.reinforcement import RLLossFn
+from kitchen.workflows.reinforcement.code_workflow import CodeRLWorkflowConfig, code_reinforcement
+from kitchen.workflows.reinforcement.state import CodeRLState
 
 
 class CodeRLConfig(CodeRLWorkflowConfig):

@@ -7,10 +7,10 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from cookbook.recipes.preference_data import resolve_preference_dataset
-from kitchen.graph import Workflow
-from kitchen.recipe import Recipe
-from kitchen.states.preference import PreferenceState
+from kitchen.engine.graph import Workflow
+from kitchen.engine.recipe import Recipe
 from kitchen.workflows.preference import PreferenceConfig, preference
+from kitchen.workflows.preference.state import PreferenceState
 
 
 class DPOConfig(PreferenceConfig):

@@ -8,10 +8,10 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from cookbook.envs import EnvName, RLEnvFields, env_dataset
-from kitchen.graph import Workflow
-from kitchen.recipe import Recipe
-from kitchen.states.rl import RLState
+from kitchen.engine.graph import Workflow
+from kitchen.engine.recipe import Recipe
 from kitchen.workflows.reinforcement import RLConfig, reinforcement
+from kitchen.workflows.reinforcement.state import RLState
 
 
 class MathRLConfig(RLConfig, RLEnvFields):

@@ -13,10 +13,10 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from cookbook.envs.prompt_env import PromptSource, prompt_datasets, resolve_system_prompt
-from kitchen.graph import Workflow
-from kitchen.recipe import Recipe
-from kitchen.states.distillation import DistillationState
+from kitchen.engine.graph import Workflow
+from kitchen.engine.recipe import Recipe
 from kitchen.workflows.distillation import DistillationConfig, TeacherSpec, on_policy_distillation
+from kitchen.workflows.distillation.state import DistillationState
 
 SMOLLM2 = "HuggingFaceTB/SmolLM2-135M-Instruct"
 

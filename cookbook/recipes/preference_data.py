@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cookbook.datasets.catalog import converter_for, known_dataset, resolve_source
-from kitchen.stages.setup import RowConverter
+from kitchen.workflows.common.setup import RowConverter
 
 # tinker-cookbook holds out 1024 comparisons; UltraFeedback has no test split, so its first 1024
 # training rows are the held-out set (0.6.1 takes them after a seeded shuffle).

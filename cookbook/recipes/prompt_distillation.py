@@ -16,13 +16,13 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from cookbook.envs.prompt_env import prompt_of, resolve_system_prompt
-from kitchen.graph import Workflow
-from kitchen.recipe import Recipe
-from kitchen.states.distillation import PromptDistillationState
+from kitchen.engine.graph import Workflow
+from kitchen.engine.recipe import Recipe
 from kitchen.workflows.distillation import (
     PromptDistillationConfig as BaseConfig,
 )
 from kitchen.workflows.distillation import TeacherSpec, prompt_distillation
+from kitchen.workflows.distillation.state import PromptDistillationState
 
 SMOLLM2 = "HuggingFaceTB/SmolLM2-135M-Instruct"
 

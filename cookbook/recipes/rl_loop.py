@@ -8,10 +8,10 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from cookbook.envs import RLEnvFields, env_dataset
-from kitchen.graph import Workflow
-from kitchen.recipe import Recipe
-from kitchen.states.rl import RLState
+from kitchen.engine.graph import Workflow
+from kitchen.engine.recipe import Recipe
 from kitchen.workflows.reinforcement import RLLoopConfig, reinforcement_flat
+from kitchen.workflows.reinforcement.state import RLState
 
 
 class RLLoopRecipeConfig(RLLoopConfig, RLEnvFields):

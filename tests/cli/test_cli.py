@@ -2,7 +2,7 @@ import json
 
 from typer.testing import CliRunner
 
-from kitchen.cli import app
+from kitchen.app.cli import app
 from tests.helpers import chat_files
 
 runner = CliRunner()

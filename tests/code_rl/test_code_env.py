@@ -18,7 +18,7 @@ from cookbook.envs.code import (
 from cookbook.envs.code_grading import CodeGrader, code_task, extract_code, lcb_prompt
 from kitchen.adapters.datasets.store import HFDatasetStore
 from kitchen.adapters.fake.tokenizer import FakeTokenizer
-from kitchen.stages.rl import RLEnvContext
+from kitchen.workflows.reinforcement.stages import RLEnvContext
 from train_core.renderers import get_renderer
 
 TOKENIZER = FakeTokenizer()

@@ -16,13 +16,13 @@ def no_processes(self, *args, **kwargs):
     raise RuntimeError("a dry run starts no process")
 
 subprocess.Popen.__init__ = no_processes
-import kitchen.sandbox.factory as factory
+import kitchen.adapters.sandbox.factory as factory
 real_make = factory.make_sandbox
 factory.make_sandbox = lambda *a, **k: sandboxes.append(a) or real_make(*a, **k)
-import kitchen.sandbox as sandbox_pkg
+import kitchen.adapters.sandbox as sandbox_pkg
 sandbox_pkg.make_sandbox = factory.make_sandbox
 
-from kitchen.cli import app
+from kitchen.app.cli import app
 try:
     app(sys.argv[1:])
 except SystemExit as e:

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from kitchen.launch import run
-from kitchen.sandbox.local import LocalSandbox
+from kitchen.adapters.sandbox.local import LocalSandbox
+from kitchen.app.launch import run
 
 
 @pytest.mark.slow

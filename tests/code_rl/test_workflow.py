@@ -11,8 +11,8 @@ import pytest
 
 from cookbook.recipes.code_rl import CodeRLConfig
 from kitchen.adapters.fake.backend import FakeBackend, FakeTrainingClient
-from kitchen.errors import ConfigError
-from kitchen.launch import build_config, get_recipe, run
+from kitchen.app.launch import build_config, get_recipe, run
+from kitchen.engine.errors import ConfigError
 
 SUM_ROW = {
     "id": "sum",

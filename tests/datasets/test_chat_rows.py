@@ -15,7 +15,7 @@ from cookbook.datasets import (
     tulu3_row,
 )
 from kitchen.adapters.datasets import HFDatasetStore
-from kitchen.errors import DataError
+from kitchen.engine.errors import DataError
 from tests.datasets.helpers import HubFromFiles, write_jsonl
 
 GOOD = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}

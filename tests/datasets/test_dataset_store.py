@@ -12,7 +12,7 @@ import pytest
 
 from kitchen.adapters.datasets import HFDatasetStore, parse_split
 from kitchen.adapters.datasets import hub as hub_module
-from kitchen.errors import DataError
+from kitchen.engine.errors import DataError
 from kitchen.ports import DatasetStore
 
 

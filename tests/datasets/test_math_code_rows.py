@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cookbook.datasets import deepcoder_row, extract_gsm8k_answer, load_code, load_math
-from kitchen.errors import DataError
+from kitchen.engine.errors import DataError
 from tests.datasets.helpers import HubFromFiles, write_jsonl
 
 GSM8K = {

@@ -15,7 +15,7 @@ from cookbook.datasets import (
     swapped,
 )
 from kitchen.adapters.datasets import HFDatasetStore
-from kitchen.errors import DataError
+from kitchen.engine.errors import DataError
 from tests.datasets.helpers import HubFromFiles, write_jsonl
 
 HH_GOOD = {

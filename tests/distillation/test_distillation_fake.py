@@ -11,7 +11,7 @@ import pytest
 
 from kitchen.adapters.fake import FakeBackend
 from kitchen.adapters.fake.backend import FakeSamplingClient
-from kitchen.launch import run
+from kitchen.app.launch import run
 
 COMMON = {"save_every": 0, "no_register": True, "max_tokens": 64}
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from kitchen.cli import app
-from kitchen.launch import build_config, get_recipe, run
+from kitchen.app.cli import app
+from kitchen.app.launch import build_config, get_recipe, run
 
 runner = CliRunner()
 RECIPES = ["prompt_distillation", "on_policy_distillation", "distill_composite"]

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from kitchen.adapters.fake.tokenizer import FakeTokenizer
-from kitchen.errors import ConfigError
-from kitchen.stage import Context
-from kitchen.stages.distillation import (
+from kitchen.engine.errors import ConfigError
+from kitchen.engine.stage import Context
+from kitchen.workflows.distillation.stages import (
     InitTeachers,
     Teacher,
     TeacherSpec,
@@ -19,7 +19,7 @@ from kitchen.stages.distillation import (
     split_turn_end,
     teacher_query,
 )
-from kitchen.states.distillation import DistillationState
+from kitchen.workflows.distillation.state import DistillationState
 from train_core.distillation import place_on_mask
 from train_core.renderers import get_renderer
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kitchen import registry
+from kitchen.engine import registry
 
 from .snippets import DOCS, blocks, pages_with_python, run_page
 
@@ -22,7 +22,7 @@ def restored_globals():
     (process-wide, settable once); the rest of the test session must see neither."""
     from opentelemetry import trace
 
-    from kitchen import telemetry
+    from kitchen.engine import telemetry
 
     registries = {
         name: copy.copy(reg._items)

@@ -7,8 +7,8 @@ from typing import Any
 
 from pydantic import Field
 
-from kitchen.futures import APIFuture
-from kitchen.state import BaseState, Handle, Pending
+from kitchen.engine.futures import APIFuture
+from kitchen.engine.state import BaseState, Handle, Pending
 
 
 class ToyState(BaseState):

@@ -1,4 +1,5 @@
-"""cookbook -> kitchen -> train_core -> tinker.types, and heavy libraries only in adapters."""
+"""cookbook -> kitchen -> train_core -> tinker.types; inside kitchen, app -> workflows -> engine and
+adapters -> engine, never the reverse; heavy libraries only in adapters and the server."""
 
 import ast
 import subprocess
@@ -32,17 +33,42 @@ def test_packages_import_only_downwards():
     assert not bad, "\n".join(bad)
 
 
+# Inside kitchen: a layer never imports the layers listed against it (ports and the package root are
+# shared vocabulary). The server is an inbound adapter: it may import the local engine.
+LAYER_FORBIDDEN = {
+    "engine": {"app", "workflows", "adapters", "serve"},
+    "workflows": {"app", "adapters", "serve"},
+    "adapters": {"app", "workflows", "serve"},
+    "serve": {"app", "workflows"},
+}
+
+
+def _layer(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if parts[0] == "kitchen" and len(parts) > 1 else None
+
+
+def test_kitchen_layers_import_only_downwards():
+    bad = []
+    for layer, forbidden in LAYER_FORBIDDEN.items():
+        for path in sorted((ROOT / "kitchen" / layer).rglob("*.py")):
+            for line, name in _imports(path, module_level_only=False):
+                if _layer(name) in forbidden:
+                    bad.append(f"{path.relative_to(ROOT)}:{line} imports {name}")
+    assert not bad, "\n".join(bad)
+
+
 def test_heavy_libraries_are_imported_lazily_and_only_by_adapters():
     bad = []
     for package in FORBIDDEN:
         for path in sorted((ROOT / package).rglob("*.py")):
             rel = path.relative_to(ROOT)
-            in_adapter = rel.parts[:2] == ("kitchen", "adapters")
+            in_adapter = rel.parts[:2] in {("kitchen", "adapters"), ("kitchen", "serve")}
             for line, name in _imports(path, module_level_only=not in_adapter):
                 top = name.split(".")[0]
                 if top in HEAVY and not in_adapter:
                     bad.append(
-                        f"{rel}:{line} imports {name} at module level outside kitchen/adapters"
+                        f"{rel}:{line} imports {name} at module level outside kitchen/adapters and kitchen/serve"
                     )
     assert not bad, "\n".join(bad)
 
@@ -55,12 +81,12 @@ def _loaded_after(imports: str) -> str:
 
 
 def test_help_loads_no_heavy_library():
-    assert _loaded_after("import kitchen.cli") == "[]"
+    assert _loaded_after("import kitchen.app.cli") == "[]"
 
 
 def test_dry_run_path_loads_no_model_library():
     # The tinker SDK's own types import torch when it is installed; nothing of ours loads the rest.
     loaded = _loaded_after(
-        "import kitchen.launch, kitchen.workflows.supervised, cookbook.recipes.sl_basic"
+        "import kitchen.app.launch, kitchen.workflows.supervised, cookbook.recipes.sl_basic"
     )
     assert loaded in ("[]", "['torch']")

@@ -2,10 +2,10 @@ import asyncio
 
 import pytest
 
-from kitchen.errors import StageError
-from kitchen.graph import Await, Loop, When, Workflow, every
-from kitchen.runner import BaseHook, Runner, run_workflow
-from kitchen.stage import Context, Resume, stage
+from kitchen.engine.errors import StageError
+from kitchen.engine.graph import Await, Loop, When, Workflow, every
+from kitchen.engine.runner import BaseHook, Runner, run_workflow
+from kitchen.engine.stage import Context, Resume, stage
 
 from .states import Add, Boom, Load, Mark, Submit, ToyState
 

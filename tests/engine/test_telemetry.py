@@ -1,9 +1,9 @@
 from contextlib import contextmanager
 
-from kitchen import telemetry
-from kitchen.graph import Loop, Workflow
-from kitchen.runner import run_workflow
-from kitchen.stage import Context
+from kitchen.engine import telemetry
+from kitchen.engine.graph import Loop, Workflow
+from kitchen.engine.runner import run_workflow
+from kitchen.engine.stage import Context
 
 from .states import Add, Load, ToyState
 

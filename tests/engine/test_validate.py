@@ -1,8 +1,8 @@
 import pytest
 
-from kitchen.errors import GraphError
-from kitchen.graph import Await, Loop, When, Workflow, every
-from kitchen.stage import stage
+from kitchen.engine.errors import GraphError
+from kitchen.engine.graph import Await, Loop, When, Workflow, every
+from kitchen.engine.stage import stage
 
 from .states import Add, Load, Mark, Submit, ToyState
 
@@ -100,8 +100,8 @@ def test_render_shows_structure_and_bound_options():
 
 
 def test_pending_queue_must_be_drained_after_a_pipelined_loop():
-    from kitchen.futures import APIFuture
-    from kitchen.state import BaseState, PendingQueue
+    from kitchen.engine.futures import APIFuture
+    from kitchen.engine.state import BaseState, PendingQueue
 
     class QState(BaseState):
         batch_idx: int = 0
@@ -119,8 +119,8 @@ def test_pending_queue_must_be_drained_after_a_pipelined_loop():
     wf = Workflow("pipe", QState, [Loop("batch", 3, "batch_idx", body), Await("q", into="out")])
     wf.validate()
 
-    from kitchen.runner import run_workflow
-    from kitchen.stage import Context
+    from kitchen.engine.runner import run_workflow
+    from kitchen.engine.stage import Context
 
     seen = []
     record = stage(reads={"out"})(lambda ctx: seen.append(ctx.state.out))

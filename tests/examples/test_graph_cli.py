@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kitchen.cli import app
+from kitchen.app.cli import app
 
 from .helpers import EXAMPLES
 

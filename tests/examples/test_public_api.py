@@ -24,7 +24,10 @@ def _loaded_after(code: str) -> list[str]:
 
 
 def test_import_kitchen_loads_neither_torch_nor_tinker():
-    assert _loaded_after("import kitchen; kitchen.Workflow, kitchen.stage, kitchen.RECIPES") == []
+    assert (
+        _loaded_after("import kitchen; kitchen.Workflow, kitchen.stage, kitchen.RECIPES")
+        == []
+    )
 
 
 def test_import_train_core_loads_no_subpackage_until_a_name_is_used():
@@ -52,10 +55,10 @@ def test_the_names_the_docs_promise_are_exported():
 
 
 def test_stage_and_validate_stay_the_function_after_their_modules_are_imported():
-    import kitchen.stage
-    import kitchen.validate
+    import kitchen.engine.stage
+    import kitchen.engine.validate
 
-    assert callable(kitchen.stage) and kitchen.stage.__module__ == "kitchen.stage"
+    assert callable(kitchen.stage) and kitchen.stage.__module__ == "kitchen.engine.stage"
     assert kitchen.validate.__name__ == "validate"
 
 

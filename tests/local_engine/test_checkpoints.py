@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from tinker import types
 
-from kitchen.errors import BackendError
+from kitchen.engine.errors import BackendError
 
 from .conftest import TEXTS, TINY, sft_datum
 

@@ -12,7 +12,7 @@ import pytest
 from kitchen.adapters.local.resolve import build_once, resolve_model
 from kitchen.adapters.local.tiny import TINY_DIR, TINY_MODELS, TinySpec, build_tiny_model
 from kitchen.adapters.local.tiny_tokenizer import SPECIAL_TOKENS, train_tiny_tokenizer
-from kitchen.errors import BackendError, ConfigError
+from kitchen.engine.errors import BackendError, ConfigError
 
 
 @pytest.mark.parametrize("name", sorted(TINY_MODELS))

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kitchen.adapters.local.settings import SMALL_MODEL_PARAMS, EngineSettings, choose_num_threads
-from kitchen.errors import ConfigError
+from kitchen.engine.errors import ConfigError
 from kitchen.ports import BackendSettings
 
 

@@ -160,7 +160,7 @@ def test_bad_datum_fails_with_position_and_key(backend: Any) -> None:
             "weights": np.ones(2, dtype=np.float32),
         },
     )
-    from kitchen.errors import BackendError
+    from kitchen.engine.errors import BackendError
 
     with pytest.raises(
         BackendError, match=r"datum 0: loss_fn_inputs\['weights'\] has shape \[2\]; expected \[3\]"

@@ -14,7 +14,7 @@ import pytest
 from tinker import types
 
 from kitchen.ports import BackendSettings
-from kitchen.stages.preference import labeled_comparison
+from kitchen.workflows.preference.stages import labeled_comparison
 from train_core.preference import build_dpo_data, make_dpo_loss_fn
 from train_core.renderers import get_renderer
 from train_core.supervised import full_sequence_from_datum, logprobs_aligned_to_targets
@@ -64,7 +64,7 @@ def test_dpo_steps_raise_chosen_over_rejected_log_ratio(backend: Any) -> None:
 
 
 def test_dpo_recipe_runs_three_steps_on_the_tiny_model(tmp_path: Path) -> None:
-    from kitchen.launch import run
+    from kitchen.app.launch import run
 
     rows = [comparison(i, label="A" if i % 2 else "B") for i in range(8)]
     data = write_jsonl(tmp_path / "prefs.jsonl", rows)

@@ -9,11 +9,11 @@ from typer.testing import CliRunner
 from cookbook.datasets.preference import helpsteer3_row, hh_rlhf_row, preference_row
 from cookbook.recipes.dpo import DPO
 from cookbook.recipes.preference_data import resolve_preference_dataset
-from kitchen.cli import app
-from kitchen.launch import build_config, get_recipe
-from kitchen.stages.preference import EvaluatePreference
-from kitchen.stages.setup import LoadDataset
-from kitchen.validate import walk
+from kitchen.app.cli import app
+from kitchen.app.launch import build_config, get_recipe
+from kitchen.engine.validate import walk
+from kitchen.workflows.common.setup import LoadDataset
+from kitchen.workflows.preference.stages import EvaluatePreference
 
 runner = CliRunner()
 

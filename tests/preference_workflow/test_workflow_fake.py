@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 from kitchen.adapters.fake import FakeBackend
-from kitchen.errors import DataError
-from kitchen.launch import run
-from kitchen.runner import RunResult
-from kitchen.stage import Context
-from kitchen.stages.preference import GetPreferenceBatch, ShufflePairs
-from kitchen.states.preference import PreferenceState
+from kitchen.app.launch import run
+from kitchen.engine.errors import DataError
+from kitchen.engine.runner import RunResult
+from kitchen.engine.stage import Context
+from kitchen.workflows.preference.stages import GetPreferenceBatch, ShufflePairs
+from kitchen.workflows.preference.state import PreferenceState
 
 from .helpers import comparison, write_jsonl
 

@@ -6,7 +6,7 @@ import multiprocessing
 from pathlib import Path
 from typing import Any
 
-from kitchen.registry_store import SQLiteRegistry
+from kitchen.adapters.model_registry import SQLiteRegistry
 from tests.registry.drafts import make_draft
 
 PER_PROCESS = 20

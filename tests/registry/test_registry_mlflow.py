@@ -9,8 +9,8 @@ from tests.registry.drafts import make_draft
 pytest.importorskip("mlflow")
 pytest.importorskip("sqlalchemy")  # the SQL tracking store; mlflow-skinny does not pull it in
 
-from kitchen.registry_store import ModelNotFoundError, ModelRef, open_registry
-from kitchen.registry_store.mlflow_store import MLflowRegistry
+from kitchen.adapters.model_registry import ModelNotFoundError, ModelRef, open_registry
+from kitchen.adapters.model_registry.mlflow_store import MLflowRegistry
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,8 @@ import copy
 
 import pytest
 
-from kitchen.errors import ConfigError
-from kitchen.registry_store import config_hash, is_secret_key, redact
+from kitchen.adapters.model_registry import config_hash, is_secret_key, redact
+from kitchen.engine.errors import ConfigError
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kitchen.errors import ConfigError
-from kitchen.registry_store import (
+from kitchen.adapters.model_registry import (
     ModelNotFoundError,
     ModelRef,
     SQLiteRegistry,
@@ -16,6 +15,7 @@ from kitchen.registry_store import (
     open_registry,
     resolve_base_model,
 )
+from kitchen.engine.errors import ConfigError
 from tests.registry.drafts import make_draft
 
 

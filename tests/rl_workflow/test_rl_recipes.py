@@ -9,8 +9,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from kitchen.cli import app
-from kitchen.launch import build_config, get_recipe, run
+from kitchen.app.cli import app
+from kitchen.app.launch import build_config, get_recipe, run
 from tests.rl_workflow.helpers import fake_backend
 
 runner = CliRunner()

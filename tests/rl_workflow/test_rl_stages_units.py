@@ -12,11 +12,11 @@ import pytest
 from tinker import types
 
 from kitchen.adapters.fake.tokenizer import FakeTokenizer
-from kitchen.futures import APIFuture
-from kitchen.stages.rl import keep_informative_groups, version_metrics
-from kitchen.stages.rl_async import AsyncRolloutPool
-from kitchen.stages.rl_rollout import GroupedTokenCompleter, transcript_records
-from kitchen.stages.rl_train import split_into
+from kitchen.engine.futures import APIFuture
+from kitchen.workflows.reinforcement.async_pool import AsyncRolloutPool
+from kitchen.workflows.reinforcement.rollout import GroupedTokenCompleter, transcript_records
+from kitchen.workflows.reinforcement.stages import keep_informative_groups, version_metrics
+from kitchen.workflows.reinforcement.train import split_into
 from tests.rl_core.rl_core_fakes import single_turn_group
 from train_core.rl import do_batch_rollouts
 
@@ -130,7 +130,7 @@ def test_grouped_completer_passes_a_sampler_failure_to_every_request():
 
 def test_batch_rollouts_overlap_sampling_latency_across_groups():
     from cookbook.envs.arithmetic import ArithmeticEnvs
-    from kitchen.stages.rl import RLEnvContext
+    from kitchen.workflows.reinforcement.stages import RLEnvContext
     from train_core.renderers import get_renderer
 
     renderer = get_renderer("chatml", FakeTokenizer())

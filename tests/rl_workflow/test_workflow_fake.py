@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from cookbook.envs.arithmetic import ArithmeticEnvs
-from kitchen.launch import run
-from kitchen.recipe import Recipe
+from kitchen.app.launch import run
+from kitchen.engine.recipe import Recipe
 from kitchen.workflows.reinforcement import RLConfig, reinforcement
 from tests.rl_workflow.helpers import SlowFirstGroup, fake_backend, record_loss_configs
 
@@ -257,8 +257,8 @@ def test_streaming_submits_a_minibatch_before_the_slow_group_finishes():
 
 
 def test_async_failure_still_stops_every_rollout_in_finally():
-    from kitchen.errors import BackendError
-    from kitchen.runner import BaseHook
+    from kitchen.engine.errors import BackendError
+    from kitchen.engine.runner import BaseHook
 
     class Capture(BaseHook):
         def on_run_end(self, state: Any, error: BaseException | None) -> None:

@@ -2,8 +2,8 @@ import os
 
 import pytest
 
-from kitchen.sandbox import SandboxUnavailable
-from kitchen.sandbox.local import LocalSandbox
+from kitchen.adapters.sandbox import SandboxUnavailable
+from kitchen.adapters.sandbox.local import LocalSandbox
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,7 @@ import json
 
 from typer.testing import CliRunner
 
-from kitchen.cli_sandbox import app
+from kitchen.app.cli_sandbox import app
 
 runner = CliRunner()
 

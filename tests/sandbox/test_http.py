@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from kitchen.sandbox import Limits, SandboxPort, make_sandbox
-from kitchen.sandbox.grading import StdioCase, grade_stdio
-from kitchen.sandbox.http import HttpSandbox
+from kitchen.adapters.sandbox import Limits, SandboxPort, make_sandbox
+from kitchen.adapters.sandbox.grading import StdioCase, grade_stdio
+from kitchen.adapters.sandbox.http import HttpSandbox
 
 
 def _finished(code: int, stdout: str = "", stderr: str = "") -> dict[str, Any]:

@@ -10,10 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from kitchen.sandbox import ExecutionResult, Limits, SandboxError, SandboxPort, make_sandbox
-from kitchen.sandbox.jail import split_time_report
-from kitchen.sandbox.local import LocalSandbox
-from kitchen.sandbox.verdict import classify
+from kitchen.adapters.sandbox import (
+    ExecutionResult,
+    Limits,
+    SandboxError,
+    SandboxPort,
+    make_sandbox,
+)
+from kitchen.adapters.sandbox.jail import split_time_report
+from kitchen.adapters.sandbox.local import LocalSandbox
+from kitchen.adapters.sandbox.verdict import classify
 from tests.sandbox.conftest import jailed_processes
 
 REPO = Path(__file__).resolve().parents[2]
@@ -132,8 +138,8 @@ def test_jail_dies_when_the_host_process_is_killed(sandbox):
     """A trainer that crashes (SIGKILL) mid-run leaves no sandboxed program behind."""
     script = (
         "import sys\n"
-        "from kitchen.sandbox.local import LocalSandbox\n"
-        "from kitchen.sandbox.types import Limits\n"
+        "from kitchen.adapters.sandbox.local import LocalSandbox\n"
+        "from kitchen.adapters.sandbox.types import Limits\n"
         "LocalSandbox().run('import time\\ntime.sleep(60)', limits=Limits(wall_s=60))\n"
     )
     host = subprocess.Popen([sys.executable, "-c", script], cwd=str(REPO))
@@ -153,7 +159,7 @@ def test_jail_dies_when_the_host_process_is_killed(sandbox):
 
 
 def test_jail_binds_only_system_libraries_and_the_interpreter(sandbox):
-    from kitchen.sandbox import jail
+    from kitchen.adapters.sandbox import jail
 
     interpreter = jail.probe_interpreter(jail.default_python())
     argv = jail.bwrap_args("bwrap", interpreter, Limits(), [(5, "main.py")], status_fd=6)

@@ -1,8 +1,8 @@
 """Runs end with evaluate -> register; a run can start from a registered model (lineage)."""
 
 from kitchen.adapters.fake import FakeBackend
-from kitchen.launch import run
-from kitchen.registry_store import open_registry
+from kitchen.adapters.model_registry import open_registry
+from kitchen.app.launch import run
 from tests.helpers import chat_files
 
 

@@ -8,9 +8,9 @@ import pytest
 from safetensors.numpy import load_file
 from typer.testing import CliRunner
 
-from kitchen.cli import app
-from kitchen.launch import run
-from kitchen.runner import BaseHook
+from kitchen.app.cli import app
+from kitchen.app.launch import run
+from kitchen.engine.runner import BaseHook
 from tests.helpers import chat_files
 
 pytestmark = pytest.mark.slow

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from kitchen.adapters.fake import FakeBackend
-from kitchen.launch import run
+from kitchen.app.launch import run
 from tests.helpers import chat_files
 
 

@@ -59,7 +59,7 @@ def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     checkpoints = tmp_path_factory.mktemp("serve-checkpoints")
     log = (checkpoints / "serve.log").open("wb")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    cmd = [sys.executable, "-m", "kitchen.cli", "serve", "--port", str(port), "--model", TINY]
+    cmd = [sys.executable, "-m", "kitchen.app.cli", "serve", "--port", str(port), "--model", TINY]
     cmd += ["--checkpoint-dir", str(checkpoints)]
     proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"

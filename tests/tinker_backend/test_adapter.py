@@ -14,9 +14,9 @@ import httpx
 import pytest
 import tinker
 
-from kitchen.adapters.serve.settings import ServeSettings
-from kitchen.errors import BackendError, ConfigError
+from kitchen.engine.errors import BackendError, ConfigError
 from kitchen.ports import BackendSettings, SamplingClient, TrainingBackend, TrainingClient
+from kitchen.serve.settings import ServeSettings
 
 from .conftest import TEST_KEY, TINY, free_port, sft_datum
 
@@ -114,7 +114,7 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
 def test_recipe_records_tinker_checkpoints_and_resumes_through_them(
     sdk_env: str, tmp_path: Path
 ) -> None:
-    from kitchen.launch import run
+    from kitchen.app.launch import run
 
     overrides = {
         "model_name": TINY,
@@ -145,8 +145,8 @@ def keyed_server() -> Iterator[str]:
     import uvicorn
 
     from kitchen.adapters.fake import create_fake_backend
-    from kitchen.adapters.serve.app import create_app
-    from kitchen.adapters.serve.service import KitchenService
+    from kitchen.serve.app import create_app
+    from kitchen.serve.service import KitchenService
 
     settings = ServeSettings(require_key=True, api_key="tml-the-right-key")
     service = KitchenService(settings, backend=create_fake_backend(BackendSettings()))

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kitchen.adapters.serve.requests import ModelLane, RequestStore, idle_gaps
+from kitchen.serve.requests import ModelLane, RequestStore, idle_gaps
 
 
 def _submit(

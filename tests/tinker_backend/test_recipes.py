@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kitchen.launch import get_recipe
-from kitchen.registry import RECIPES
+from kitchen.app.launch import get_recipe
+from kitchen.engine.registry import RECIPES
 
 from .conftest import TINY
 
@@ -47,7 +47,7 @@ def _recipe_names() -> list[str]:
 def test_recipe_runs_two_steps_on_the_tinker_backend(
     recipe: str, sdk_env: str, tmp_path: Path
 ) -> None:
-    from kitchen.cli import app
+    from kitchen.app.cli import app
 
     fields = get_recipe(recipe).Config.model_fields
     overrides = [f"{k}={v}" for k, v in SHRINK.items() if k in fields]

@@ -24,7 +24,7 @@ def test_installed_tinker_sdk_is_the_pinned_version() -> None:
     installed = version("tinker")
     assert installed == PINNED_SDK, (
         f"tinker SDK {installed} is installed; kitchen serve and the tinker adapter speak the "
-        f"{PINNED_SDK} wire protocol. Re-check kitchen/adapters/serve against the new SDK "
+        f"{PINNED_SDK} wire protocol. Re-check kitchen/serve against the new SDK "
         "(routes, protobuf messages, retrieve_future) before changing the pin in pyproject.toml."
     )
     assert tinker.__version__ == PINNED_SDK

@@ -14,8 +14,8 @@ from tinker.proto.response_conv import (
     deserialize_sample_response,
 )
 
-from kitchen.adapters.serve import paths, wire
-from kitchen.adapters.serve.errors import UserError
+from kitchen.serve import paths, wire
+from kitchen.serve.errors import UserError
 
 
 def _request(data: list[types.Datum], loss_fn_config: dict[str, float] | None = None) -> bytes:

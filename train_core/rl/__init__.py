@@ -1,6 +1,6 @@
 """Reinforcement learning core: env protocol, rollouts, advantages, datums, metrics.
 
-Pure logic over tinker.types; the workflow stages in `kitchen.stages.rl` call into it.
+Pure logic over tinker.types; the workflow stages in `kitchen.workflows.reinforcement.stages` call into it.
 """
 
 from train_core.rl.advantages import (

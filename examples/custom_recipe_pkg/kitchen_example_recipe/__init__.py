@@ -12,10 +12,10 @@ from typing import Any, ClassVar, cast
 from pydantic import Field
 
 from kitchen import Recipe, Workflow
-from kitchen.errors import DataError
-from kitchen.stages.setup import RowConverter
-from kitchen.states.supervised import SupervisedState
+from kitchen.engine.errors import DataError
+from kitchen.workflows.common.setup import RowConverter
 from kitchen.workflows.supervised import SupervisedConfig, supervised
+from kitchen.workflows.supervised.state import SupervisedState
 
 BUNDLED_SIGN_OFF = "Happy cooking!"
 

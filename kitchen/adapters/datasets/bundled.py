@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kitchen.errors import DataError
+from kitchen.engine.errors import DataError
 
 BUNDLED_PACKAGE = "cookbook.data"
 INDEX_FILE = "index.json"

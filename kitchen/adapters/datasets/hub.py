@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from urllib.parse import urlparse
 
 from kitchen.adapters.datasets.rows import Rows, SplitSpec
-from kitchen.errors import DataError
+from kitchen.engine.errors import DataError
 
 _HUB_NAME_RE = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[A-Za-z0-9][\w.\-]*)?$")
 _TRUE = {"1", "true", "yes", "on"}

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kitchen.adapters.datasets.rows import Rows
-from kitchen.errors import DataError
+from kitchen.engine.errors import DataError
 
 SUFFIXES = (".jsonl", ".json", ".parquet", ".arrow")
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kitchen.errors import DataError
+from kitchen.engine.errors import DataError
 
 
 class Rows(list[dict[str, Any]]):

@@ -31,7 +31,7 @@ from kitchen.adapters.datasets.local_files import (
     saved_dataset_splits,
 )
 from kitchen.adapters.datasets.rows import Rows, parse_split
-from kitchen.errors import DataError
+from kitchen.engine.errors import DataError
 
 BUNDLED_PREFIX = "bundled:"
 

@@ -17,8 +17,8 @@ import numpy as np
 from tinker import types
 
 from kitchen.adapters.fake.tokenizer import FakeTokenizer
-from kitchen.errors import BackendError
-from kitchen.futures import APIFuture
+from kitchen.engine.errors import BackendError
+from kitchen.engine.futures import APIFuture
 from kitchen.ports import BackendSettings, CustomLossFn
 
 T = TypeVar("T")

@@ -19,7 +19,7 @@ from kitchen.adapters.local.resolve import resolve_model
 from kitchen.adapters.local.sampling_client import LocalSamplingClient
 from kitchen.adapters.local.settings import EngineSettings, apply_num_threads, choose_num_threads
 from kitchen.adapters.local.training_client import LocalTrainingClient
-from kitchen.errors import BackendError, ConfigError
+from kitchen.engine.errors import BackendError, ConfigError
 from kitchen.ports import BackendSettings
 
 

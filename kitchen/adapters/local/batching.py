@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from tinker import types
 
-from kitchen.errors import BackendError
+from kitchen.engine.errors import BackendError
 
 
 @dataclass

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from kitchen.errors import BackendError
+from kitchen.engine.errors import BackendError
 
 META_FILE = "kitchen_checkpoint.json"
 ADAPTER_WEIGHTS = "adapter_model.safetensors"

@@ -20,7 +20,7 @@ from kitchen.adapters.local.losses import (
     clip_thresholds,
     loss_fn_named,
 )
-from kitchen.errors import BackendError
+from kitchen.engine.errors import BackendError
 from kitchen.ports import CustomLossFn
 
 OUTPUT_TYPE = "ArrayRecord"

@@ -22,7 +22,7 @@ from typing import Any
 from kitchen.adapters.local.lora import load_adapter_weights
 from kitchen.adapters.local.resolve import resolve_model
 from kitchen.adapters.local.settings import EngineSettings
-from kitchen.errors import BackendError
+from kitchen.engine.errors import BackendError
 
 _snapshot_ids = itertools.count(1)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from kitchen.errors import BackendError
+from kitchen.engine.errors import BackendError
 
 # Tinker's LoRA scale is independent of rank ("LoRA without regret": alpha = 32, scale alpha / r), so
 # one learning rate suits every rank.

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kitchen.errors import BackendError
+from kitchen.engine.errors import BackendError
 
 Tensor = Any  # torch.Tensor; this module is imported only where torch is
 LossFn = Callable[[Tensor, Mapping[str, Tensor], Mapping[str, float]], Tensor]

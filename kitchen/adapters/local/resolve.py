@@ -20,7 +20,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from kitchen.errors import BackendError, ConfigError
+from kitchen.engine.errors import BackendError, ConfigError
 
 SMOLLM2_REPO = "HuggingFaceTB/SmolLM2-135M-Instruct"
 SMOLLM2_ALIASES = frozenset(

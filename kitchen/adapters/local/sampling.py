@@ -17,7 +17,7 @@ from typing import Any
 
 from tinker import types
 
-from kitchen.errors import BackendError
+from kitchen.engine.errors import BackendError
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from tinker import types
 
 from kitchen.adapters.local.host import LoraSnapshot, ModelHost
 from kitchen.adapters.local.sampling import StopRule, generate
-from kitchen.errors import BackendError
-from kitchen.futures import APIFuture
+from kitchen.engine.errors import BackendError
+from kitchen.engine.futures import APIFuture
 
 _sampler_ids = itertools.count(1)
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kitchen.errors import ConfigError
+from kitchen.engine.errors import ConfigError
 from kitchen.ports import BackendSettings
 
 # Padded tokens per forward/backward pass. On CPU small passes are faster and bound memory (DPO on

@@ -28,8 +28,8 @@ from kitchen.adapters.local.lora import (
 )
 from kitchen.adapters.local.optimizer import adam_step, make_optimizer
 from kitchen.adapters.local.sampling_client import LocalSamplingClient
-from kitchen.errors import BackendError
-from kitchen.futures import APIFuture
+from kitchen.engine.errors import BackendError
+from kitchen.engine.futures import APIFuture
 from kitchen.ports import CustomLossFn
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from kitchen.adapters.tinker.clients import TinkerSamplingClient, TinkerTrainingClient
 from kitchen.adapters.tinker.credentials import api_key_from_env, base_url
 from kitchen.adapters.tinker.futures import backend_error, wait
-from kitchen.errors import BackendError
+from kitchen.engine.errors import BackendError
 from kitchen.ports import BackendSettings
 
 log = logging.getLogger("kitchen.tinker")

@@ -14,7 +14,7 @@ from tinker import types
 
 from kitchen.adapters.tinker.futures import wait, wrap
 from kitchen.adapters.tinker.tokenizers import load_tokenizer
-from kitchen.futures import APIFuture
+from kitchen.engine.futures import APIFuture
 from kitchen.ports import CustomLossFn
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from kitchen.errors import ConfigError
+from kitchen.engine.errors import ConfigError
 
 API_KEY_ENV = "TINKER_API_KEY"
 BASE_URL_ENV = "TINKER_BASE_URL"

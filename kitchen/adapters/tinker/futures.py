@@ -12,8 +12,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from kitchen.adapters.tinker.credentials import scrub
-from kitchen.errors import BackendError, KitchenError
-from kitchen.futures import APIFuture
+from kitchen.engine.errors import BackendError, KitchenError
+from kitchen.engine.futures import APIFuture
 
 T = TypeVar("T")
 

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from kitchen.errors import BackendError
+from kitchen.engine.errors import BackendError
 
 _cache: dict[str, Any] = {}
 _lock = threading.Lock()

@@ -1,0 +1,30 @@
+"""Pick a sandbox adapter by name: `local` (default, bubblewrap on this machine) or `http`
+(a SandboxFusion service at SANDBOX_URL)."""
+
+from __future__ import annotations
+
+from kitchen.adapters.sandbox.bounded import BoundedSandbox
+from kitchen.adapters.sandbox.types import Limits, SandboxError
+
+BACKENDS = ("local", "http")
+
+
+def make_sandbox(
+    backend: str = "local",
+    *,
+    url: str | None = None,
+    max_concurrency: int | None = None,
+    limits: Limits | None = None,
+) -> BoundedSandbox:
+    """Build (but do not start) a sandbox; nothing runs until the first `run`."""
+    if backend == "local":
+        from kitchen.adapters.sandbox.local import LocalSandbox
+
+        if url is not None:
+            raise SandboxError("sandbox url is only for backend 'http'; backend is 'local'")
+        return LocalSandbox(max_concurrency=max_concurrency, limits=limits)
+    if backend == "http":
+        from kitchen.adapters.sandbox.http import HttpSandbox
+
+        return HttpSandbox(url, max_concurrency=max_concurrency, limits=limits)
+    raise SandboxError(f"sandbox backend {backend!r} is unknown; expected one of {BACKENDS}")

@@ -1,0 +1,295 @@
+"""`kitchen`: run, list, show, graph (and serve / sandbox / models where installed).
+
+Recipe flags are generated from the recipe's Config: `--dpo-beta 0.1` sets dpo_beta. Precedence:
+defaults < --preset < --config file < flags. Errors print one line; exit 2 for usage, config and
+data errors, 1 for runtime failures; --debug shows the traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from kitchen.engine.errors import ConfigError, KitchenError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Kitchen: LLM post-training recipes as stage pipelines.",
+)
+console = Console()
+err_console = Console(stderr=True)
+EXTRA = {"allow_extra_args": True, "ignore_unknown_options": True}
+STATE = {"debug": False}
+
+
+def _fail(e: BaseException) -> None:
+    if STATE["debug"]:
+        traceback.print_exception(e)
+    code = e.exit_code if isinstance(e, KitchenError) else 1
+    message = str(e) if isinstance(e, KitchenError) else f"{type(e).__name__}: {e}"
+    err_console.print(f"[red]error:[/red] {message}", markup=True, highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def _config(
+    recipe_name: str, args: list[str], config_file: Path | None, preset: str | None
+) -> tuple[Any, Any]:
+    from kitchen.app.launch import build_config, get_recipe
+    from kitchen.app.overrides import deep_merge, load_config_file, parse_overrides
+
+    recipe = get_recipe(recipe_name)
+    values: dict[str, Any] = {}
+    if config_file is not None:
+        values = load_config_file(config_file, recipe.Config, recipe.name)
+    values = deep_merge(values, parse_overrides(recipe.Config, args, recipe.name))
+    return recipe, build_config(recipe, values, preset)
+
+
+ConfigOpt = Annotated[
+    Path | None, typer.Option("--config", help="TOML or JSON file of config fields")
+]
+PresetOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--preset", help="Named preset, e.g. cookbook (tinker-cookbook's production values)"
+    ),
+]
+DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks")]
+
+
+@app.command(context_settings=EXTRA)
+def run(
+    ctx: typer.Context,
+    recipe: Annotated[str, typer.Argument(help="Recipe name (see `kitchen list`)")],
+    config: ConfigOpt = None,
+    preset: PresetOpt = None,
+    backend: Annotated[str | None, typer.Option("--backend", help="local | tinker | fake")] = None,
+    log_dir: Annotated[
+        Path | None, typer.Option("--log-dir", help="Run directory (default runs/<recipe>)")
+    ] = None,
+    if_exists: Annotated[
+        str, typer.Option("--if-exists", help="When the log dir exists: delete | resume | raise")
+    ] = "raise",
+    resume: Annotated[bool, typer.Option("--resume", help="Same as --if-exists resume")] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="Validate config and graph, print the plan, touch nothing"),
+    ] = False,
+    max_steps: Annotated[
+        int | None, typer.Option("--max-steps", min=1, help="Stop after this many training steps")
+    ] = None,
+    no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress bar")] = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Run a recipe. Recipe flags: `kitchen show RECIPE`; also key=value (dotted for nested)."""
+    STATE["debug"] = debug
+    try:
+        if if_exists not in ("delete", "resume", "raise"):
+            raise ConfigError(f"--if-exists: expected delete, resume or raise (got {if_exists!r})")
+        rec, cfg = _config(recipe, ctx.args, config, preset)
+        if backend is not None:
+            cfg.backend = backend
+        from kitchen.app.launch import run as run_recipe
+        from kitchen.engine.registry import BACKENDS
+
+        BACKENDS.get(cfg.backend)  # resolve the adapter by name without creating it
+        if dry_run:
+            from kitchen.engine.validate import validate
+            from kitchen.workflows.common.start import port_names
+
+            workflow = rec.workflow(cfg)
+            validate(workflow, ports={"backend", "datasets", *port_names(cfg)})
+            typer.echo(f"recipe {rec.name}: config valid; backend {cfg.backend}; plan:")
+            typer.echo(workflow.render())
+            return
+        out = log_dir or Path(cfg.log_path or f"runs/{rec.name}")
+        result = run_recipe(
+            rec,
+            cfg,
+            log_dir=out,
+            if_exists="resume" if resume else if_exists,  # type: ignore[arg-type]
+            max_steps=max_steps,
+            progress=not no_progress,
+        )
+        console.print(f"done: {result.steps} steps; run directory {out}", highlight=False)
+    except typer.Exit:
+        raise
+    except BaseException as e:
+        if isinstance(e, KeyboardInterrupt):
+            err_console.print("interrupted; metrics and checkpoints written so far are kept")
+            raise typer.Exit(130) from None
+        _fail(e)
+
+
+@app.command("list")
+def list_(debug: DebugOpt = False) -> None:
+    """List recipes, backends and dataset stores."""
+    import kitchen.app.builtins  # noqa: F401
+    from kitchen.app.launch import get_recipe
+    from kitchen.engine.registry import BACKENDS, DATASET_STORES, RECIPES
+
+    STATE["debug"] = debug
+    table = Table("recipe", "what it trains", box=None)
+    for name in RECIPES.names():
+        try:
+            table.add_row(name, get_recipe(name).summary())
+        except Exception as e:  # a broken third-party entry point must not hide the others
+            table.add_row(name, f"[red]failed to load: {e}[/red]")
+    console.print(table)
+    console.print(f"backends: {', '.join(BACKENDS.names())}", highlight=False)
+    console.print(f"dataset stores: {', '.join(DATASET_STORES.names())}", highlight=False)
+
+
+def _type_name(annotation: Any) -> str:
+    text = getattr(annotation, "__name__", None) or str(annotation)
+    return text.replace("typing.", "").replace("NoneType", "None")
+
+
+@app.command(context_settings=EXTRA)
+def show(
+    recipe: Annotated[str, typer.Argument(help="Recipe name")], debug: DebugOpt = False
+) -> None:
+    """Show a recipe's config fields: flag, type, default, presets, description."""
+    STATE["debug"] = debug
+    try:
+        from kitchen.app.launch import get_recipe
+        from kitchen.app.overrides import ALIASES, flag
+
+        rec = get_recipe(recipe)
+        aliases = {v: k for k, v in ALIASES.items()}
+        presets = list(rec.presets)
+        out = console if console.is_terminal else Console(width=240)  # don't wrap into a pipe
+        out.print(f"[bold]{rec.name}[/bold]: {rec.summary()}")
+        table = Table("flag", "type", "default", *presets, "description", box=None)
+        for name, info in rec.Config.model_fields.items():
+            f = flag(name) + (f", {aliases[name]}" if name in aliases else "")
+            preset_cols = [
+                repr(rec.presets[p][name]) if name in rec.presets[p] else "" for p in presets
+            ]
+            table.add_row(
+                f,
+                _type_name(info.annotation),
+                repr(info.default),
+                *preset_cols,
+                info.description or "",
+            )
+        out.print(table)
+    except BaseException as e:
+        _fail(e)
+
+
+def _is_workflow_target(target: str) -> bool:
+    """`path/to/file.py[:function]` or `package.module:function`, as opposed to a recipe name."""
+    return ":" in target or target.endswith(".py")
+
+
+def _load_workflow(target: str) -> Any:
+    """Call the workflow factory `target` names (default function: build_workflow) and return the
+    Workflow it builds."""
+    import importlib
+    import importlib.util
+
+    from kitchen.engine.graph import Workflow
+
+    where, _, func = target.partition(":") if not target.endswith(".py") else (target, "", "")
+    if where.endswith(".py"):
+        path = Path(where)
+        if not path.is_file():
+            raise ConfigError(f"workflow file {path} does not exist")
+        name = f"_kitchen_graph_{path.stem}"
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise ConfigError(f"workflow file {path} is not a Python module")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses look their module up while the file executes
+        spec.loader.exec_module(module)
+    else:
+        if "" not in sys.path and str(Path.cwd()) not in sys.path:
+            sys.path.insert(0, str(Path.cwd()))  # as `python -m` does: modules of the cwd import
+        try:
+            module = importlib.import_module(where)
+        except ModuleNotFoundError as e:
+            if e.name is None or not where.startswith(e.name):
+                raise
+            raise ConfigError(f"no module named {where!r} (from the current directory)") from None
+    func = func or "build_workflow"
+    factory = getattr(module, func, None)
+    if not callable(factory):
+        raise ConfigError(
+            f"{where} has no function {func!r}; expected a function that returns a Workflow"
+        )
+    workflow = factory()
+    if not isinstance(workflow, Workflow):
+        raise ConfigError(f"{target} returned {type(workflow).__name__}, not a Workflow")
+    return workflow
+
+
+@app.command(context_settings=EXTRA)
+def graph(
+    ctx: typer.Context,
+    recipe: Annotated[
+        str,
+        typer.Argument(
+            help="Recipe name, or a workflow factory: path/to/file.py[:function] or "
+            "package.module:function (default function: build_workflow)"
+        ),
+    ],
+    config: ConfigOpt = None,
+    preset: PresetOpt = None,
+    debug: DebugOpt = False,
+) -> None:
+    """Print a recipe's plan with the values bound from the flags, or the plan of the workflow a
+    Python function builds (then also validated: exit 2 when it is invalid)."""
+    STATE["debug"] = debug
+    try:
+        if _is_workflow_target(recipe):
+            from kitchen.engine.validate import validate
+
+            workflow = _load_workflow(recipe)
+            typer.echo(workflow.render())
+            validate(workflow)
+            return
+        rec, cfg = _config(recipe, ctx.args, config, preset)
+        typer.echo(rec.workflow(cfg).render())
+    except BaseException as e:
+        _fail(e)
+
+
+def _mount_optional() -> None:
+    """Sub-apps that live in their own modules."""
+    for module, name in (
+        ("kitchen.app.cli_sandbox", "sandbox"),
+        ("kitchen.app.cli_models", "models"),
+        ("kitchen.app.cli_serve", "serve"),
+    ):
+        try:
+            mod = __import__(module, fromlist=["app"])
+        except ModuleNotFoundError as e:
+            if e.name == module:
+                continue
+            raise
+        if hasattr(mod, "app"):
+            app.add_typer(mod.app, name=name)
+        elif hasattr(mod, "command"):
+            app.command(name)(mod.command)
+
+
+_mount_optional()
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""`kitchen serve`: the local engine behind the Tinker HTTP protocol (mounted by kitchen/app/cli.py)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+API_KEY_ENV = "KITCHEN_SERVE_API_KEY"
+
+
+def command(
+    host: Annotated[
+        str, typer.Option("--host", help="Address to bind; loopback by default")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="TCP port")] = 8000,
+    model: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--model", help="Base model to load at start-up (repeatable); others load on first use"
+        ),
+    ] = None,
+    require_key: Annotated[
+        bool,
+        typer.Option(
+            "--require-key",
+            help=f"Refuse requests without an X-API-Key header (and, if ${API_KEY_ENV} is set, a different one)",
+        ),
+    ] = False,
+    checkpoint_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--checkpoint-dir", help="Where checkpoints live (default: kitchen cache/serve)"
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Engine seed (LoRA init, sampling)")] = 0,
+    device: Annotated[str, typer.Option("--device", help="auto | cpu | cuda")] = "auto",
+    dtype: Annotated[str, typer.Option("--dtype", help="auto | float32 | bfloat16")] = "auto",
+    threads: Annotated[
+        int, typer.Option("--threads", min=1, help="torch threads in the server process")
+    ] = 1,
+    log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level")] = "warning",
+) -> None:
+    """Serve the local engine over the Tinker SDK 0.38.0 protocol (point TINKER_BASE_URL here)."""
+    from rich.console import Console
+
+    from kitchen.serve import ServeSettings, serve
+    from kitchen.serve.settings import LOOPBACK
+
+    err = Console(stderr=True)
+    try:
+        import fastapi  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ModuleNotFoundError as e:
+        err.print(f"[red]error:[/red] kitchen serve needs {e.name}: pip install 'kitchen[serve]'")
+        raise typer.Exit(2) from None
+    if checkpoint_dir is None:
+        from kitchen.adapters.local import kitchen_cache_dir
+
+        checkpoint_dir = kitchen_cache_dir() / "serve"
+    settings = ServeSettings(
+        host=host,
+        port=port,
+        preload=list(model) if model is not None else ["kitchen/tiny-llama"],
+        require_key=require_key,
+        api_key=os.environ.get(API_KEY_ENV) or None,
+        checkpoint_dir=checkpoint_dir,
+        seed=seed,
+        device=device,
+        dtype=dtype,
+        threads=threads,
+        log_level=log_level,
+    )
+    if host not in LOOPBACK and not require_key:
+        err.print(
+            f"[yellow]warning:[/yellow] serving on {host} without --require-key: anyone who can "
+            "reach this port can train and sample"
+        )
+    url = f"http://{'127.0.0.1' if host == '0.0.0.0' else host}:{port}"
+    err.print(
+        f"kitchen serve: loading {', '.join(settings.preload) or 'no models'}; then serving on {url}\n"
+        f"  export TINKER_BASE_URL={url} TINKER_API_KEY=tml-local   # checkpoints in {checkpoint_dir}",
+        highlight=False,
+    )
+    try:
+        serve(settings)
+    except KeyboardInterrupt:
+        pass
+    except Exception as e:
+        from kitchen.engine.errors import KitchenError
+
+        if not isinstance(e, KitchenError):
+            raise
+        err.print(f"[red]error:[/red] {e}", highlight=False)
+        raise typer.Exit(e.exit_code) from None

@@ -1,0 +1,266 @@
+"""Running a recipe or a workflow: the Python API behind `kitchen run`.
+
+result = kitchen.run("sl_basic", {"learning_rate": 2e-4}, backend="fake", log_dir="runs/x")
+result.state  # the final typed state
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+import kitchen.app.builtins  # noqa: F401  (registers the built-in adapters)
+from kitchen.app.rundir import (
+    IfExists,
+    attach_log_file,
+    detach_log_file,
+    prepare,
+    truncate_metrics,
+    write_config,
+    write_plan,
+)
+from kitchen.app.sinks import JsonlSink, MemorySink, MetricsHook, WandbSink
+from kitchen.engine.errors import ConfigError
+from kitchen.engine.graph import Workflow
+from kitchen.engine.recipe import Recipe
+from kitchen.engine.registry import BACKENDS, DATASET_STORES, RECIPES
+from kitchen.engine.runner import Hook, Runner, RunResult
+from kitchen.engine.stage import Context, Resume
+from kitchen.engine.validate import validate
+from kitchen.ports import BackendSettings, DatasetStore, TrainingBackend
+from kitchen.workflows.common.config import TrainConfig
+
+log = logging.getLogger("kitchen")
+
+
+def get_recipe(name: str) -> Recipe[Any]:
+    recipe_cls = RECIPES.get(name)
+    recipe = recipe_cls() if isinstance(recipe_cls, type) else recipe_cls
+    if not recipe.name:
+        recipe.name = name
+    return recipe
+
+
+def format_validation_error(err: ValidationError, flag_style: bool = True) -> str:
+    parts = []
+    for e in err.errors():
+        loc = ".".join(str(x) for x in e["loc"])
+        name = "--" + loc.replace("_", "-") if flag_style and "." not in loc else loc
+        got = e.get("input")
+        got_text = "" if isinstance(got, dict) else f" (got {got!r})"
+        parts.append(f"{name}: {e['msg']}{got_text}")
+    return "; ".join(parts)
+
+
+def build_config(
+    recipe: Recipe[Any], values: Mapping[str, Any] | None = None, preset: str | None = None
+) -> TrainConfig:
+    """defaults < preset < values; a bad value names the field and the constraint."""
+    merged: dict[str, Any] = {}
+    if preset:
+        if preset not in recipe.presets:
+            raise ConfigError(
+                f"recipe {recipe.name} has no preset {preset!r}; presets: {', '.join(recipe.presets) or 'none'}"
+            )
+        merged.update(recipe.presets[preset])
+    merged.update(values or {})
+    try:
+        cfg = recipe.Config(**merged)
+    except ValidationError as e:
+        raise ConfigError(f"recipe {recipe.name}: {format_validation_error(e)}") from None
+    if not isinstance(cfg, TrainConfig):
+        raise ConfigError(f"recipe {recipe.name}: its Config must subclass kitchen.TrainConfig")
+    return cfg
+
+
+def default_ports(cfg: TrainConfig) -> dict[str, Any]:
+    """Ports a recipe's config asks for besides backend and datasets (opened lazily)."""
+    ports: dict[str, Any] = {}
+    if not cfg.no_register:
+        from kitchen.adapters.model_registry import open_registry
+
+        ports["registry"] = open_registry(cfg.registry)
+    return ports
+
+
+def make_backend(
+    name_or_backend: str | TrainingBackend, settings: BackendSettings
+) -> TrainingBackend:
+    if not isinstance(name_or_backend, str):
+        return name_or_backend
+    factory = BACKENDS.get(name_or_backend)
+    backend: TrainingBackend = factory(settings)
+    return backend
+
+
+def read_resume(log_dir: Path) -> Resume | None:
+    """The last checkpoint record with a state_path, as a resume point; None when there is none."""
+    from train_core.checkpoint import get_last_checkpoint
+
+    record = get_last_checkpoint(log_dir)
+    if record is None or not record.state_path:
+        return None
+    cursor = record.get("cursor", None)
+    if cursor is None:  # a record written by tinker-cookbook: its loop state is epoch/batch
+        cursor = {k: int(record.get(k)) for k in ("epoch", "batch") if record.get(k) is not None}
+    return Resume(
+        cursor=dict(cursor),
+        step=int(record.get("step", 0) or 0),
+        state_path=record.state_path,
+        sampler_path=record.sampler_path,
+    )
+
+
+@dataclass
+class Launch:
+    """Everything a run needs besides the workflow. Built by `run` and by the CLI."""
+
+    backend: str | TrainingBackend = "local"
+    log_dir: Path | None = None
+    if_exists: IfExists = "raise"
+    max_steps: int | None = None
+    progress: bool = False
+    hooks: Sequence[Hook] = ()
+    datasets: DatasetStore | None = None
+    ports: dict[str, Any] = field(default_factory=dict)
+    settings: BackendSettings = field(default_factory=BackendSettings)
+    config: dict[str, Any] = field(default_factory=dict)  # for config.json
+    recipe_name: str = ""
+    wandb: tuple[str, str | None] | None = None
+
+
+def run_workflow(workflow: Workflow[Any], launch: Launch) -> RunResult:
+    """Validate, prepare the run directory, create the adapters, run; the adapters are closed after."""
+    validate(workflow, ports={"backend", "datasets", *launch.ports})
+    resume: Resume | None = None
+    hooks: list[Hook] = list(launch.hooks)
+    memory = MemorySink()
+    sinks: list[Any] = [memory]
+    handler = None
+    if launch.log_dir is not None:
+        log_dir = Path(launch.log_dir)
+        resuming = prepare(log_dir, launch.if_exists)
+        handler = attach_log_file(log_dir)
+        if resuming:
+            resume = read_resume(log_dir)
+            log.info("resuming %s from %s", log_dir, resume)
+            truncate_metrics(log_dir / "metrics.jsonl", resume.step if resume else 0)
+        write_config(log_dir, launch.recipe_name or workflow.name, launch.config)
+        write_plan(log_dir, workflow.render())
+        sinks.append(JsonlSink(log_dir / "metrics.jsonl"))
+        launch.settings.log_dir = log_dir
+    if launch.wandb:
+        sinks.append(WandbSink(launch.wandb[0], launch.wandb[1], launch.config))
+    hooks.append(MetricsHook(sinks))
+    if launch.progress:
+        from kitchen.app.progress import ProgressHook
+
+        hooks.append(ProgressHook())
+    backend = make_backend(launch.backend, launch.settings)
+    datasets = launch.datasets or DATASET_STORES.get("hf")()
+    ctx = Context(
+        state=workflow.state(),
+        backend=backend,
+        datasets=datasets,
+        ports=launch.ports,
+        log_dir=launch.log_dir,
+        resume=resume,
+    )
+    try:
+        result = asyncio.run(Runner(workflow, ctx, hooks, launch.max_steps).run())
+        result.metrics = memory.records
+        return result
+    finally:
+        try:
+            backend.close()
+        finally:
+            if handler is not None:
+                detach_log_file(handler)
+
+
+def run(
+    recipe: str | Recipe[Any],
+    config: TrainConfig | Mapping[str, Any] | None = None,
+    *,
+    backend: str | TrainingBackend | None = None,
+    log_dir: str | Path | None = None,
+    if_exists: IfExists = "raise",
+    max_steps: int | None = None,
+    progress: bool = False,
+    hooks: Sequence[Hook] = (),
+    ports: dict[str, Any] | None = None,
+    datasets: DatasetStore | None = None,
+) -> RunResult:
+    """Run a registered recipe (by name or instance) with a config (object or overrides)."""
+    rec = get_recipe(recipe) if isinstance(recipe, str) else recipe
+    cfg = config if isinstance(config, TrainConfig) else build_config(rec, config)
+    if isinstance(backend, str):
+        cfg = cfg.model_copy(update={"backend": backend})  # config.json says what really ran
+    workflow = rec.workflow(cfg)
+    if log_dir is None and cfg.log_path:
+        log_dir = cfg.log_path
+    launch = Launch(
+        backend=backend or cfg.backend,
+        log_dir=Path(log_dir) if log_dir else None,
+        if_exists=if_exists,
+        max_steps=max_steps,
+        progress=progress,
+        hooks=hooks,
+        ports={**default_ports(cfg), **(ports or {})},
+        datasets=datasets,
+        settings=BackendSettings(seed=cfg.seed, base_url=cfg.base_url),
+        config=json.loads(cfg.model_dump_json()),
+        recipe_name=rec.name,
+        wandb=(cfg.wandb_project, cfg.wandb_name) if cfg.wandb_project else None,
+    )
+    return run_workflow(workflow, launch)
+
+
+def launch_workflow(
+    workflow: Workflow[Any],
+    *,
+    backend: str | TrainingBackend = "local",
+    log_dir: str | Path | None = None,
+    if_exists: IfExists = "raise",
+    max_steps: int | None = None,
+    hooks: Sequence[Hook] = (),
+    ports: dict[str, Any] | None = None,
+    datasets: DatasetStore | None = None,
+    seed: int = 0,
+    base_url: str | None = None,
+    progress: bool = False,
+) -> RunResult:
+    """Run a Workflow object you built (public as `kitchen.run_workflow`): validate it, open the
+    backend by name (or use the object given) and, with a `log_dir`, write the run directory.
+    A workflow that registers its model gets the default model registry unless `ports` has one."""
+    from kitchen.engine.stage import stage_ports
+    from kitchen.engine.validate import walk
+
+    ports = dict(ports or {})
+    needed = {
+        p for node, _ in walk([*workflow.steps, *workflow.finally_]) for p in stage_ports(node)
+    }
+    if "registry" in needed and "registry" not in ports:
+        from kitchen.adapters.model_registry import open_registry
+
+        ports["registry"] = open_registry(None)
+    launch = Launch(
+        backend=backend,
+        log_dir=Path(log_dir) if log_dir is not None else None,
+        if_exists=if_exists,
+        max_steps=max_steps,
+        progress=progress,
+        hooks=hooks,
+        datasets=datasets,
+        ports=ports,
+        settings=BackendSettings(seed=seed, base_url=base_url),
+        recipe_name=workflow.name,
+    )
+    return run_workflow(workflow, launch)

@@ -1,0 +1,85 @@
+"""Metrics sinks (jsonl always, optional wandb) and the hook that feeds them."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from kitchen.engine.runner import BaseHook
+from kitchen.engine.stage import Metrics
+from kitchen.engine.state import BaseState
+from kitchen.ports import MetricsSink
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if hasattr(value, "item"):
+        return _clean(value.item())
+    return value
+
+
+class JsonlSink:
+    """One line per step in metrics.jsonl, flushed at once."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file = path.open("a")
+
+    def log(self, metrics: Mapping[str, Any], step: int) -> None:
+        record = {"step": step, **{k: _clean(v) for k, v in metrics.items()}}
+        self._file.write(json.dumps(record) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+class WandbSink:
+    def __init__(self, project: str, name: str | None, config: dict[str, Any]) -> None:
+        import wandb  # optional dependency
+
+        self._run = wandb.init(project=project, name=name, config=config)
+
+    def log(self, metrics: Mapping[str, Any], step: int) -> None:
+        self._run.log(dict(metrics), step=step)
+
+    def close(self) -> None:
+        self._run.finish()
+
+
+class MemorySink:
+    """Keeps records in memory: for tests and the Python API's result."""
+
+    def __init__(self) -> None:
+        self.records: list[dict[str, Any]] = []
+
+    def log(self, metrics: Mapping[str, Any], step: int) -> None:
+        self.records.append({"step": step, **metrics})
+
+    def close(self) -> None:
+        pass
+
+
+class MetricsHook(BaseHook):
+    """Per step: the metrics every stage of the step returned, as one record, to every sink."""
+
+    def __init__(self, sinks: Sequence[MetricsSink]) -> None:
+        self.sinks = list(sinks)
+
+    def on_step_end(self, step: int, metrics: Metrics) -> None:
+        if set(metrics) <= {"time/total"}:
+            return  # a pipelined step reports its metrics later, with its step number
+        for sink in self.sinks:
+            sink.log(metrics, step)
+
+    def on_metrics(self, step: int, metrics: Metrics) -> None:
+        for sink in self.sinks:
+            sink.log(metrics, step)
+
+    def on_run_end(self, state: BaseState, error: BaseException | None) -> None:
+        for sink in self.sinks:
+            sink.close()

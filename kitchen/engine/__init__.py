@@ -1,0 +1,2 @@
+"""The generic machinery, no algorithm: graph, validation, rendering, the runner, stages, state,
+futures, telemetry, registries, recipes and errors."""

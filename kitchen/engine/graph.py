@@ -1,0 +1,182 @@
+"""A workflow is data: a list of nodes built by a plain function of the recipe config.
+
+Nodes: a stage, `Loop`, `When`, `Await`; `Workflow(..., finally_=[...])` always runs its finally
+nodes. Config branches are Python `if` at build time; state branches are `When` at run time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from kitchen.engine.futures import APIFuture
+from kitchen.engine.stage import Context, Metrics
+from kitchen.engine.state import BaseState
+
+S = TypeVar("S", bound=BaseState)
+
+
+@dataclass(frozen=True)
+class Await:
+    """Resolve the future in `field`; store its result in `into` (if given) and clear `field`.
+
+    A no-op when nothing is pending, so the first iteration of a pipelined loop needs no special case.
+    On a `PendingQueue` field it resolves the oldest futures until at most `keep` remain in flight
+    (`keep=1`: submit step N+1, then await step N); `into` gets the last result, or None.
+    """
+
+    field: str
+    into: str | None = None
+    keep: int = 0
+
+    @property
+    def name(self) -> str:
+        return f"await_{self.field}"
+
+    @property
+    def reads(self) -> frozenset[str]:
+        return frozenset({self.field})
+
+    @property
+    def writes(self) -> frozenset[str]:
+        return frozenset({self.field} | ({self.into} if self.into else set()))
+
+    async def __call__(self, ctx: Context[Any]) -> Metrics | None:
+        future = getattr(ctx.state, self.field)
+        if isinstance(future, list):
+            await self._drain(ctx, future)
+            return None
+        if future is None:
+            return None
+        if not isinstance(future, APIFuture):
+            raise TypeError(f"{self.field} holds {type(future).__name__}, not a future")
+        result = await future
+        setattr(ctx.state, self.field, None)
+        if self.into:
+            setattr(ctx.state, self.into, result)
+        return None
+
+    async def _drain(self, ctx: Context[Any], queue: list[APIFuture[Any]]) -> None:
+        result = None
+        while len(queue) > self.keep:
+            result = await queue[0]
+            queue = queue[1:]
+        setattr(ctx.state, self.field, queue)
+        if self.into:
+            setattr(ctx.state, self.into, result)
+        return None
+
+    def describe(self) -> str:
+        keep = f" (keep {self.keep} in flight)" if self.keep else ""
+        return f"await {self.field}{keep}" + (f" -> {self.into}" if self.into else "")
+
+
+@dataclass(frozen=True)
+class Every:
+    """Predicate: true on every n-th value of a loop index (1-based: steps n, 2n, ...)."""
+
+    n: int
+    index: str = "batch_idx"
+    offset: int = 1
+
+    @property
+    def reads(self) -> frozenset[str]:
+        return frozenset({self.index})
+
+    def __call__(self, state: Any) -> bool:
+        return self.n > 0 and (getattr(state, self.index) + self.offset) % self.n == 0
+
+    def __str__(self) -> str:
+        return f"every {self.n} ({self.index})" if self.n > 0 else "never (every=0)"
+
+
+def every(n: int, index: str = "batch_idx") -> Every:
+    return Every(n, index)
+
+
+@dataclass(frozen=True)
+class FieldTrue:
+    """Predicate: the named state field is truthy."""
+
+    field: str
+
+    @property
+    def reads(self) -> frozenset[str]:
+        return frozenset({self.field})
+
+    def __call__(self, state: Any) -> bool:
+        return bool(getattr(state, self.field))
+
+    def __str__(self) -> str:
+        return f"{self.field}"
+
+
+@dataclass(frozen=True)
+class When:
+    """Run `body` only when `predicate(state)` holds (checked at run time), else `orelse`."""
+
+    predicate: Callable[[Any], bool]
+    body: Sequence[Node]
+    orelse: Sequence[Node] = ()
+
+    @property
+    def reads(self) -> frozenset[str]:
+        return frozenset(getattr(self.predicate, "reads", frozenset()))
+
+    def describe(self) -> str:
+        return f"when {self.predicate}"
+
+
+@dataclass(frozen=True)
+class Loop:
+    """Run `body` once per value of `over`, writing the value to state field `index`.
+
+    `over`: an int or range, or the name of a state field holding an int count (known only at run
+    time, e.g. the number of batches after the dataset is loaded). `steps=True` marks the loop whose
+    iterations are training steps: the runner counts them, flushes metrics per step and honours
+    --max-steps there.
+    """
+
+    name: str
+    over: int | range | str
+    index: str
+    body: Sequence[Node]
+    steps: bool = False
+
+    @property
+    def reads(self) -> frozenset[str]:
+        return frozenset({self.over}) if isinstance(self.over, str) else frozenset()
+
+    def values(self, state: Any) -> range:
+        if isinstance(self.over, str):
+            return range(int(getattr(state, self.over)))
+        if isinstance(self.over, int):
+            return range(self.over)
+        return self.over
+
+    def describe(self) -> str:
+        over = self.over if not isinstance(self.over, int) else f"range({self.over})"
+        return f"loop {self.name} over {over} -> {self.index}" + (" [steps]" if self.steps else "")
+
+
+Node = Any  # a stage object, Loop, When or Await
+
+
+@dataclass
+class Workflow(Generic[S]):
+    name: str
+    state: type[S]
+    steps: list[Node]
+    finally_: list[Node] = field(default_factory=list)
+    description: str = ""
+
+    def render(self) -> str:
+        from kitchen.engine.render import render
+
+        return render(self)
+
+    def validate(self, ports: set[str] | None = None) -> None:
+        from kitchen.engine.validate import validate
+
+        validate(self, ports=ports)

@@ -1,0 +1,260 @@
+"""The async interpreter of workflows.
+
+Depth-first over the nodes, keeping a path like `epoch[1]/batch[37]/forward_backward`. Per stage: an
+OTel span, a timer, a write guard on the state, and the returned metrics passed to hooks. `finally_`
+always runs, also after an error or Ctrl-C. Only stages that declare themselves idempotent retry.
+The runner owns the step counter and the resume cursor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from kitchen.engine.errors import KitchenError, StageError
+from kitchen.engine.graph import Loop, Node, When, Workflow
+from kitchen.engine.stage import Context, Metrics, Resume, call_stage, stage_retries
+from kitchen.engine.state import BaseState
+from kitchen.engine.telemetry import record_stage, span
+
+
+class Hook(Protocol):
+    """Observers of a run. Every method is optional (see `BaseHook`)."""
+
+    def on_run_start(self, workflow: Workflow[Any], state: BaseState) -> None: ...
+    def on_loop_start(self, loop: Loop, path: str, total: int, start: int) -> None: ...
+    def on_stage_end(
+        self, path: str, name: str, seconds: float, metrics: Metrics | None
+    ) -> None: ...
+    def on_step_end(self, step: int, metrics: Metrics) -> None: ...
+    def on_metrics(self, step: int, metrics: Metrics) -> None: ...
+    def on_run_end(self, state: BaseState, error: BaseException | None) -> None: ...
+
+
+class BaseHook:
+    def on_run_start(self, workflow: Workflow[Any], state: BaseState) -> None: ...
+    def on_loop_start(self, loop: Loop, path: str, total: int, start: int) -> None: ...
+    def on_stage_end(
+        self, path: str, name: str, seconds: float, metrics: Metrics | None
+    ) -> None: ...
+    def on_step_end(self, step: int, metrics: Metrics) -> None: ...
+    def on_metrics(self, step: int, metrics: Metrics) -> None: ...
+    def on_run_end(self, state: BaseState, error: BaseException | None) -> None: ...
+
+
+class _Guard:
+    """The state as one stage sees it: it may read what it declares and write only what it declares."""
+
+    __slots__ = ("_fields", "_reads", "_state", "_who", "_writes")
+
+    def __init__(
+        self,
+        state: BaseState,
+        who: str,
+        reads: frozenset[str],
+        writes: frozenset[str],
+        fields: frozenset[str],
+    ) -> None:
+        object.__setattr__(self, "_state", state)
+        object.__setattr__(self, "_who", who)
+        object.__setattr__(self, "_reads", reads | writes)
+        object.__setattr__(self, "_writes", writes)
+        object.__setattr__(self, "_fields", fields)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in self._fields and name not in self._reads and name != "step":
+            raise StageError(f"stage {self._who} read {name!r}, which it does not declare in reads")
+        return getattr(self._state, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name not in self._writes:
+            raise StageError(
+                f"stage {self._who} wrote {name!r}, which it does not declare in writes"
+            )
+        setattr(self._state, name, value)
+
+
+@dataclass
+class RunResult:
+    state: BaseState
+    steps: int
+    metrics: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class Runner:
+    workflow: Workflow[Any]
+    ctx: Context[Any]
+    hooks: Sequence[Hook] = ()
+    max_steps: int | None = None
+    _stack: list[tuple[Loop, int, range]] = field(default_factory=list)
+    _cursor: dict[str, int] = field(default_factory=dict)
+    _step_metrics: Metrics = field(default_factory=dict)
+    _in_step: bool = False
+    # --max-steps reached: the loops on the stack end, then what follows them runs.
+    _stopping: bool = False
+    # Where the last finished top-level loop left off: the cursor a final checkpoint records.
+    _done_cursor: dict[str, int] = field(default_factory=dict)
+    _contexts: dict[int, Context[Any]] = field(default_factory=dict)
+
+    async def run(self) -> RunResult:
+        state = self.ctx.state
+        resume: Resume | None = self.ctx.resume
+        if resume is not None:
+            self._cursor = dict(resume.cursor)
+            state.step = resume.step
+        self.ctx.next_cursor = self.next_cursor
+        fields = frozenset(type(state).model_fields)
+        self._fields = fields
+        for h in self.hooks:
+            h.on_run_start(self.workflow, state)
+        error: BaseException | None = None
+        with span("workflow", self.workflow.name):
+            try:
+                await self._seq(self.workflow.steps, "")
+            except BaseException as e:  # Ctrl-C and cancellation included: finally_ must still run
+                error = e
+            finally:
+                try:
+                    await self._seq(self.workflow.finally_, "finally")
+                except BaseException as e:
+                    error = error or e
+        for h in self.hooks:
+            h.on_run_end(state, error)
+        if error is not None:
+            raise error
+        return RunResult(state=state, steps=state.step)
+
+    def next_cursor(self) -> dict[str, int]:
+        """The cursor of the iteration after the current one, carrying into outer loops."""
+        if not self._stack:
+            return dict(self._done_cursor)
+        cursor = {loop.name: idx for loop, idx, _ in self._stack}
+        for loop, idx, values in reversed(self._stack):
+            pos = values.index(idx) + 1
+            if pos < len(values):
+                cursor[loop.name] = values[pos]
+                return cursor
+            cursor[loop.name] = values[-1] + 1 if len(values) else 0
+            if loop is not self._stack[0][0]:
+                del cursor[loop.name]
+        return cursor
+
+    async def _seq(self, nodes: Sequence[Node], path: str) -> None:
+        for node in nodes:
+            if isinstance(node, Loop):
+                await self._loop(node, path)
+            elif isinstance(node, When):
+                branch = node.body if node.predicate(self.ctx.state) else node.orelse
+                await self._seq(branch, path)
+            else:
+                await self._stage(node, path)
+
+    async def _loop(self, loop: Loop, path: str) -> None:
+        state = self.ctx.state
+        values = loop.values(state)
+        start = self._cursor.pop(loop.name, values.start if len(values) else 0)
+        for h in self.hooks:
+            h.on_loop_start(loop, path, len(values), start)
+        for idx in values:
+            if idx < start:
+                continue
+            if loop.steps and self.max_steps is not None and state.step >= self.max_steps:
+                self._stopping = True
+                self._done_cursor = {**{lp.name: i for lp, i, _ in self._stack}, loop.name: idx}
+            if self._stopping:
+                break
+            here = f"{path}/{loop.name}[{idx}]" if path else f"{loop.name}[{idx}]"
+            setattr(state, loop.index, idx)
+            self._stack.append((loop, idx, values))
+            try:
+                with span("loop", loop.name, **{"kitchen.index": idx}):
+                    if loop.steps:
+                        self._in_step, self._step_metrics = True, {}
+                        t0 = time.perf_counter()
+                    await self._seq(loop.body, here)
+                    if loop.steps:
+                        self._step_metrics["time/total"] = time.perf_counter() - t0
+                        metrics, self._in_step = self._step_metrics, False
+                        step = state.step
+                        state.step = step + 1
+                        for h in self.hooks:
+                            h.on_step_end(step, metrics)
+            finally:
+                self._stack.pop()
+        if not self._stack:
+            if not self._stopping:
+                self._done_cursor = {loop.name: values[-1] + 1 if len(values) else start}
+            self._stopping = False
+
+    async def _stage(self, node: Node, path: str) -> None:
+        name = node.name
+        here = f"{path}/{name}" if path else name
+        ctx = self.ctx
+        ctx.path = here
+        guarded = self._contexts.get(id(node))
+        if guarded is None:  # one guarded view per stage node, built once
+            guarded = self._contexts[id(node)] = Context(
+                state=_Guard(  # type: ignore[arg-type,type-var]
+                    ctx.state, name, frozenset(node.reads), frozenset(node.writes), self._fields
+                ),
+                backend=ctx.backend,
+                datasets=ctx.datasets,
+                ports=ctx.ports,
+                log_dir=ctx.log_dir,
+                resume=ctx.resume,
+                logger=ctx.logger,
+                next_cursor=self.next_cursor,
+            )
+        guarded.path = here
+        attempts = 1 + stage_retries(node)
+        for attempt in range(attempts):
+            t0 = time.perf_counter()
+            try:
+                with span("stage", name, **{"kitchen.path": here}):
+                    metrics = await call_stage(node, guarded)
+                break
+            except (KitchenError, asyncio.CancelledError, KeyboardInterrupt):
+                raise
+            except Exception as e:
+                if attempt + 1 < attempts:
+                    ctx.logger.warning(
+                        "%s failed (%s: %s); retry %d/%d",
+                        here,
+                        type(e).__name__,
+                        e,
+                        attempt + 1,
+                        attempts - 1,
+                    )
+                    continue
+                raise StageError(f"{here}: {type(e).__name__}: {e}") from e
+        seconds = time.perf_counter() - t0
+        record_stage(name, seconds)
+        for h in self.hooks:
+            h.on_stage_end(here, name, seconds, metrics)
+        if not metrics:
+            return
+        if "step" in metrics:
+            # A pipelined stage reports an earlier step (e.g. the one it just awaited): its own record.
+            explicit = dict(metrics)
+            step = int(explicit.pop("step"))
+            for h in self.hooks:
+                h.on_metrics(step, explicit)
+        elif self._in_step:
+            self._step_metrics.update(metrics)
+        else:
+            for h in self.hooks:
+                h.on_metrics(ctx.state.step, metrics)
+
+
+def run_workflow(
+    workflow: Workflow[Any],
+    ctx: Context[Any],
+    hooks: Sequence[Hook] = (),
+    max_steps: int | None = None,
+) -> RunResult:
+    """Run a workflow to completion from sync code."""
+    return asyncio.run(Runner(workflow, ctx, hooks, max_steps).run())

@@ -1,0 +1,141 @@
+"""The Stage protocol and the Context a stage runs in.
+
+A stage is a small object: `name`, `reads`, `writes` (state field names) and `__call__(ctx)`, sync or
+async, returning a metrics dict or None. Options are constructor arguments bound by the workflow
+factory; stages never read the recipe config.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
+
+from kitchen.engine.errors import StageError
+from kitchen.engine.state import BaseState
+
+if TYPE_CHECKING:
+    from kitchen.ports import DatasetStore, TrainingBackend
+
+S = TypeVar("S", bound=BaseState)
+Metrics = dict[str, Any]
+
+
+@runtime_checkable
+class Stage(Protocol):
+    name: str
+    reads: frozenset[str]
+    writes: frozenset[str]
+
+    def __call__(self, ctx: Any) -> Metrics | Awaitable[Metrics | None] | None: ...
+
+
+def stage_ports(stage: Any) -> frozenset[str]:
+    """Ports a stage needs ('backend', 'datasets', ...); optional attribute `ports`."""
+    return frozenset(getattr(stage, "ports", frozenset()))
+
+
+def stage_retries(stage: Any) -> int:
+    """Retries only for stages that declare themselves idempotent."""
+    return int(getattr(stage, "retries", 0)) if getattr(stage, "idempotent", False) else 0
+
+
+@dataclass
+class Resume:
+    """Where a resumed run picks up: the loop cursor and the state checkpoint to load."""
+
+    cursor: dict[str, int]
+    step: int
+    state_path: str | None
+    sampler_path: str | None = None
+
+
+@dataclass
+class Context(Generic[S]):
+    """What a stage sees: the (write-guarded) state, the ports, and where it is in the run."""
+
+    state: S
+    backend: TrainingBackend | None = None
+    datasets: DatasetStore | None = None
+    ports: dict[str, Any] = field(default_factory=dict)
+    log_dir: Path | None = None
+    path: str = ""
+    resume: Resume | None = None
+    logger: logging.Logger = field(default_factory=lambda: logging.getLogger("kitchen"))
+    # Set by the runner: the loop cursor of the iteration after the current one (for checkpoints).
+    next_cursor: Callable[[], dict[str, int]] = field(default=lambda: {})
+
+    def port(self, name: str) -> Any:
+        if name == "backend" and self.backend is not None:
+            return self.backend
+        if name == "datasets" and self.datasets is not None:
+            return self.datasets
+        if name not in self.ports:
+            raise StageError(f"stage at {self.path} needs port {name!r}, which is not configured")
+        return self.ports[name]
+
+    def require_backend(self) -> TrainingBackend:
+        if self.backend is None:
+            raise StageError(f"stage at {self.path} needs a training backend; none is configured")
+        return self.backend
+
+
+@dataclass(frozen=True)
+class FunctionStage:
+    """A stage made from a plain function by the `@stage` decorator."""
+
+    fn: Callable[[Context[Any]], Metrics | Awaitable[Metrics | None] | None]
+    name: str
+    reads: frozenset[str]
+    writes: frozenset[str]
+    ports: frozenset[str] = frozenset()
+    idempotent: bool = False
+    retries: int = 0
+
+    def __call__(self, ctx: Context[Any]) -> Metrics | Awaitable[Metrics | None] | None:
+        return self.fn(ctx)
+
+    def describe(self) -> str:
+        return self.name
+
+
+def stage(
+    *,
+    reads: set[str] | frozenset[str] = frozenset(),
+    writes: set[str] | frozenset[str] = frozenset(),
+    name: str | None = None,
+    ports: set[str] | frozenset[str] = frozenset(),
+    idempotent: bool = False,
+    retries: int = 0,
+) -> Callable[[Callable[[Context[Any]], Any]], FunctionStage]:
+    """Turn `def my_stage(ctx) -> metrics | None` (sync or async) into a stage.
+
+    @stage(reads={"batch"}, writes={"batch_tokens"})
+    def count_tokens(ctx):
+        ctx.state.batch_tokens = sum(d.model_input.length for d in ctx.state.batch)
+    """
+
+    def wrap(fn: Callable[[Context[Any]], Any]) -> FunctionStage:
+        return FunctionStage(
+            fn=fn,
+            name=name or fn.__name__,
+            reads=frozenset(reads),
+            writes=frozenset(writes),
+            ports=frozenset(ports),
+            idempotent=idempotent,
+            retries=retries,
+        )
+
+    return wrap
+
+
+async def call_stage(stage_obj: Any, ctx: Context[Any]) -> Metrics | None:
+    out = stage_obj(ctx)
+    if out is None or type(out) is dict:  # the common sync case, without inspect's cost
+        return out
+    if inspect.isawaitable(out):
+        out = await out
+    return out

@@ -1,0 +1,132 @@
+"""Ports: the interfaces adapters implement. The training ports are the subset of the Tinker SDK's
+client surface that recipes use, with the SDK's own types, so the tinker adapter is thin and the
+local engine is a drop-in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
+
+from kitchen.engine.futures import APIFuture
+
+if TYPE_CHECKING:  # the SDK's types load torch when it is installed; `kitchen --help` must not
+    from tinker import types
+
+# (data, per-datum target logprobs as torch tensors) -> (scalar loss tensor, metrics); same shape as
+# the SDK's CustomLossFnV1. Typed loosely so this module never imports torch.
+CustomLossFn: TypeAlias = "Callable[[list[types.Datum], list[Any]], tuple[Any, dict[str, float]]]"
+
+
+@runtime_checkable
+class SamplingClient(Protocol):
+    def sample(
+        self,
+        prompt: types.ModelInput,
+        num_samples: int,
+        sampling_params: types.SamplingParams,
+        include_prompt_logprobs: bool = False,
+        topk_prompt_logprobs: int = 0,
+    ) -> APIFuture[types.SampleResponse]: ...
+
+    def compute_logprobs(self, prompt: types.ModelInput) -> APIFuture[list[float | None]]: ...
+
+    def get_tokenizer(self) -> Any: ...
+
+
+@runtime_checkable
+class TrainingClient(Protocol):
+    def forward(
+        self,
+        data: list[types.Datum],
+        loss_fn: types.LossFnType,
+        loss_fn_config: Mapping[str, float] | None = None,
+    ) -> APIFuture[types.ForwardBackwardOutput]: ...
+
+    def forward_backward(
+        self,
+        data: list[types.Datum],
+        loss_fn: types.LossFnType,
+        loss_fn_config: Mapping[str, float] | None = None,
+    ) -> APIFuture[types.ForwardBackwardOutput]: ...
+
+    def forward_backward_custom(
+        self, data: list[types.Datum], loss_fn: CustomLossFn
+    ) -> APIFuture[types.ForwardBackwardOutput]: ...
+
+    def optim_step(self, adam_params: types.AdamParams) -> APIFuture[types.OptimStepResponse]: ...
+
+    def save_state(self, name: str) -> APIFuture[types.SaveWeightsResponse]: ...
+
+    def load_state(self, path: str) -> APIFuture[types.LoadWeightsResponse]: ...
+
+    def load_state_with_optimizer(self, path: str) -> APIFuture[types.LoadWeightsResponse]: ...
+
+    def save_weights_for_sampler(
+        self, name: str
+    ) -> APIFuture[types.SaveWeightsForSamplerResponse]: ...
+
+    def save_weights_and_get_sampling_client(self) -> SamplingClient: ...
+
+    def create_sampling_client(self, model_path: str) -> SamplingClient: ...
+
+    def get_tokenizer(self) -> Any: ...
+
+    def get_info(self) -> types.GetInfoResponse: ...
+
+
+@dataclass
+class BackendSettings:
+    """What a backend needs to know about the run; built by the CLI / `kitchen.run` from the config."""
+
+    log_dir: Path | None = None  # where local checkpoints live (`<log_dir>/checkpoints/`)
+    seed: int = 0
+    device: str = "auto"  # local engine: auto | cpu | cuda
+    dtype: str = "auto"  # local engine: auto (fp32 on CPU) | float32 | bfloat16
+    base_url: str | None = None  # tinker: service address (else TINKER_BASE_URL / default)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class TrainingBackend(Protocol):
+    """A ServiceClient-shaped factory of training and sampling clients."""
+
+    name: str
+
+    def create_lora_training_client(
+        self,
+        base_model: str,
+        rank: int = 32,
+        seed: int | None = None,
+        train_mlp: bool = True,
+        train_attn: bool = True,
+        train_unembed: bool = True,
+    ) -> TrainingClient: ...
+
+    def create_training_client_from_state(self, path: str) -> TrainingClient: ...
+
+    def create_training_client_from_state_with_optimizer(self, path: str) -> TrainingClient: ...
+
+    def create_sampling_client(
+        self, model_path: str | None = None, base_model: str | None = None
+    ) -> SamplingClient: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class DatasetStore(Protocol):
+    """Rows by name: `bundled:NAME`, a Hugging Face hub name, or a local JSONL/parquet/arrow path."""
+
+    name: str
+
+    def load(self, source: str, split: str = "train") -> Sequence[dict[str, Any]]: ...
+
+
+@runtime_checkable
+class MetricsSink(Protocol):
+    def log(self, metrics: Mapping[str, float | int | str], step: int) -> None: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,196 @@
+"""The FastAPI app: Tinker SDK 0.38.0 routes over a `KitchenService`.
+
+Request bodies are the SDK's own pydantic request types (JSON) or its protobuf messages
+(forward_backward); results of asynchronous requests are long-polled via /api/v1/retrieve_future.
+Mistakes come back at once as 4xx with a one-line `detail`; never as a 5xx, which the SDK would
+retry for minutes. The four per-step routes are plain ASGI in front of this app (`hot_routes.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator
+from typing import Any, TypeVar
+
+import pydantic
+from fastapi import FastAPI, Request
+from fastapi.responses import Response
+from starlette.types import ASGIApp
+from tinker import types
+
+from kitchen.serve.errors import UserError
+from kitchen.serve.hot_routes import (
+    HotRoutes,
+    RequireKey,
+    hot_handlers,
+    json_response,
+    parse,
+    server_error_response,
+    user_error_response,
+)
+from kitchen.serve.requests import idle_gaps
+from kitchen.serve.service import KitchenService
+
+log = logging.getLogger("kitchen.serve")
+M = TypeVar("M", bound=pydantic.BaseModel)
+_json = json_response
+
+
+async def _parse(request: Request, model: type[M]) -> M:
+    return parse(await request.body(), model, request.url.path)
+
+
+def create_app(service: KitchenService) -> ASGIApp:
+    """The ASGI app for `service`; `kitchen serve` runs it under uvicorn."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        reaper = asyncio.create_task(_reap(service))
+        try:
+            yield
+        finally:
+            reaper.cancel()
+            await asyncio.to_thread(service.close)
+
+    app = FastAPI(title="kitchen serve", lifespan=lifespan, docs_url=None, redoc_url=None)
+
+    @app.exception_handler(UserError)
+    async def _user_error(request: Request, e: UserError) -> Response:
+        return user_error_response(e)
+
+    @app.exception_handler(Exception)
+    async def _server_error(request: Request, e: Exception) -> Response:
+        return server_error_response(request.url.path, e)
+
+    _session_routes(app, service)
+    _training_routes(app, service)
+    _sampling_routes(app, service)
+    outer: ASGIApp = HotRoutes(app, hot_handlers(service))
+    if service.settings.require_key:
+        outer = RequireKey(outer, service.settings.api_key)
+    return outer
+
+
+def _session_routes(app: FastAPI, service: KitchenService) -> None:
+    @app.get("/api/v1/healthz")
+    async def healthz() -> Response:
+        return _json(types.HealthResponse(status="ok"))
+
+    @app.post("/api/v1/client/config")
+    async def client_config() -> Response:
+        # Flags this server relies on: API keys (no JWT exchange), custom losses run client-side,
+        # per-request retrieve_future polling, uncompressed protobuf.
+        return _json(
+            types.ClientConfigResponse(
+                pjwt_auth_enabled=False,
+                custom_loss_server_side=False,
+                sample_use_retrieve_futures=False,
+                proto_compress_fwdbwd=False,
+                # httpx's own transport: on loopback it is as fast, and adds no runtime threads
+                # to a client that shares a small machine with this server.
+                use_pyqwest_transport=False,
+            )
+        )
+
+    @app.post("/api/v1/client/dynamic_config")
+    async def dynamic_config() -> Response:
+        return _json(types.ClientDynamicConfigResponse())
+
+    @app.post("/api/v1/create_session")
+    async def create_session(request: Request) -> Response:
+        return _json(service.create_session(await _parse(request, types.CreateSessionRequest)))
+
+    @app.post("/api/v1/session_heartbeat")
+    async def heartbeat(request: Request) -> Response:
+        body = await _parse(request, types.SessionHeartbeatRequest)
+        return _json(service.heartbeat(body.session_id))
+
+    @app.post("/api/v1/sessions/{session_id}/finish")
+    async def finish(session_id: str) -> Response:
+        service.finish_session(session_id)
+        return _json({})
+
+    @app.get("/api/v1/get_server_capabilities")
+    async def capabilities() -> Response:
+        models = [
+            types.SupportedModel(
+                model_name=name, max_context_length=ctx, trainable=True, sampleable=True
+            )
+            for name, ctx in service.loaded_models()
+        ]
+        return _json(types.GetServerCapabilitiesResponse(supported_models=models))
+
+    @app.post("/api/v1/telemetry")
+    async def telemetry() -> Response:
+        return _json({"status": "accepted"})  # SDK telemetry stays on this machine, unread
+
+
+def _training_routes(app: FastAPI, service: KitchenService) -> None:
+    @app.post("/api/v1/create_model")
+    async def create_model(request: Request) -> Response:
+        return _json(service.create_model(await _parse(request, types.CreateModelRequest)))
+
+    @app.post("/api/v1/get_info")
+    async def get_info(request: Request) -> Response:
+        return _json(service.get_info(await _parse(request, types.GetInfoRequest)))
+
+    @app.post("/api/v1/save_weights")
+    async def save_weights(request: Request) -> Response:
+        return _json(service.save_weights(await _parse(request, types.SaveWeightsRequest)))
+
+    @app.post("/api/v1/save_weights_for_sampler")
+    async def save_for_sampler(request: Request) -> Response:
+        body = await _parse(request, types.SaveWeightsForSamplerRequest)
+        return _json(service.save_weights_for_sampler(body))
+
+    @app.post("/api/v1/load_weights")
+    async def load_weights(request: Request) -> Response:
+        return _json(service.load_weights(await _parse(request, types.LoadWeightsRequest)))
+
+    @app.post("/api/v1/weights_info")
+    async def weights_info(request: Request) -> Response:
+        body = json.loads(await request.body() or b"{}")
+        path = body.get("tinker_path") if isinstance(body, dict) else None
+        if not isinstance(path, str):
+            raise UserError('weights_info: expected {"tinker_path": "tinker://..."}')
+        return _json(service.weights_info(path))
+
+    @app.get("/kitchen/v1/lanes/{model_id}")
+    async def lane_stats(model_id: str) -> Response:
+        """Per-request engine timing of one model: dispatch/finish times and idle gaps."""
+        events = service.lane_events(model_id)
+        return _json(
+            {
+                "events": [e.__dict__ for e in events],
+                "idle_gaps_s": idle_gaps(events),
+            }
+        )
+
+
+def _sampling_routes(app: FastAPI, service: KitchenService) -> None:
+    @app.post("/api/v1/create_sampling_session")
+    def create_sampling_session(request_body: dict[str, Any]) -> Response:
+        # Sync route (thread pool): opening a sampler may load a model.
+        try:
+            body = types.CreateSamplingSessionRequest.model_validate(request_body)
+        except pydantic.ValidationError as e:
+            raise UserError(f"create_sampling_session: {e.errors()[0]['msg']}") from None
+        return _json(service.create_sampling_session(body))
+
+    @app.get("/api/v1/samplers/{sampler_id}")
+    async def get_sampler(sampler_id: str) -> Response:
+        return _json(service.get_sampler(sampler_id))
+
+    @app.post("/api/v1/cancel_future")
+    async def cancel_future() -> Response:
+        return _json({})  # local work is short; it finishes and is dropped with the session
+
+
+async def _reap(service: KitchenService) -> None:
+    while True:
+        await asyncio.sleep(min(60.0, service.settings.session_timeout_s / 2))
+        for session_id in await asyncio.to_thread(service.reap_idle_sessions):
+            log.warning("kitchen serve: session %s stopped heartbeating; finished it", session_id)

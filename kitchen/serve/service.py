@@ -1,0 +1,344 @@
+"""The Tinker service over the local engine, without HTTP: sessions, models, samplers, requests.
+
+Each method takes the SDK's own request type and returns the SDK's response type (or an
+`UntypedAPIFuture` whose result is long-polled). Mistakes in a request raise `UserError` at once;
+failures of accepted work come back through the request's future. FastAPI glue is in `app.py`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from tinker import types
+
+from kitchen.serve import paths
+from kitchen.serve.errors import Gone, UserError
+from kitchen.serve.requests import FWDBWD, MODEL, SAMPLE, RequestStore, chain
+from kitchen.serve.sampling import SamplerEntry, check_sample_request, submit_sample
+from kitchen.serve.sessions import ModelEntry, Registry, Session
+from kitchen.serve.settings import ServeSettings
+from kitchen.serve.wire import ForwardBackwardCall
+
+
+def _run_into(job: Callable[[], Any], target: Future[Any]) -> None:
+    try:
+        chain(job(), target)
+    except BaseException as e:
+        target.set_exception(e)
+
+
+class KitchenService:
+    """State of one `kitchen serve` process. Thread-safe: FastAPI calls it from its event loop
+    and from its thread pool; the engine completes futures from its own threads."""
+
+    def __init__(self, settings: ServeSettings, backend: Any | None = None) -> None:
+        self.settings = settings
+        self.requests = RequestStore()
+        self._backend = backend
+        self.registry = Registry()
+        self._backend_lock = threading.Lock()
+        # Model loads and session teardown: off the event loop, never behind training work.
+        self._control = ThreadPoolExecutor(max_workers=2, thread_name_prefix="serve-control")
+
+    # -- engine -----------------------------------------------------------------------------------
+
+    @property
+    def backend(self) -> Any:
+        with self._backend_lock:
+            if self._backend is None:
+                from kitchen.adapters.local import create_local_backend
+                from kitchen.ports import BackendSettings
+
+                s = self.settings
+                extra = {"num_threads": s.threads} if s.threads else {}
+                self._backend = create_local_backend(
+                    BackendSettings(
+                        log_dir=s.checkpoint_dir,
+                        seed=s.seed,
+                        device=s.device,
+                        dtype=s.dtype,
+                        extra=extra,
+                    )
+                )
+            return self._backend
+
+    @property
+    def checkpoint_root(self) -> Path:
+        return Path(self.backend.settings.checkpoint_root)
+
+    def preload(self, base_model: str) -> None:
+        self.backend.shared_host(base_model)
+
+    def loaded_models(self) -> list[tuple[str, int]]:
+        if self._backend is None:
+            return []
+        return [(h.model_name, h.max_context) for h in self._backend.hosts()]
+
+    # -- sessions ---------------------------------------------------------------------------------
+
+    def create_session(self, request: types.CreateSessionRequest) -> types.CreateSessionResponse:
+        return types.CreateSessionResponse(session_id=self.registry.new_session().session_id)
+
+    def heartbeat(self, session_id: str) -> types.SessionHeartbeatResponse:
+        self.registry.session(session_id).last_seen = time.monotonic()
+        return types.SessionHeartbeatResponse()
+
+    def finish_session(self, session_id: str) -> None:
+        """Finish the session; its models are freed after their queued work."""
+        for entry in self.registry.finish(session_id):
+            self._control.submit(_close_model, entry)
+
+    def reap_idle_sessions(self) -> list[str]:
+        """Finish sessions whose client stopped heartbeating (it crashed or lost the network)."""
+        idle = self.registry.idle_sessions(self.settings.session_timeout_s)
+        for session_id in idle:
+            self.finish_session(session_id)
+        return idle
+
+    def close(self) -> None:
+        for session_id in self.registry.open_sessions():
+            self.finish_session(session_id)
+        self._control.shutdown(wait=True)
+        if self._backend is not None:
+            self._backend.close()
+
+    # -- models -----------------------------------------------------------------------------------
+
+    def _register_model(self, model_id: str, session: Session, client: Any) -> None:
+        try:
+            self.registry.add_model(model_id, session, client)
+        except Gone:
+            self._control.submit(client.close)
+            raise
+
+    def create_model(self, request: types.CreateModelRequest) -> types.UntypedAPIFuture:
+        session = self.registry.session(request.session_id)
+        if request.optimizer_config.type != "adamw":
+            raise UserError(
+                f"optimizer {request.optimizer_config.type!r}: the local engine has adamw only"
+            )
+        model_id = self.registry.new_model_id(session, request.model_seq_id)
+        lora = request.lora_config
+        record = self.requests.new(MODEL, session.session_id)
+
+        def create() -> types.CreateModelResponse:
+            client = self.backend.create_lora_training_client(
+                request.base_model,
+                rank=lora.rank if lora else 0,  # no LoRA config: full fine-tuning
+                seed=lora.seed if lora else None,
+                train_mlp=lora.train_mlp if lora else True,
+                train_attn=lora.train_attn if lora else True,
+                train_unembed=lora.train_unembed if lora else True,
+            )
+            self._register_model(model_id, session, client)
+            return types.CreateModelResponse(model_id=model_id)
+
+        self._control.submit(_run_into, create, record.future)
+        return types.UntypedAPIFuture(request_id=record.request_id, model_id=model_id)
+
+    def get_info(self, request: types.GetInfoRequest) -> types.GetInfoResponse:
+        entry = self.registry.model(request.model_id)
+        info = entry.client.get_info()
+        host = getattr(entry.client, "host", None)
+        # The tokenizer files sit in the resolved model folder; the SDK loads them from there.
+        tokenizer_id = str(host.model_path) if host is not None else info.model_data.tokenizer_id
+        data = info.model_data.model_copy(update={"tokenizer_id": tokenizer_id})
+        return info.model_copy(update={"model_id": entry.model_id, "model_data": data})
+
+    def _submit(
+        self,
+        entry: ModelEntry,
+        seq_id: int | None,
+        kind: str,
+        encoding: str,
+        job: Callable[[], Any],
+        blocking: bool = False,
+    ) -> types.UntypedAPIFuture:
+        record = self.requests.new(encoding, entry.session_id)
+        entry.lane.submit(seq_id or None, kind, job, record.future, blocking)
+        return types.UntypedAPIFuture(request_id=record.request_id, model_id=entry.model_id)
+
+    # Once a request names a live model, every mistake in it fails its future (category user)
+    # rather than the HTTP call: the model's seq_id order then moves on past it, as the SDK does.
+
+    def forward_backward(self, call: ForwardBackwardCall) -> types.UntypedAPIFuture:
+        entry = self.registry.model(call.model_id)
+
+        def job() -> Any:
+            if call.loss_fn == "custom":
+                raise UserError("server-side custom losses are not supported; the SDK runs them")
+            if not call.data:
+                raise UserError("forward_backward: no data")
+            method = entry.client.forward if call.forward_only else entry.client.forward_backward
+            return method(call.data, call.loss_fn, call.loss_fn_config)
+
+        kind = "forward" if call.forward_only else "forward_backward"
+        return self._submit(entry, call.seq_id, kind, FWDBWD, job)
+
+    def optim_step(self, request: types.OptimStepRequest) -> types.UntypedAPIFuture:
+        entry = self.registry.model(request.model_id)
+        params = request.optim_params
+
+        def job() -> Any:
+            if not isinstance(params, types.AdamParams):
+                raise UserError(
+                    f"optimizer {type(params).__name__}: the local engine has Adam only"
+                )
+            return entry.client.optim_step(params)
+
+        return self._submit(entry, request.seq_id, "optim_step", MODEL, job)
+
+    def save_weights(self, request: types.SaveWeightsRequest) -> types.UntypedAPIFuture:
+        entry = self.registry.model(request.model_id)
+
+        def job() -> Any:
+            name = request.path or f"state-{request.seq_id}"
+            ref = paths.checkpoint_ref(entry.model_id, "state", name)
+            if not request.overwrite and ref.folder(self.checkpoint_root).exists():
+                raise UserError(f"checkpoint {ref.tinker_path} exists; pass overwrite=True")
+            response = types.SaveWeightsResponse(path=ref.tinker_path, type="save_weights")
+            return entry.client.save_state(ref.engine_name).map(lambda _: response)
+
+        return self._submit(entry, request.seq_id, "save_weights", MODEL, job)
+
+    def save_weights_for_sampler(
+        self, request: types.SaveWeightsForSamplerRequest
+    ) -> types.UntypedAPIFuture:
+        entry = self.registry.model(request.model_id)
+        if request.path:
+
+            def save() -> Any:
+                ref = paths.checkpoint_ref(entry.model_id, "sampler", request.path or "")
+                response = types.SaveWeightsForSamplerResponseInternal(path=ref.tinker_path)
+                return entry.client.save_weights_for_sampler(ref.engine_name).map(
+                    lambda _: response
+                )
+
+            return self._submit(entry, request.seq_id, "save_weights_for_sampler", MODEL, save)
+
+        def snapshot() -> types.SaveWeightsForSamplerResponseInternal:
+            if request.sampling_session_seq_id is None:
+                raise UserError(
+                    "save_weights_for_sampler needs a path or a sampling_session_seq_id"
+                )
+            session = self.registry.session(entry.session_id)
+            sampler_id = f"{session.session_id}:sample:{request.sampling_session_seq_id}"
+            # Blocks the lane until every earlier request ran: the snapshot has their updates.
+            sampler = entry.client.save_weights_and_get_sampling_client()
+            base_model = entry.client.get_info().model_data.model_name
+            self.registry.add_sampler(session, sampler_id, SamplerEntry(sampler, base_model, None))
+            return types.SaveWeightsForSamplerResponseInternal(sampling_session_id=sampler_id)
+
+        return self._submit(entry, request.seq_id, "snapshot", MODEL, snapshot, blocking=True)
+
+    def load_weights(self, request: types.LoadWeightsRequest) -> types.UntypedAPIFuture:
+        """Both addressing modes: onto an existing model (model_id + seq_id), or a new model
+        created from the checkpoint (session_id + model_seq_id)."""
+        if request.model_id is not None:
+            entry = self.registry.model(request.model_id)
+
+            def load() -> Any:
+                folder, shown = paths.resolve_checkpoint(request.path, self.checkpoint_root)
+                client = entry.client
+                method = (
+                    client.load_state_with_optimizer if request.optimizer else client.load_state
+                )
+                response = types.LoadWeightsResponse(path=shown, model_id=entry.model_id)
+                return method(folder).map(lambda _: response)
+
+            return self._submit(entry, request.seq_id, "load_weights", MODEL, load)
+        folder, response_path = paths.resolve_checkpoint(request.path, self.checkpoint_root)
+        if request.session_id is None or request.model_seq_id is None:
+            raise UserError("load_weights needs model_id, or session_id and model_seq_id")
+        session = self.registry.session(request.session_id)
+        model_id = self.registry.new_model_id(session, request.model_seq_id)
+        record = self.requests.new(MODEL, session.session_id)
+
+        def create() -> types.LoadWeightsResponse:
+            make = (
+                self.backend.create_training_client_from_state_with_optimizer
+                if request.optimizer
+                else self.backend.create_training_client_from_state
+            )
+            self._register_model(model_id, session, make(folder))
+            return types.LoadWeightsResponse(path=response_path, model_id=model_id)
+
+        self._control.submit(_run_into, create, record.future)
+        return types.UntypedAPIFuture(request_id=record.request_id, model_id=model_id)
+
+    def weights_info(self, tinker_path: str) -> types.WeightsInfoResponse:
+        from kitchen.adapters.local import checkpoints as ckpt
+
+        folder, _ = paths.resolve_checkpoint(tinker_path, self.checkpoint_root)
+        meta = ckpt.read_meta(Path(folder))
+        lora = meta.lora or {}
+        return types.WeightsInfoResponse(
+            base_model=meta.base_model,
+            is_lora=meta.lora is not None,
+            lora_rank=lora.get("rank"),
+            train_mlp=lora.get("train_mlp"),
+            train_attn=lora.get("train_attn"),
+            train_unembed=lora.get("train_unembed"),
+        )
+
+    # -- sampling ---------------------------------------------------------------------------------
+
+    def create_sampling_session(
+        self, request: types.CreateSamplingSessionRequest
+    ) -> types.CreateSamplingSessionResponse:
+        """Blocking (it may load a model): FastAPI runs it in its thread pool."""
+        session = self.registry.session(request.session_id)
+        sampler_id = f"{session.session_id}:sample:{request.sampling_session_seq_id}"
+        self.registry.add_sampler(
+            session, sampler_id, self._open_sampler(request.model_path, request.base_model)
+        )
+        return types.CreateSamplingSessionResponse(sampling_session_id=sampler_id)
+
+    def _open_sampler(self, model_path: str | None, base_model: str | None) -> SamplerEntry:
+        if model_path:
+            folder, shown = paths.resolve_checkpoint(model_path, self.checkpoint_root)
+            sampler = self.backend.create_sampling_client(model_path=folder)
+            return SamplerEntry(sampler, sampler.get_base_model(), shown)
+        if not base_model:
+            raise UserError("a sampling session needs model_path or base_model")
+        return SamplerEntry(
+            self.backend.create_sampling_client(base_model=base_model), base_model, None
+        )
+
+    def get_sampler(self, sampler_id: str) -> types.GetSamplerResponse:
+        entry = self.registry.sampler(sampler_id)
+        return types.GetSamplerResponse(
+            sampler_id=sampler_id, base_model=entry.base_model, model_path=entry.model_path
+        )
+
+    def asample(self, request: types.SampleRequest) -> types.UntypedAPIFuture:
+        check_sample_request(request)
+        if request.sampling_session_id is not None:
+            sampler_id = request.sampling_session_id
+            entry = self.registry.sampler(sampler_id)
+        else:  # stateless form: sample straight from a path or a base model
+            entry = self._open_sampler(request.model_path, request.base_model)
+            sampler_id = f"adhoc-{uuid.uuid4().hex[:8]}"
+        record = self.requests.new(SAMPLE)
+        chain(submit_sample(entry.sampler, request), record.future)
+        seq = request.seq_id if request.seq_id is not None else record.request_id
+        ids = [f"{sampler_id}:{seq}:{i}" for i in range(request.num_samples)]
+        return types.UntypedAPIFuture(request_id=record.request_id, sample_sequence_ids=ids)
+
+    # -- stats ------------------------------------------------------------------------------------
+
+    def lane_events(self, model_id: str) -> list[Any]:
+        return list(self.registry.model(model_id).lane.events)
+
+
+def _close_model(entry: ModelEntry) -> None:
+    try:
+        entry.client.close()  # waits for the model's queued work, then frees its adapter
+    finally:
+        entry.lane.close()

@@ -1,0 +1,123 @@
+"""Who owns what on the server: sessions, their training models and their samplers.
+
+A session ends when its client finishes it (ServiceClient.close) or stops heartbeating; its
+models and samplers go with it. Thread-safe: one lock around three dicts.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from kitchen.serve.errors import Gone, NotFound, UserError
+from kitchen.serve.requests import ModelLane
+from kitchen.serve.sampling import SamplerEntry
+
+
+@dataclass
+class Session:
+    session_id: str
+    last_seen: float = field(default_factory=time.monotonic)
+    finished: bool = False
+    models: set[str] = field(default_factory=set)
+    samplers: set[str] = field(default_factory=set)
+
+
+@dataclass
+class ModelEntry:
+    """A training model: the engine client, and the lane its requests run through in order."""
+
+    model_id: str
+    session_id: str
+    client: Any  # LocalTrainingClient
+    lane: ModelLane
+
+
+class Registry:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sessions: dict[str, Session] = {}
+        self._models: dict[str, ModelEntry] = {}
+        self._samplers: dict[str, SamplerEntry] = {}
+
+    def new_session(self) -> Session:
+        session = Session(f"kitchen-{uuid.uuid4().hex[:12]}")
+        with self._lock:
+            self._sessions[session.session_id] = session
+        return session
+
+    def session(self, session_id: str) -> Session:
+        """A live session; 404 if unknown, 410 (the SDK's cue to stop heartbeating) if finished."""
+        with self._lock:
+            session = self._sessions.get(session_id)
+        if session is None:
+            raise NotFound(f"session {session_id!r} is unknown to this server")
+        if session.finished:
+            raise Gone(f"session {session_id} has finished")
+        return session
+
+    def finish(self, session_id: str) -> list[ModelEntry]:
+        """Mark the session finished; its models (for the caller to close) leave the registry."""
+        with self._lock:
+            session = self._sessions.get(session_id)
+            if session is None:
+                raise NotFound(f"session {session_id!r} is unknown to this server")
+            if session.finished:
+                return []
+            session.finished = True
+            entries = [self._models.pop(m) for m in session.models if m in self._models]
+            for sampler_id in session.samplers:
+                self._samplers.pop(sampler_id, None)
+        return entries
+
+    def idle_sessions(self, timeout_s: float) -> list[str]:
+        cutoff = time.monotonic() - timeout_s
+        with self._lock:
+            return [
+                s.session_id
+                for s in self._sessions.values()
+                if not s.finished and s.last_seen < cutoff
+            ]
+
+    def open_sessions(self) -> list[str]:
+        with self._lock:
+            return [s.session_id for s in self._sessions.values() if not s.finished]
+
+    def new_model_id(self, session: Session, model_seq_id: int) -> str:
+        model_id = f"{session.session_id}:train:{model_seq_id}"  # the id the SDK derives itself
+        with self._lock:
+            if model_id in self._models:
+                raise UserError(f"model_seq_id {model_seq_id} was already used in this session")
+        return model_id
+
+    def add_model(self, model_id: str, session: Session, client: Any) -> None:
+        """Register a created model; refused (the caller closes it) if the session ended since."""
+        with self._lock:
+            if session.finished:
+                raise Gone(f"session {session.session_id} finished while {model_id} was created")
+            self._models[model_id] = ModelEntry(
+                model_id, session.session_id, client, ModelLane(model_id)
+            )
+            session.models.add(model_id)
+
+    def model(self, model_id: str) -> ModelEntry:
+        with self._lock:
+            entry = self._models.get(model_id)
+        if entry is None:
+            raise NotFound(f"model {model_id!r} is unknown to this server (or its session ended)")
+        return entry
+
+    def add_sampler(self, session: Session, sampler_id: str, entry: SamplerEntry) -> None:
+        with self._lock:
+            self._samplers[sampler_id] = entry
+            session.samplers.add(sampler_id)
+
+    def sampler(self, sampler_id: str) -> SamplerEntry:
+        with self._lock:
+            entry = self._samplers.get(sampler_id)
+        if entry is None:
+            raise NotFound(f"sampling session {sampler_id!r} is unknown to this server")
+        return entry

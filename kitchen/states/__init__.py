@@ -1,1 +1,0 @@
-"""Per-workflow states: the typed fields each workflow's stages read and write."""

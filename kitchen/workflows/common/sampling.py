@@ -1,0 +1,115 @@
+"""Before/after samples: what the model answers on a few held-out prompts, shown at the end."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from tinker import types
+
+from kitchen.engine.stage import Context, Metrics
+
+
+def message_text(message: Any) -> str:
+    return _text(message.get("content", "")).strip()
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+
+
+def prompt_and_reference(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
+    """The conversation up to its last assistant message, and that message's text."""
+    last = max(
+        (i for i, m in enumerate(messages) if m["role"] == "assistant"), default=len(messages)
+    )
+    reference = _text(messages[last]["content"]) if last < len(messages) else ""
+    return messages[:last], reference
+
+
+@dataclass(frozen=True)
+class SamplePrompts:
+    """Greedy answers from the current weights to the first `n` conversations of `source`."""
+
+    into: str
+    n: int = 3
+    max_tokens: int = 64
+    temperature: float = 0.0
+    source: str = "test_conversations"
+    name: str = "sample_prompts"
+
+    @property
+    def reads(self) -> frozenset[str]:
+        return frozenset({"training_client", "renderer", self.source})
+
+    @property
+    def writes(self) -> frozenset[str]:
+        return frozenset({self.into})
+
+    async def __call__(self, ctx: Context[Any]) -> Metrics | None:
+        items = (getattr(ctx.state, self.source) or [])[: self.n]
+        renderer = ctx.state.renderer
+        sampler = ctx.state.training_client.save_weights_and_get_sampling_client()
+        params = types.SamplingParams(
+            max_tokens=self.max_tokens,
+            temperature=self.temperature,
+            stop=renderer.get_stop_sequences(),
+        )
+        out = []
+        for item in items:
+            prompt_messages, reference = prompt_and_reference(item["messages"])
+            prompt = renderer.build_generation_prompt(prompt_messages)
+            response = await sampler.sample(prompt, 1, params)
+            message, _ = renderer.parse_response(response.sequences[0].tokens)
+            out.append(
+                {
+                    "prompt": _text(prompt_messages[-1]["content"]) if prompt_messages else "",
+                    "reference": reference,
+                    "answer": _text(message["content"]),
+                }
+            )
+        setattr(ctx.state, self.into, out)
+        return None
+
+
+@dataclass(frozen=True)
+class ShowSamples:
+    """Print before/after answers side by side and keep them in samples.jsonl."""
+
+    name: str = "show_samples"
+    reads: frozenset[str] = frozenset({"samples_before", "samples_after"})
+    writes: frozenset[str] = frozenset()
+
+    def __call__(self, ctx: Context[Any]) -> Metrics | None:
+        from rich.console import Console
+        from rich.table import Table
+
+        before, after = ctx.state.samples_before or [], ctx.state.samples_after or []
+        table = Table(
+            "prompt",
+            "before training",
+            "after training",
+            "reference",
+            title="samples",
+            show_lines=True,
+        )
+        rows = [
+            {
+                "prompt": b["prompt"],
+                "before": b["answer"],
+                "after": a["answer"],
+                "reference": b["reference"],
+            }
+            for b, a in zip(before, after, strict=False)
+        ]
+        for r in rows:
+            table.add_row(r["prompt"], r["before"], r["after"], r["reference"])
+        Console().print(table)
+        if ctx.log_dir is not None:
+            with (ctx.log_dir / "samples.jsonl").open("w") as f:
+                for r in rows:
+                    f.write(json.dumps(r) + "\n")
+        return None

@@ -1,0 +1,106 @@
+"""Stages every training workflow starts with: the training client, and rows from the dataset store."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kitchen.engine.errors import DataError
+from kitchen.engine.stage import Context, Metrics
+
+RowConverter = Callable[[dict[str, Any], str], dict[str, Any] | None]
+
+
+@dataclass(frozen=True)
+class InitTrainingClient:
+    """A LoRA training client on the base model, or the one restored from the resume checkpoint
+    (weights and optimizer), plus its tokenizer and renderer."""
+
+    base_model: str
+    lora_rank: int = 32
+    renderer_name: str | None = None
+    seed: int = 0
+    train_mlp: bool = True
+    train_attn: bool = True
+    train_unembed: bool = True
+    load_checkpoint_path: str | None = None
+    name: str = "init_training_client"
+    reads: frozenset[str] = frozenset()
+    writes: frozenset[str] = frozenset({"training_client", "tokenizer", "renderer"})
+    ports: frozenset[str] = frozenset({"backend"})
+
+    def __call__(self, ctx: Context[Any]) -> Metrics | None:
+        from train_core.renderers import get_recommended_renderer_name, get_renderer
+
+        backend = ctx.require_backend()
+        if ctx.resume is not None and ctx.resume.state_path:
+            ctx.logger.info("restoring weights and optimizer from %s", ctx.resume.state_path)
+            client = backend.create_training_client_from_state_with_optimizer(ctx.resume.state_path)
+        else:
+            client = backend.create_lora_training_client(
+                self.base_model,
+                rank=self.lora_rank,
+                seed=self.seed,
+                train_mlp=self.train_mlp,
+                train_attn=self.train_attn,
+                train_unembed=self.train_unembed,
+            )
+            if self.load_checkpoint_path:
+                client.load_state(self.load_checkpoint_path).result()
+        tokenizer = client.get_tokenizer()
+        renderer_name = self.renderer_name or get_recommended_renderer_name(self.base_model)
+        ctx.state.training_client = client
+        ctx.state.tokenizer = tokenizer
+        ctx.state.renderer = get_renderer(renderer_name, tokenizer)
+        ctx.logger.info("training client on %s (renderer %s)", self.base_model, renderer_name)
+        return None
+
+
+@dataclass(frozen=True)
+class LoadDataset:
+    """Rows of `source` (bundled:NAME, a local file, a hub name) through `convert(row, where)`, which
+    validates a row and returns the item (or None to skip it); stored in `into`. With
+    `fingerprint=True` the rows' sha256 goes to `dataset_fingerprints` (for the model registry)."""
+
+    source: str
+    into: str
+    split: str = "train"
+    convert: RowConverter | None = None
+    limit: int | None = None
+    fingerprint: bool = False
+    name: str = "load_dataset"
+    ports: frozenset[str] = frozenset({"datasets"})
+
+    @property
+    def reads(self) -> frozenset[str]:
+        return frozenset({"dataset_fingerprints"} if self.fingerprint else ())
+
+    @property
+    def writes(self) -> frozenset[str]:
+        return frozenset({self.into} | ({"dataset_fingerprints"} if self.fingerprint else set()))
+
+    def __call__(self, ctx: Context[Any]) -> Metrics | None:
+        store = ctx.port("datasets")
+        rows = store.load(self.source, self.split)
+        where = getattr(rows, "where", lambda i: f"{self.source} ({self.split}) row {i}")
+        items = []
+        for i, row in enumerate(rows):
+            item = self.convert(row, where(i)) if self.convert else row
+            if item is not None:
+                items.append(item)
+            if self.limit is not None and len(items) >= self.limit:
+                break
+        if not items:
+            raise DataError(f"dataset {self.source} ({self.split}) has no usable rows")
+        setattr(ctx.state, self.into, items)
+        if self.fingerprint:
+            digest = hashlib.sha256(
+                json.dumps(items, sort_keys=True, default=str).encode()
+            ).hexdigest()
+            key = f"{self.source}:{self.split}"
+            ctx.state.dataset_fingerprints = {**ctx.state.dataset_fingerprints, key: digest[:16]}
+        ctx.logger.info("loaded %d rows from %s (%s)", len(items), self.source, self.split)
+        return None

@@ -1,0 +1,42 @@
+"""Pieces every training workflow shares: where training starts (a base model, or a registered
+model's weights), and how it ends (register the model)."""
+
+from __future__ import annotations
+
+import json
+from typing import NamedTuple
+
+from kitchen.engine.graph import Node
+from kitchen.workflows.common.config import TrainConfig
+from kitchen.workflows.common.register import RegisterModel
+
+
+class StartPoint(NamedTuple):
+    model_name: str  # the root model the backend loads
+    load_checkpoint_path: str | None  # weights to load on top of it
+    parent: str | None  # NAME:VERSION of the registered model this run starts from
+
+
+def start_point(cfg: TrainConfig, load_checkpoint_path: str | None = None) -> StartPoint:
+    """`--base-model registry:NAME[:VERSION]` resolves through the registry (a local read)."""
+    if not cfg.base_model:
+        return StartPoint(cfg.model_name, load_checkpoint_path, None)
+    from kitchen.engine.registry import MODEL_REGISTRIES
+    from kitchen.ports.model_registry import resolve_base_model
+
+    found = resolve_base_model(cfg.base_model, MODEL_REGISTRIES.get("default")(cfg.registry))
+    return StartPoint(found.base_model, found.checkpoint_path, str(found.parent))
+
+
+def register(cfg: TrainConfig, recipe: str, start: StartPoint) -> list[Node]:
+    if cfg.no_register:
+        return []
+    config = json.loads(cfg.model_dump_json())
+    return [
+        RegisterModel(cfg.registry_name or recipe, start.model_name, recipe, config, start.parent)
+    ]
+
+
+def port_names(cfg: TrainConfig) -> set[str]:
+    """Ports a recipe's workflow needs beyond backend and datasets."""
+    return set() if cfg.no_register else {"registry"}

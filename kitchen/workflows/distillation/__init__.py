@@ -1,0 +1,22 @@
+"""Distillation: on-policy (the student samples, teachers score each token) and prompt
+distillation (a teacher labels prompts, then supervised fine-tuning)."""
+
+from kitchen.workflows.distillation.config import DistillationConfig, PromptDistillationConfig
+from kitchen.workflows.distillation.stages import TeacherSpec
+from kitchen.workflows.distillation.state import DistillationState, PromptDistillationState
+from kitchen.workflows.distillation.workflow import (
+    on_policy_distillation,
+    prompt_distillation,
+    student_renderer_name,
+)
+
+__all__ = [
+    "DistillationConfig",
+    "DistillationState",
+    "PromptDistillationConfig",
+    "PromptDistillationState",
+    "TeacherSpec",
+    "on_policy_distillation",
+    "prompt_distillation",
+    "student_renderer_name",
+]

@@ -1,0 +1,23 @@
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from kitchen.engine.state import Handle
+from kitchen.workflows.reinforcement.state import RLState
+from kitchen.workflows.supervised.state import SupervisedState
+
+
+class DistillationState(RLState):
+    """On-policy distillation: the RL loop's state, plus the teachers that score the samples."""
+
+    teachers: Handle[list[Any]]
+
+
+class PromptDistillationState(SupervisedState):
+    """Prompt distillation: a teacher labels prompts (create-data), then supervised fine-tuning."""
+
+    teacher: Handle[Any]
+    prompts: list[str] | None = Field(None, description="Prompts the teacher answers (train)")
+    test_prompts: list[str] | None = Field(None, description="Held-out prompts (test)")

@@ -1,0 +1,24 @@
+"""Reinforcement learning: envs -> rollouts -> advantages -> datums -> policy-gradient steps, in
+sync, streaming and async modes; code RL is this plus a sandbox and a pass@k evaluator."""
+
+from kitchen.workflows.reinforcement.config import (
+    CodeRLWorkflowConfig,
+    RLConfig,
+    RLLoopConfig,
+    RLLossFn,
+    RLMode,
+)
+from kitchen.workflows.reinforcement.state import CodeRLState, RLState
+from kitchen.workflows.reinforcement.workflow import reinforcement, reinforcement_flat
+
+__all__ = [
+    "CodeRLState",
+    "CodeRLWorkflowConfig",
+    "RLConfig",
+    "RLLoopConfig",
+    "RLLossFn",
+    "RLMode",
+    "RLState",
+    "reinforcement",
+    "reinforcement_flat",
+]

@@ -1,0 +1,208 @@
+"""Config of reinforcement learning (rl_loop's minimal loop and the moded workflow)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from kitchen.workflows.common.config import TrainConfig
+
+RLMode = Literal["sync", "streaming", "async"]
+
+
+RLLossFn = Literal["importance_sampling", "ppo", "cispo", "dro", "gspo"]
+
+
+class RLLoopConfig(TrainConfig):
+    """What every RL loop needs: the batch shape, sampling, and the loss."""
+
+    renderer_name: str | None = Field(
+        None, description="Chat format; default: the model's recommended renderer"
+    )
+    group_size: int = Field(4, ge=1, description="Rollouts per problem (GRPO group)")
+    groups_per_batch: int = Field(8, ge=1, description="Problems (groups) per training batch")
+    num_batches: int | None = Field(
+        None, ge=1, description="Training iterations; default: every batch of the env dataset"
+    )
+    max_tokens: int = Field(16, ge=1, description="Max sampled tokens per turn")
+    temperature: float = Field(1.0, gt=0, description="Sampling temperature of rollouts")
+    loss_fn: RLLossFn = Field("importance_sampling", description="Policy-gradient loss")
+    loss_fn_config: dict[str, float] | None = Field(
+        None,
+        description="Loss options, e.g. clip_low_threshold / clip_high_threshold (ppo, cispo), beta (dro)",
+    )
+    lr_schedule: Literal["constant", "linear", "cosine"] = Field(
+        "constant", description="LR schedule over the run (tinker-cookbook RL: constant)"
+    )
+    coalesce_samples: bool = Field(
+        True, description="Sample a group's identical prompts in one call (num_samples=group_size)"
+    )
+
+
+class RLConfig(RLLoopConfig):
+    """The full RL workflow: modes, substeps, KL penalty, evaluation."""
+
+    mode: RLMode = Field(
+        "sync", description="sync | streaming (train as groups finish) | async (off-policy)"
+    )
+    num_substeps: int = Field(
+        1, ge=1, description="Optimizer steps per iteration (the batch split in this many parts)"
+    )
+    advantage_estimator: str = Field(
+        "group_mean", description="Advantage estimator by name (train_core.rl ADVANTAGE_ESTIMATORS)"
+    )
+    remove_constant_reward_groups: bool = Field(
+        False, description="Train only on groups whose rewards differ (the rest carry no signal)"
+    )
+    kl_penalty_coef: float = Field(
+        0.0, ge=0, description="Penalty on KL to the reference model (0 = off)"
+    )
+    kl_discount_factor: float = Field(
+        0.0, ge=0, lt=1, description="Discount the KL penalty over future tokens (0 = per token)"
+    )
+    kl_reference_model: str | None = Field(
+        None, description="Reference model of the KL penalty; default: model_name (adapters off)"
+    )
+    compute_post_kl: bool = Field(
+        False, description="Also log KL between pre- and post-update policy (extra scoring pass)"
+    )
+    stream_minibatch_size: int = Field(
+        2, ge=1, description="streaming: groups per forward_backward minibatch"
+    )
+    max_steps_off_policy: int = Field(
+        1, ge=0, description="async: how many steps behind the learner a trained sample may be"
+    )
+    eval_temperature: float = Field(
+        0.0, ge=0, description="Sampling temperature of test-set evaluation (0 = greedy)"
+    )
+    load_checkpoint_path: str | None = Field(
+        None, description="Start from these saved weights (fresh optimizer)"
+    )
+
+    @field_validator("advantage_estimator")
+    @classmethod
+    def known_estimator(cls, name: str) -> str:
+        from train_core.rl.advantages import get_advantage_estimator
+
+        get_advantage_estimator(name)  # raises listing the known names
+        return name
+
+    @model_validator(mode="after")
+    def check_mode_options(self) -> RLConfig:
+        if self.mode == "streaming" and self.num_substeps != 1:
+            raise ValueError(
+                "mode streaming takes one optim_step per iteration; set num_substeps 1"
+            )
+        if self.mode == "streaming" and self.stream_minibatch_size > self.groups_per_batch:
+            raise ValueError(
+                f"stream_minibatch_size {self.stream_minibatch_size} is above groups_per_batch "
+                f"{self.groups_per_batch}"
+            )
+        return self
+
+
+CLIP_LOSSES = ("ppo", "cispo")
+
+
+class CodeRLWorkflowConfig(RLLoopConfig):
+    """The sync RL loop's options, the sandbox, and the PPO-style knobs."""
+
+    num_substeps: int = Field(
+        1,
+        ge=1,
+        description="Optimizer steps per pass over a batch (the batch split in this many parts)",
+    )
+    ppo_epochs: int = Field(
+        1,
+        ge=1,
+        description="Optimizer passes over each batch of rollouts (forward_backward + optim_step "
+        "per pass on the same datums; the sampler's logprobs stay the old policy)",
+    )
+    clip_epsilon: float | None = Field(
+        None,
+        gt=0,
+        lt=1,
+        description="Clip the ppo/cispo ratio to [1 - e, 1 + e] (sets clip_low/high_threshold); "
+        "None: the loss's own defaults",
+    )
+    advantage_estimator: str = Field(
+        "group_mean",
+        description="group_mean (reward minus the group mean) | gae (per-turn GAE, see gamma, "
+        "gae_lambda) | any name in train_core.rl ADVANTAGE_ESTIMATORS",
+    )
+    gamma: float = Field(1.0, ge=0, le=1, description="gae: discount per turn (1 = undiscounted)")
+    gae_lambda: float = Field(
+        1.0, ge=0, le=1, description="gae: lambda (1 = return minus baseline, 0 = one-step TD)"
+    )
+    remove_constant_reward_groups: bool = Field(
+        False, description="Train only on groups whose rewards differ (the rest carry no signal)"
+    )
+    kl_penalty_coef: float = Field(
+        0.0, ge=0, description="Penalty on KL to the reference model (0 = off)"
+    )
+    kl_discount_factor: float = Field(
+        0.0, ge=0, lt=1, description="Discount the KL penalty over future tokens (0 = per token)"
+    )
+    kl_reference_model: str | None = Field(
+        None, description="Reference model of the KL penalty; default: model_name (adapters off)"
+    )
+    compute_post_kl: bool = Field(
+        False, description="Also log KL between pre- and post-update policy (extra scoring pass)"
+    )
+    eval_temperature: float = Field(
+        0.0, ge=0, description="Sampling temperature of test-set evaluation (0 = greedy)"
+    )
+    load_checkpoint_path: str | None = Field(
+        None, description="Start from these saved weights (fresh optimizer)"
+    )
+    sandbox_backend: Literal["local", "http"] = Field(
+        "local",
+        description="Where programs run: local (bubblewrap jails here) | http (SandboxFusion at "
+        "sandbox_url or $SANDBOX_URL)",
+    )
+    sandbox_url: str | None = Field(
+        None, description="http sandbox: the SandboxFusion run_code URL (default $SANDBOX_URL)"
+    )
+    sandbox_max_concurrency: int | None = Field(
+        None, ge=1, description="Programs run at once (default: local = CPU count)"
+    )
+
+    @field_validator("advantage_estimator")
+    @classmethod
+    def _known_estimator(cls, name: str) -> str:
+        import train_core.rl  # noqa: F401  (registers every built-in estimator)
+        from train_core.rl.advantages import get_advantage_estimator
+
+        get_advantage_estimator(name)  # raises listing the known names
+        return name
+
+    @model_validator(mode="after")
+    def _knobs_apply(self) -> CodeRLWorkflowConfig:
+        if self.advantage_estimator != "gae" and (self.gamma != 1.0 or self.gae_lambda != 1.0):
+            raise ValueError(
+                f"gamma and gae_lambda apply to the gae estimator; advantage_estimator is "
+                f"{self.advantage_estimator!r} (set advantage_estimator gae)"
+            )
+        if self.clip_epsilon is not None:
+            if self.loss_fn not in CLIP_LOSSES:
+                raise ValueError(
+                    f"clip_epsilon sets the clip thresholds of the {' / '.join(CLIP_LOSSES)} loss; "
+                    f"loss_fn is {self.loss_fn!r} (set loss_fn ppo)"
+                )
+            clash = {"clip_low_threshold", "clip_high_threshold"} & set(self.loss_fn_config or {})
+            if clash:
+                raise ValueError(
+                    f"clip_epsilon and loss_fn_config both set {', '.join(sorted(clash))}; keep one"
+                )
+        if self.sandbox_url is not None and self.sandbox_backend != "http":
+            raise ValueError("sandbox_url is only for sandbox_backend http")
+        return self
+
+    def effective_loss_fn_config(self) -> dict[str, float] | None:
+        """loss_fn_config with clip_epsilon's thresholds."""
+        config = dict(self.loss_fn_config or {})
+        if self.clip_epsilon is not None:
+            config["clip_low_threshold"] = 1.0 - self.clip_epsilon
+            config["clip_high_threshold"] = 1.0 + self.clip_epsilon
+        return config or None

@@ -1,0 +1,286 @@
+"""Rollout stages: sample every env group of a batch concurrently, write transcripts, evaluate.
+
+`GroupedTokenCompleter` merges the identical prompts of a group (the N copies of one problem)
+into one `sample(num_samples=N)` call: the same samples as N separate calls, but the engine
+prefills the prompt once and decodes the N rows as one batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tinker import types
+
+from kitchen.engine.stage import Context, Metrics
+from train_core.completers import (
+    StopCondition,
+    TinkerTokenCompleter,
+    TokenCompleter,
+    TokensWithLogprobs,
+    resolve_sample,
+)
+
+_Key = tuple[tuple[int, ...], tuple[Any, ...], int]
+
+
+@dataclass
+class GroupedTokenCompleter(TokenCompleter):
+    """A TokenCompleter that batches concurrent requests for the same prompt.
+
+    The first request for a (prompt, stop, budget) opens a batch and yields `join_ticks` event-loop
+    turns so the other rollouts of its group can join, then samples once for all of them. A
+    failure or cancellation of that call reaches every request of the batch.
+    """
+
+    sampling_client: Any
+    max_tokens: int
+    temperature: float = 1.0
+    join_ticks: int = 3
+    calls: int = 0
+    _open: dict[_Key, list[asyncio.Future[TokensWithLogprobs]]] = field(
+        default_factory=dict, repr=False
+    )
+
+    async def __call__(
+        self, model_input: types.ModelInput, stop: StopCondition, *, max_tokens: int | None = None
+    ) -> TokensWithLogprobs:
+        budget = self.max_tokens if max_tokens is None else min(self.max_tokens, max_tokens)
+        try:
+            key: _Key = (tuple(model_input.to_ints()), tuple(stop), budget)
+        except ValueError:  # images etc.: no cheap identity, sample on its own
+            return (await self._sample(model_input, stop, budget, 1))[0]
+        joined = self._open.get(key)
+        if joined is not None:
+            future: asyncio.Future[TokensWithLogprobs] = asyncio.get_running_loop().create_future()
+            joined.append(future)
+            return await future
+        followers: list[asyncio.Future[TokensWithLogprobs]] = []
+        self._open[key] = followers
+        try:
+            try:
+                for _ in range(self.join_ticks):
+                    await asyncio.sleep(0)
+            finally:
+                del self._open[key]
+            samples = await self._sample(model_input, stop, budget, 1 + len(followers))
+        except BaseException as e:
+            for f in followers:
+                if f.done():
+                    continue
+                if isinstance(e, asyncio.CancelledError):
+                    f.cancel()
+                else:
+                    f.set_exception(e)
+            raise
+        for f, sample in zip(followers, samples[1:], strict=True):
+            if not f.done():
+                f.set_result(sample)
+        return samples[0]
+
+    async def _sample(
+        self, model_input: types.ModelInput, stop: StopCondition, budget: int, n: int
+    ) -> list[TokensWithLogprobs]:
+        self.calls += 1
+        response = await resolve_sample(
+            self.sampling_client.sample(
+                prompt=model_input,
+                num_samples=n,
+                sampling_params=types.SamplingParams(
+                    max_tokens=budget, temperature=self.temperature, stop=stop
+                ),
+            )
+        )
+        out = []
+        for seq in response.sequences:
+            if seq.logprobs is None:
+                raise ValueError("the sampler returned no logprobs; RL needs them per token")
+            out.append(
+                TokensWithLogprobs(
+                    tokens=list(seq.tokens),
+                    maybe_logprobs=list(seq.logprobs),
+                    stop_reason=seq.stop_reason,
+                    sequence_id=getattr(seq, "sequence_id", None),
+                )
+            )
+        if len(out) != n:
+            raise ValueError(f"asked the sampler for {n} samples, got {len(out)}")
+        return out
+
+
+def make_policy(
+    sampling_client: Any, max_tokens: int, temperature: float, coalesce: bool = True
+) -> TokenCompleter:
+    if coalesce:
+        return GroupedTokenCompleter(sampling_client, max_tokens, temperature)
+    return TinkerTokenCompleter(sampling_client, max_tokens=max_tokens, temperature=temperature)
+
+
+async def _indexed_group_rollout(i: int, builder: Any, policy: TokenCompleter) -> tuple[int, Any]:
+    from train_core.rl import do_group_rollout
+
+    return i, await do_group_rollout(builder, policy)
+
+
+@contextlib.asynccontextmanager
+async def group_rollout_tasks(
+    builders_P: list[Any], policy: TokenCompleter
+) -> AsyncIterator[list[asyncio.Task[tuple[int, Any]]]]:
+    """One task per group, each resolving to (group index, TrajectoryGroup). On exit every task
+    still running is cancelled and awaited (its env cleanup runs), so nothing outlives the block."""
+    tasks = [
+        asyncio.ensure_future(_indexed_group_rollout(i, b, policy))
+        for i, b in enumerate(builders_P)
+    ]
+    try:
+        yield tasks
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+@dataclass(frozen=True)
+class DoRollouts:
+    """Roll out every group of this batch with the current sampler: one asyncio task per group,
+    the envs of a group concurrently (train_core.rl.do_batch_rollouts)."""
+
+    max_tokens: int
+    temperature: float = 1.0
+    coalesce: bool = True
+    name: str = "do_rollouts"
+    reads: frozenset[str] = frozenset({"sampling_client", "dataset", "batch_idx", "policy_version"})
+    writes: frozenset[str] = frozenset(
+        {"env_group_builders", "trajectory_groups", "group_versions"}
+    )
+
+    async def __call__(self, ctx: Context[Any]) -> Metrics | None:
+        from train_core.rl import do_batch_rollouts
+
+        state = ctx.state
+        builders_P = list(state.dataset.get_batch(state.batch_idx))
+        policy = make_policy(
+            state.sampling_client, self.max_tokens, self.temperature, self.coalesce
+        )
+        t0 = time.perf_counter()
+        groups_P = await do_batch_rollouts(builders_P, policy)
+        state.env_group_builders, state.trajectory_groups = builders_P, groups_P
+        state.group_versions = [state.policy_version] * len(groups_P)
+        return {"time/rollouts": time.perf_counter() - t0}
+
+
+def _decode(tokenizer: Any, model_input: types.ModelInput | list[int]) -> str:
+    try:
+        tokens = model_input if isinstance(model_input, list) else model_input.to_ints()
+    except ValueError:
+        return "<non-text input>"
+    return str(tokenizer.decode(tokens))
+
+
+def transcript_records(
+    iteration: int,
+    groups_P: list[Any],
+    builders_P: list[Any],
+    versions_P: list[int],
+    tokenizer: Any,
+) -> list[dict[str, Any]]:
+    """One JSON record per group: its tags, policy version and each trajectory's turns
+    (prompt text, response text, reward) and total reward."""
+    records = []
+    for i, (group, builder, version) in enumerate(
+        zip(groups_P, builders_P, versions_P, strict=True)
+    ):
+        trajectories = []
+        for traj, total in zip(group.trajectories_G, group.get_total_rewards(), strict=True):
+            turns = [
+                {
+                    "prompt": _decode(tokenizer, t.ob),
+                    "response": _decode(tokenizer, list(t.ac.tokens)),
+                    "reward": t.reward,
+                    "metrics": dict(t.metrics),
+                }
+                for t in traj.transitions
+            ]
+            trajectories.append({"reward": total, "turns": turns})
+        records.append(
+            {
+                "iteration": iteration,
+                "group": i,
+                "policy_version": version,
+                "tags": list(builder.logging_tags()),
+                "trajectories": trajectories,
+            }
+        )
+    return records
+
+
+@dataclass(frozen=True)
+class WriteRollouts:
+    """Transcripts of this step's groups to `<log_dir>/rollouts/iter_XXXXXX.jsonl`."""
+
+    name: str = "write_rollouts"
+    reads: frozenset[str] = frozenset(
+        {"trajectory_groups", "env_group_builders", "group_versions", "tokenizer"}
+    )
+    writes: frozenset[str] = frozenset()
+
+    def __call__(self, ctx: Context[Any]) -> Metrics | None:
+        if ctx.log_dir is None:
+            return None
+        state = ctx.state
+        records = transcript_records(
+            state.step,
+            state.trajectory_groups,
+            state.env_group_builders,
+            state.group_versions,
+            state.tokenizer,
+        )
+        folder = Path(ctx.log_dir) / "rollouts"
+        folder.mkdir(parents=True, exist_ok=True)
+        with (folder / f"iter_{state.step:06d}.jsonl").open("w") as f:
+            for record in records:
+                f.write(json.dumps(record) + "\n")
+        return None
+
+
+@dataclass(frozen=True)
+class EvaluateRL:
+    """Mean test-set reward and env metrics (`test/env/all/...`) of the current sampler, at
+    `temperature` (0 = greedy). `report=True` (end of run): its own record at the current step,
+    and the run's `eval_results` (what the model registry records)."""
+
+    max_tokens: int
+    temperature: float = 0.0
+    prefix: str = "test"
+    report: bool = False
+    name: str = "evaluate_rl"
+
+    @property
+    def reads(self) -> frozenset[str]:
+        return frozenset({"sampling_client", "test_dataset"} | self.writes)
+
+    @property
+    def writes(self) -> frozenset[str]:
+        return frozenset({"eval_results"}) if self.report else frozenset()
+
+    async def __call__(self, ctx: Context[Any]) -> Metrics | None:
+        from train_core.rl import compute_trajectory_metrics, do_batch_rollouts
+
+        dataset = ctx.state.test_dataset
+        if dataset is None:
+            return None
+        builders = [b for i in range(len(dataset)) for b in dataset.get_batch(i)]
+        policy = make_policy(ctx.state.sampling_client, self.max_tokens, self.temperature)
+        groups = await do_batch_rollouts(builders, policy)
+        metrics = compute_trajectory_metrics(groups, [b.logging_tags() for b in builders])
+        out: Metrics = {f"{self.prefix}/{k}": v for k, v in metrics.items()}
+        if not self.report:
+            return out
+        ctx.state.eval_results = {**ctx.state.eval_results, **out}
+        return {"step": ctx.state.step, **out}

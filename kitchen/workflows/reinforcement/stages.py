@@ -1,0 +1,186 @@
+"""RL stages: the env dataset, the policy's sampler, advantages, datums and the step's metrics.
+
+Rollouts and transcripts live in `rl_rollout.py`, the train step and streaming in `rl_train.py`,
+async off-policy sampling in `rl_async.py`. The math is in `train_core.rl`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kitchen.engine.errors import DataError
+from kitchen.engine.stage import Context, Metrics
+
+
+@dataclass(frozen=True)
+class RLEnvContext:
+    """What an env dataset is built from: the run's renderer and tokenizer, and the dataset store."""
+
+    renderer: Any
+    tokenizer: Any
+    datasets: Any = None
+
+
+RLDatasetFactory = Callable[[RLEnvContext], Awaitable[tuple[Any, Any]] | tuple[Any, Any]]
+"""ctx -> (train RLDataset, test RLDataset | None), sync or async. A tinker-cookbook
+RLDatasetBuilder `b` plugs in as `lambda ctx: b()`."""
+
+
+@dataclass(frozen=True)
+class BuildRLDataset:
+    """Build the env datasets with the run's renderer; `n_batches` = len(train), capped by
+    `num_batches` when given."""
+
+    make: RLDatasetFactory
+    num_batches: int | None = None
+    name: str = "build_rl_dataset"
+    reads: frozenset[str] = frozenset({"renderer", "tokenizer"})
+    writes: frozenset[str] = frozenset({"dataset", "test_dataset", "n_batches"})
+    ports: frozenset[str] = frozenset({"datasets"})
+
+    async def __call__(self, ctx: Context[Any]) -> Metrics | None:
+        env_ctx = RLEnvContext(ctx.state.renderer, ctx.state.tokenizer, ctx.datasets)
+        built = self.make(env_ctx)
+        train, test = await built if inspect.isawaitable(built) else built
+        if len(train) == 0:
+            raise DataError(f"RL dataset {type(train).__name__} has no batches")
+        n = len(train) if self.num_batches is None else min(len(train), self.num_batches)
+        ctx.state.dataset, ctx.state.test_dataset, ctx.state.n_batches = train, test, n
+        ctx.logger.info("RL dataset: %d iterations (%d batches available)", n, len(train))
+        return None
+
+
+@dataclass(frozen=True)
+class InitReferenceClient:
+    """A sampler on the base model (adapters off): the reference of the KL penalty."""
+
+    base_model: str
+    name: str = "init_reference_client"
+    reads: frozenset[str] = frozenset()
+    writes: frozenset[str] = frozenset({"reference_client"})
+    ports: frozenset[str] = frozenset({"backend"})
+
+    def __call__(self, ctx: Context[Any]) -> Metrics | None:
+        backend = ctx.require_backend()
+        ctx.state.reference_client = backend.create_sampling_client(base_model=self.base_model)
+        return None
+
+
+@dataclass(frozen=True)
+class RefreshSampler:
+    """A sampler on the current weights: every rollout of this step is on-policy
+    (policy_version == step)."""
+
+    name: str = "refresh_sampler"
+    reads: frozenset[str] = frozenset({"training_client"})
+    writes: frozenset[str] = frozenset({"sampling_client", "policy_version"})
+    ports: frozenset[str] = frozenset({"backend"})
+
+    def __call__(self, ctx: Context[Any]) -> Metrics | None:
+        client = ctx.state.training_client
+        ctx.state.sampling_client = client.save_weights_and_get_sampling_client()
+        ctx.state.policy_version = ctx.state.step
+        return None
+
+
+@dataclass(frozen=True)
+class ComputeAdvantages:
+    """advantages_G per group by the named estimator (group_mean: GRPO centring, no std)."""
+
+    estimator: str = "group_mean"
+    name: str = "compute_advantages"
+    reads: frozenset[str] = frozenset({"trajectory_groups"})
+    writes: frozenset[str] = frozenset({"advantages"})
+
+    def __call__(self, ctx: Context[Any]) -> Metrics | None:
+        from train_core.rl import compute_advantages
+
+        ctx.state.advantages = compute_advantages(ctx.state.trajectory_groups, self.estimator)
+        return None
+
+
+def keep_informative_groups(groups_P: list[Any], advantages_P: list[Any]) -> tuple[list, list]:
+    """Groups (and their advantages) with some reward spread, as remove_constant_reward_groups
+    keeps them (the first group when all are constant)."""
+    from train_core.rl import remove_constant_reward_groups
+
+    kept = {id(g) for g in remove_constant_reward_groups(groups_P)}
+    pairs = [(g, a) for g, a in zip(groups_P, advantages_P, strict=True) if id(g) in kept]
+    return [g for g, _ in pairs], [a for _, a in pairs]
+
+
+@dataclass(frozen=True)
+class AssembleData:
+    """Trajectories -> datums (advantage on action tokens, prefix-merged turns). With
+    `remove_constant_reward_groups`, groups whose rewards are all equal carry no datums."""
+
+    remove_constant_reward_groups: bool = False
+    name: str = "assemble_data"
+    reads: frozenset[str] = frozenset({"trajectory_groups", "advantages"})
+    writes: frozenset[str] = frozenset({"train_data"})
+
+    def __call__(self, ctx: Context[Any]) -> Metrics | None:
+        from train_core.rl import assemble_training_data
+
+        groups_P, advantages_P = ctx.state.trajectory_groups, ctx.state.advantages
+        if self.remove_constant_reward_groups:
+            groups_P, advantages_P = keep_informative_groups(groups_P, advantages_P)
+        data_D, _ = assemble_training_data(groups_P, advantages_P)
+        ctx.state.train_data = data_D
+        return {"num_datums": len(data_D), "num_groups_trained": len(groups_P)}
+
+
+def version_metrics(versions_P: list[int], step: int) -> Metrics:
+    """Which weights the groups were sampled from (tinker-cookbook's sampling_client/* keys)."""
+    versions = np.asarray(versions_P, dtype=np.float64)
+    return {
+        "sampling_client/step_max": float(versions.max()),
+        "sampling_client/step_min": float(versions.min()),
+        "sampling_client/step_mean": float(versions.mean()),
+        "async/staleness_max": float(step - versions.min()),
+        "async/staleness_mean": float(step - versions.mean()),
+    }
+
+
+@dataclass(frozen=True)
+class LogRLStep:
+    """The step's metrics under tinker-cookbook's keys: env/all/*, by_group/*, optim/kl_*,
+    optim/entropy, progress/*."""
+
+    name: str = "log_rl_step"
+    reads: frozenset[str] = frozenset(
+        {
+            "trajectory_groups",
+            "env_group_builders",
+            "group_versions",
+            "train_data",
+            "training_logprobs",
+            "n_batches",
+            "batch_idx",
+        }
+    )
+    writes: frozenset[str] = frozenset()
+
+    def __call__(self, ctx: Context[Any]) -> Metrics | None:
+        from train_core.rl import compute_kl_sample_train, compute_trajectory_metrics
+
+        state = ctx.state
+        tags_P = [b.logging_tags() for b in state.env_group_builders]
+        done_frac = (state.step + 1) / max(state.n_batches or 1, 1)
+        metrics: Metrics = {
+            "progress/batch": state.batch_idx,
+            "progress/done_frac": done_frac,
+            "progress": done_frac,
+            **compute_trajectory_metrics(state.trajectory_groups, tags_P),
+            **version_metrics(state.group_versions, state.step),
+        }
+        try:
+            metrics.update(compute_kl_sample_train(state.train_data, state.training_logprobs))
+        except ValueError as e:  # no action tokens at all (every turn masked): nothing to compare
+            ctx.logger.warning("skipping kl_sample_train: %s", e)
+        return metrics

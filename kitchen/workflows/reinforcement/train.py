@@ -1,0 +1,246 @@
+"""RL train stages: KL penalty against a reference, the policy-gradient step with substeps, the
+post-update KL, and streaming minibatches (train on groups as they finish)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from tinker import types
+
+from kitchen.engine.stage import Context, Metrics
+from kitchen.workflows.reinforcement.rollout import group_rollout_tasks, make_policy
+from kitchen.workflows.reinforcement.stages import keep_informative_groups
+from kitchen.workflows.supervised.stages import AdamSettings
+
+T = TypeVar("T")
+
+
+def split_into(items: Sequence[T], n: int) -> list[list[T]]:
+    """`items` in min(n, len) contiguous chunks whose sizes differ by at most one (earlier ones
+    larger), as tinker-cookbook splits a batch into substeps."""
+    if n < 1:
+        raise ValueError(f"split_into: n is {n}; expected at least 1")
+    n = min(n, len(items))
+    size, extra = divmod(len(items), n) if n else (0, 0)
+    chunks, start = [], 0
+    for i in range(n):
+        end = start + size + (1 if i < extra else 0)
+        chunks.append(list(items[start:end]))
+        start = end
+    return chunks
+
+
+def adam_params(learning_rate: float, adam: AdamSettings) -> types.AdamParams:
+    return types.AdamParams(
+        learning_rate=learning_rate,
+        beta1=adam.beta1,
+        beta2=adam.beta2,
+        eps=adam.eps,
+        weight_decay=adam.weight_decay,
+        grad_clip_norm=adam.grad_clip_norm,
+    )
+
+
+def step_lr(step: int, total_steps: int | None, base_lr: float, schedule: str) -> float:
+    from train_core.schedules import lr_at
+
+    return lr_at(step, max(total_steps or 1, step + 1), base_lr, schedule)
+
+
+async def score_full_sequences(sampling_client: Any, data_D: list[types.Datum]) -> list[Any]:
+    """The client's logprobs of each datum's full sequence, requests submitted all at once."""
+    from train_core.rl.kl import full_sequence_inputs
+
+    futures = [sampling_client.compute_logprobs(x) for x in full_sequence_inputs(data_D)]
+    return [await f for f in futures]
+
+
+async def kl_penalize(
+    reference_client: Any, data_D: list[types.Datum], coef: float, discount: float
+) -> tuple[list[types.Datum], Metrics]:
+    """Advantages penalised for drifting from the reference policy (reference logprobs of the
+    full sequences from `reference_client`)."""
+    from train_core.rl.kl import incorporate_kl_penalty
+
+    base_logprobs_D = await score_full_sequences(reference_client, data_D)
+    return incorporate_kl_penalty(data_D, base_logprobs_D, coef, discount)
+
+
+@dataclass(frozen=True)
+class ApplyKLPenalty:
+    """Add -coef * (KL to the reference) to the advantages of action tokens (centred over the
+    batch, as tinker-cookbook does); `kl_policy_base` is the mean logp_sampler - logp_reference."""
+
+    coef: float
+    discount: float = 0.0
+    name: str = "apply_kl_penalty"
+    reads: frozenset[str] = frozenset({"train_data", "reference_client"})
+    writes: frozenset[str] = frozenset({"train_data"})
+
+    async def __call__(self, ctx: Context[Any]) -> Metrics | None:
+        data_D, metrics = await kl_penalize(
+            ctx.state.reference_client, ctx.state.train_data, self.coef, self.discount
+        )
+        ctx.state.train_data = data_D
+        return metrics
+
+
+@dataclass(frozen=True)
+class TrainStep:
+    """forward_backward with the RL loss, then optim_step, over `num_substeps` contiguous
+    minibatches (one optim_step each). All are queued before any is awaited."""
+
+    learning_rate: float
+    loss_fn: str = "importance_sampling"
+    loss_fn_config: Mapping[str, float] | None = None
+    num_substeps: int = 1
+    lr_schedule: str = "constant"
+    adam: AdamSettings = field(default_factory=AdamSettings)
+    name: str = "train_step"
+    reads: frozenset[str] = frozenset({"training_client", "train_data", "n_batches"})
+    writes: frozenset[str] = frozenset({"training_logprobs"})
+
+    async def __call__(self, ctx: Context[Any]) -> Metrics | None:
+        from train_core.rl import remove_mask
+        from train_core.rl.kl import training_logprobs_from_output
+
+        client, state = ctx.state.training_client, ctx.state
+        t0 = time.perf_counter()
+        lr = step_lr(state.step, state.n_batches, self.learning_rate, self.lr_schedule)
+        config = dict(self.loss_fn_config) if self.loss_fn_config else None
+        submitted = [
+            (
+                client.forward_backward([remove_mask(d) for d in chunk], self.loss_fn, config),
+                client.optim_step(adam_params(lr, self.adam)),
+            )
+            for chunk in split_into(state.train_data, self.num_substeps)
+        ]
+        logprobs_D: list[Any] = []
+        optim_metrics: dict[str, float] = {}
+        for fb, optim in submitted:
+            logprobs_D.extend(training_logprobs_from_output(await fb))
+            optim_metrics = dict((await optim).metrics or {})
+        state.training_logprobs = logprobs_D
+        return {
+            "optim/lr": lr,
+            "learning_rate": lr,
+            "optim/substeps": len(submitted),
+            "time/train": time.perf_counter() - t0,
+            **optim_metrics,
+        }
+
+
+@dataclass(frozen=True)
+class ComputePostKL:
+    """How far this step moved the policy on its own data (kl_pre_post_v1/v2; costs a scoring
+    pass with the updated weights)."""
+
+    name: str = "compute_post_kl"
+    reads: frozenset[str] = frozenset({"training_client", "train_data"})
+    writes: frozenset[str] = frozenset()
+
+    async def __call__(self, ctx: Context[Any]) -> Metrics | None:
+        from train_core.rl.kl import compute_post_kl
+
+        sampler = ctx.state.training_client.save_weights_and_get_sampling_client()
+        new_logprobs_D = await score_full_sequences(sampler, ctx.state.train_data)
+        return compute_post_kl(ctx.state.train_data, new_logprobs_D)
+
+
+@dataclass(frozen=True)
+class MinibatchRecipe:
+    """How a minibatch of groups becomes datums (advantages, filtering, KL penalty)."""
+
+    estimator: str = "group_mean"
+    remove_constant_reward_groups: bool = False
+    kl_penalty_coef: float = 0.0
+    kl_discount_factor: float = 0.0
+
+    async def datums(self, groups_P: list[Any], reference_client: Any) -> tuple[list, Metrics]:
+        from train_core.rl import assemble_training_data, compute_advantages
+
+        advantages_P = compute_advantages(groups_P, self.estimator)
+        if self.remove_constant_reward_groups:
+            groups_P, advantages_P = keep_informative_groups(groups_P, advantages_P)
+        data_D, _ = assemble_training_data(groups_P, advantages_P)
+        if self.kl_penalty_coef <= 0:
+            return data_D, {}
+        return await kl_penalize(
+            reference_client, data_D, self.kl_penalty_coef, self.kl_discount_factor
+        )
+
+
+@dataclass(frozen=True)
+class StreamRolloutsAndTrain:
+    """Streaming minibatches: roll out every group concurrently and submit forward_backward on
+    each `minibatch_size` groups as soon as they have finished; one optim_step per iteration."""
+
+    max_tokens: int
+    learning_rate: float
+    minibatch_size: int
+    temperature: float = 1.0
+    coalesce: bool = True
+    recipe: MinibatchRecipe = field(default_factory=MinibatchRecipe)
+    loss_fn: str = "importance_sampling"
+    loss_fn_config: Mapping[str, float] | None = None
+    lr_schedule: str = "constant"
+    adam: AdamSettings = field(default_factory=AdamSettings)
+    name: str = "stream_rollouts_and_train"
+    writes: frozenset[str] = frozenset(
+        {
+            "env_group_builders",
+            "trajectory_groups",
+            "group_versions",
+            "train_data",
+            "training_logprobs",
+        }
+    )
+
+    @property
+    def reads(self) -> frozenset[str]:
+        base = {"sampling_client", "training_client", "dataset", "batch_idx", "policy_version"}
+        kl = {"reference_client"} if self.recipe.kl_penalty_coef > 0 else set()
+        return frozenset({*base, "n_batches", *kl})
+
+    async def __call__(self, ctx: Context[Any]) -> Metrics | None:
+        from train_core.rl import remove_mask
+        from train_core.rl.kl import training_logprobs_from_output
+
+        state = ctx.state
+        client = state.training_client
+        reference = state.reference_client if self.recipe.kl_penalty_coef > 0 else None
+        builders_P = list(state.dataset.get_batch(state.batch_idx))
+        policy = make_policy(
+            state.sampling_client, self.max_tokens, self.temperature, self.coalesce
+        )
+        groups_P: list[Any] = [None] * len(builders_P)
+        config = dict(self.loss_fn_config) if self.loss_fn_config else None
+        fbs, data_D, waiting, metrics = [], [], [], {}
+        async with group_rollout_tasks(builders_P, policy) as tasks:
+            for i_finished, next_done in enumerate(asyncio.as_completed(tasks)):
+                i, group = await next_done
+                groups_P[i] = group
+                waiting.append(group)
+                if len(waiting) < self.minibatch_size and i_finished + 1 < len(tasks):
+                    continue
+                mb_data, mb_metrics = await self.recipe.datums(waiting, reference)
+                fbs.append(
+                    client.forward_backward([remove_mask(d) for d in mb_data], self.loss_fn, config)
+                )
+                data_D.extend(mb_data)
+                metrics.update(mb_metrics)
+                waiting = []
+        lr = step_lr(state.step, state.n_batches, self.learning_rate, self.lr_schedule)
+        optim = client.optim_step(adam_params(lr, self.adam))
+        state.training_logprobs = [
+            lp for fb in fbs for lp in training_logprobs_from_output(await fb)
+        ]
+        metrics.update((await optim).metrics or {})
+        state.env_group_builders, state.trajectory_groups = builders_P, groups_P
+        state.group_versions = [state.policy_version] * len(groups_P)
+        state.train_data = data_D
+        return {"optim/lr": lr, "learning_rate": lr, "stream/minibatches": len(fbs), **metrics}
