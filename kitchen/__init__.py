@@ -35,7 +35,6 @@ from kitchen.engine.registry import ENVS, RECIPES
 from kitchen.engine.stage import Context, Metrics, Stage, stage
 from kitchen.engine.state import BaseState, Handle, Pending, PendingQueue
 from kitchen.engine.validate import validate
-
 from kitchen.workflows.common.config import TrainConfig
 from kitchen.workflows.common.state import TrainState
 

@@ -24,10 +24,7 @@ def _loaded_after(code: str) -> list[str]:
 
 
 def test_import_kitchen_loads_neither_torch_nor_tinker():
-    assert (
-        _loaded_after("import kitchen; kitchen.Workflow, kitchen.stage, kitchen.RECIPES")
-        == []
-    )
+    assert _loaded_after("import kitchen; kitchen.Workflow, kitchen.stage, kitchen.RECIPES") == []
 
 
 def test_import_train_core_loads_no_subpackage_until_a_name_is_used():

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kitchen.app import cli_models
 from kitchen.adapters.model_registry import SQLiteRegistry, open_registry
+from kitchen.app import cli_models
 from kitchen.app.cli_models import app
 from tests.registry.drafts import make_draft
 
