@@ -59,7 +59,7 @@ def comparisons(n: int) -> list[dict[str, Any]]:
 
 
 def kitchen_run(args: argparse.Namespace, data_path: Path, log_dir: Path) -> list[float]:
-    from kitchen.app.launch import Launch, build_config, get_recipe, run_workflow
+    from kitchen.app.launch import Launch, build_config, get_recipe, run_launch
     from kitchen.workflows.common.setup import InitTrainingClient
 
     recipe = get_recipe("dpo")
@@ -86,7 +86,7 @@ def kitchen_run(args: argparse.Namespace, data_path: Path, log_dir: Path) -> lis
         for s in workflow.steps
     ]
     times = StepTimes()
-    run_workflow(
+    run_launch(
         workflow, Launch(backend="local", log_dir=log_dir, if_exists="delete", hooks=[times])
     )
     return times.seconds

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from kitchen.engine.graph import Loop, Workflow
-from kitchen.engine.runner import run_workflow
+from kitchen.engine.runner import execute
 from kitchen.engine.stage import Context
 from kitchen.engine.state import BaseState
 
@@ -54,7 +54,7 @@ def engine(iterations: int, stages: int) -> float:
     body = [Work(f"work{k}") for k in range(stages)]
     wf = Workflow("bench", BenchState, [Loop("batch", iterations, "batch_idx", body, steps=True)])
     t0 = time.perf_counter()
-    run_workflow(wf, Context(state=BenchState()))
+    execute(wf, Context(state=BenchState()))
     return time.perf_counter() - t0
 
 

@@ -33,14 +33,14 @@ from kitchen.engine.graph import Await, Every, Loop, When, Workflow, every
 from kitchen.engine.recipe import Recipe
 from kitchen.engine.registry import ENVS, RECIPES
 from kitchen.engine.stage import Context, Metrics, Stage, stage
-from kitchen.engine.state import BaseState, Handle, Pending, PendingQueue
+from kitchen.engine.state import BaseState, Handle, PendingQueue
 from kitchen.engine.validate import validate
 from kitchen.workflows.common.config import TrainConfig
 from kitchen.workflows.common.state import TrainState
 
 if TYPE_CHECKING:
-    from kitchen.app.launch import launch_workflow as run_workflow
     from kitchen.app.launch import run as run
+    from kitchen.app.launch import run_workflow as run_workflow
     from kitchen.engine.registry import BACKENDS as BACKENDS
     from kitchen.engine.registry import DATASET_STORES as DATASET_STORES
     from kitchen.engine.runner import BaseHook as BaseHook
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 # adapter registries list the built-in adapters only once `kitchen.app.builtins` has registered them.
 _LAZY: dict[str, tuple[str, str]] = {
     "run": ("kitchen.app.launch", "run"),
-    "run_workflow": ("kitchen.app.launch", "launch_workflow"),
+    "run_workflow": ("kitchen.app.launch", "run_workflow"),
     "RunResult": ("kitchen.engine.runner", "RunResult"),
     "BaseHook": ("kitchen.engine.runner", "BaseHook"),
     "BACKENDS": ("kitchen.app.builtins", "BACKENDS"),
@@ -71,7 +71,6 @@ __all__ = [  # noqa: RUF022  (grouped by topic, as the docs present them)
     "stage",
     "BaseState",
     "Handle",
-    "Pending",
     "PendingQueue",
     "TrainState",
     "BaseHook",

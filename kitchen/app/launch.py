@@ -136,7 +136,7 @@ class Launch:
     wandb: tuple[str, str | None] | None = None
 
 
-def run_workflow(workflow: Workflow[Any], launch: Launch) -> RunResult:
+def run_launch(workflow: Workflow[Any], launch: Launch) -> RunResult:
     """Validate, prepare the run directory, create the adapters, run; the adapters are closed after."""
     validate(workflow, ports={"backend", "datasets", *launch.ports})
     resume: Resume | None = None
@@ -220,10 +220,10 @@ def run(
         recipe_name=rec.name,
         wandb=(cfg.wandb_project, cfg.wandb_name) if cfg.wandb_project else None,
     )
-    return run_workflow(workflow, launch)
+    return run_launch(workflow, launch)
 
 
-def launch_workflow(
+def run_workflow(
     workflow: Workflow[Any],
     *,
     backend: str | TrainingBackend = "local",
@@ -263,4 +263,4 @@ def launch_workflow(
         settings=BackendSettings(seed=seed, base_url=base_url),
         recipe_name=workflow.name,
     )
-    return run_workflow(workflow, launch)
+    return run_launch(workflow, launch)

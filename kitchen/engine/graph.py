@@ -19,11 +19,10 @@ S = TypeVar("S", bound=BaseState)
 
 @dataclass(frozen=True)
 class Await:
-    """Resolve the future in `field`; store its result in `into` (if given) and clear `field`.
+    """Resolve the oldest futures of the `PendingQueue` in `field` until at most `keep` remain in
+    flight (`keep=1`: submit step N+1, then await step N); `into` gets the last result, or None.
 
     A no-op when nothing is pending, so the first iteration of a pipelined loop needs no special case.
-    On a `PendingQueue` field it resolves the oldest futures until at most `keep` remain in flight
-    (`keep=1`: submit step N+1, then await step N); `into` gets the last result, or None.
     """
 
     field: str
@@ -43,21 +42,7 @@ class Await:
         return frozenset({self.field} | ({self.into} if self.into else set()))
 
     async def __call__(self, ctx: Context[Any]) -> Metrics | None:
-        future = getattr(ctx.state, self.field)
-        if isinstance(future, list):
-            await self._drain(ctx, future)
-            return None
-        if future is None:
-            return None
-        if not isinstance(future, APIFuture):
-            raise TypeError(f"{self.field} holds {type(future).__name__}, not a future")
-        result = await future
-        setattr(ctx.state, self.field, None)
-        if self.into:
-            setattr(ctx.state, self.into, result)
-        return None
-
-    async def _drain(self, ctx: Context[Any], queue: list[APIFuture[Any]]) -> None:
+        queue: list[APIFuture[Any]] = getattr(ctx.state, self.field)
         result = None
         while len(queue) > self.keep:
             result = await queue[0]
@@ -93,23 +78,6 @@ class Every:
 
 def every(n: int, index: str = "batch_idx") -> Every:
     return Every(n, index)
-
-
-@dataclass(frozen=True)
-class FieldTrue:
-    """Predicate: the named state field is truthy."""
-
-    field: str
-
-    @property
-    def reads(self) -> frozenset[str]:
-        return frozenset({self.field})
-
-    def __call__(self, state: Any) -> bool:
-        return bool(getattr(state, self.field))
-
-    def __str__(self) -> str:
-        return f"{self.field}"
 
 
 @dataclass(frozen=True)

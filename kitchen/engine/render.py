@@ -8,7 +8,7 @@ from typing import Any
 
 from kitchen.engine.graph import Await, Loop, Node, When, Workflow
 
-_SKIP = {"name", "reads", "writes", "ports", "fn", "idempotent", "retries"}
+_SKIP = {"name", "reads", "writes", "ports", "fn"}
 
 
 def describe(node: Node) -> str:

@@ -2,7 +2,7 @@
 
 Depth-first over the nodes, keeping a path like `epoch[1]/batch[37]/forward_backward`. Per stage: an
 OTel span, a timer, a write guard on the state, and the returned metrics passed to hooks. `finally_`
-always runs, also after an error or Ctrl-C. Only stages that declare themselves idempotent retry.
+always runs, also after an error or Ctrl-C.
 The runner owns the step counter and the resume cursor.
 """
 
@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from kitchen.engine.errors import KitchenError, StageError
 from kitchen.engine.graph import Loop, Node, When, Workflow
-from kitchen.engine.stage import Context, Metrics, Resume, call_stage, stage_retries
+from kitchen.engine.stage import Context, Metrics, Resume, call_stage
 from kitchen.engine.state import BaseState
 from kitchen.engine.telemetry import record_stage, span
 
@@ -210,27 +210,14 @@ class Runner:
                 next_cursor=self.next_cursor,
             )
         guarded.path = here
-        attempts = 1 + stage_retries(node)
-        for attempt in range(attempts):
-            t0 = time.perf_counter()
-            try:
-                with span("stage", name, **{"kitchen.path": here}):
-                    metrics = await call_stage(node, guarded)
-                break
-            except (KitchenError, asyncio.CancelledError, KeyboardInterrupt):
-                raise
-            except Exception as e:
-                if attempt + 1 < attempts:
-                    ctx.logger.warning(
-                        "%s failed (%s: %s); retry %d/%d",
-                        here,
-                        type(e).__name__,
-                        e,
-                        attempt + 1,
-                        attempts - 1,
-                    )
-                    continue
-                raise StageError(f"{here}: {type(e).__name__}: {e}") from e
+        t0 = time.perf_counter()
+        try:
+            with span("stage", name, **{"kitchen.path": here}):
+                metrics = await call_stage(node, guarded)
+        except (KitchenError, asyncio.CancelledError, KeyboardInterrupt):
+            raise
+        except Exception as e:
+            raise StageError(f"{here}: {type(e).__name__}: {e}") from e
         seconds = time.perf_counter() - t0
         record_stage(name, seconds)
         for h in self.hooks:
@@ -250,11 +237,12 @@ class Runner:
                 h.on_metrics(ctx.state.step, metrics)
 
 
-def run_workflow(
+def execute(
     workflow: Workflow[Any],
     ctx: Context[Any],
     hooks: Sequence[Hook] = (),
     max_steps: int | None = None,
 ) -> RunResult:
-    """Run a workflow to completion from sync code."""
+    """Run a workflow on a context you built, from sync code: the engine alone, no run directory
+    and no adapters (`kitchen.run_workflow` is the user's entry point; it builds both)."""
     return asyncio.run(Runner(workflow, ctx, hooks, max_steps).run())

@@ -38,11 +38,6 @@ def stage_ports(stage: Any) -> frozenset[str]:
     return frozenset(getattr(stage, "ports", frozenset()))
 
 
-def stage_retries(stage: Any) -> int:
-    """Retries only for stages that declare themselves idempotent."""
-    return int(getattr(stage, "retries", 0)) if getattr(stage, "idempotent", False) else 0
-
-
 @dataclass
 class Resume:
     """Where a resumed run picks up: the loop cursor and the state checkpoint to load."""
@@ -92,8 +87,6 @@ class FunctionStage:
     reads: frozenset[str]
     writes: frozenset[str]
     ports: frozenset[str] = frozenset()
-    idempotent: bool = False
-    retries: int = 0
 
     def __call__(self, ctx: Context[Any]) -> Metrics | Awaitable[Metrics | None] | None:
         return self.fn(ctx)
@@ -108,8 +101,6 @@ def stage(
     writes: set[str] | frozenset[str] = frozenset(),
     name: str | None = None,
     ports: set[str] | frozenset[str] = frozenset(),
-    idempotent: bool = False,
-    retries: int = 0,
 ) -> Callable[[Callable[[Context[Any]], Any]], FunctionStage]:
     """Turn `def my_stage(ctx) -> metrics | None` (sync or async) into a stage.
 
@@ -125,8 +116,6 @@ def stage(
             reads=frozenset(reads),
             writes=frozenset(writes),
             ports=frozenset(ports),
-            idempotent=idempotent,
-            retries=retries,
         )
 
     return wrap

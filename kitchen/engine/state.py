@@ -4,7 +4,7 @@ handles (clients, tokenizers) and pending futures are excluded from serialisatio
 
 from __future__ import annotations
 
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,15 +21,12 @@ class _Marker:
         return self.kind
 
 
-PENDING = _Marker("pending")
 QUEUE = _Marker("queue")
 HANDLE = _Marker("handle")
 
-# A future some stage submitted and a later `Await` must resolve. validate() checks every one is
-# awaited on every path, so a forgotten future is a build error, not a silent no-op.
-Pending = Annotated[APIFuture[T] | None, PENDING, Field(default=None, exclude=True)]
-# Futures in submission order, for pipelining: a stage appends, `Await(field, keep=1)` resolves all
-# but the newest. validate() checks the queue is drained (keep=0) on every path.
+# Futures in submission order: a stage appends, `Await(field)` resolves them all, and
+# `Await(field, keep=1)` all but the newest (pipelining). validate() checks the queue is drained
+# (keep=0) on every path, so a forgotten future is a build error, not a silent no-op.
 PendingQueue = Annotated[list[APIFuture[T]], QUEUE, Field(default_factory=list, exclude=True)]
 # A live object (client, tokenizer, renderer): not data, never serialised.
 Handle = Annotated[T | None, HANDLE, Field(default=None, exclude=True)]
@@ -46,11 +43,9 @@ class BaseState(BaseModel):
 
 
 def field_kind(state_cls: type[BaseState], name: str) -> str:
-    """'pending', 'queue', 'handle' or 'data'."""
+    """'queue', 'handle' or 'data'."""
     info = state_cls.model_fields[name]
     for meta in info.metadata:
-        if meta is PENDING:
-            return "pending"
         if meta is QUEUE:
             return "queue"
         if meta is HANDLE:
@@ -73,8 +68,3 @@ def available_at_start(state_cls: type[BaseState]) -> set[str]:
 
 def state_fields(state_cls: type[BaseState]) -> set[str]:
     return set(state_cls.model_fields)
-
-
-def snapshot(state: BaseState) -> dict[str, Any]:
-    """The serialisable part of a state (handles and pending futures left out)."""
-    return state.model_dump(mode="json")

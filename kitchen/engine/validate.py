@@ -2,7 +2,7 @@
 
 - every field named exists on the state class (typos get a suggestion);
 - every read has a producer before it on every path (a loop may run zero times, a `When` may not run);
-- every Pending written is awaited on every path, and never overwritten while still pending;
+- every PendingQueue written is drained by an Await on every path;
 - every port a stage needs is configured.
 """
 
@@ -47,7 +47,6 @@ class _Checker:
         self.wf = workflow
         self.errors: list[str] = []
         kinds = {f: field_kind(workflow.state, f) for f in state_fields(workflow.state)}
-        self.pending = {f for f, k in kinds.items() if k in ("pending", "queue")}
         self.queues = {f for f, k in kinds.items() if k == "queue"}
         self.producers: dict[str, list[str]] = {}
         for node, _ in walk([*workflow.steps, *workflow.finally_]):
@@ -80,25 +79,21 @@ class _Checker:
                 avail = ab & ae
                 outstanding = ob | oe
             elif isinstance(node, Await):
-                if node.field not in self.pending:
+                if node.field not in self.queues:
                     self.error(
-                        f"await {node.field}: field {node.field!r} is not declared Pending on {self.wf.state.__name__}"
+                        f"await {node.field}: field {node.field!r} is not declared PendingQueue on {self.wf.state.__name__}"
                     )
-                if node.field not in self.queues or node.keep == 0:
+                if node.keep == 0:
                     outstanding.discard(node.field)
                 if node.into:
                     avail.add(node.into)
             else:
                 for r in sorted(getattr(node, "reads", ())):
-                    if r in self.pending:
+                    if r in self.queues:
                         continue  # reading a future is fine; awaiting it is checked separately
                     self._need(f"stage {node.name}", r, avail)
                 for w in sorted(getattr(node, "writes", ())):
-                    if w in self.pending:
-                        if w in outstanding and w not in self.queues:
-                            self.error(
-                                f"stage {node.name} overwrites {w!r} while it is still pending; add Await({w!r}) before it"
-                            )
+                    if w in self.queues:
                         outstanding.add(w)
                     avail.add(w)
         return avail, outstanding

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import Field
 
 from kitchen.engine.futures import APIFuture
-from kitchen.engine.state import BaseState, Handle, Pending
+from kitchen.engine.state import BaseState, Handle, PendingQueue
 
 
 class ToyState(BaseState):
@@ -18,7 +18,7 @@ class ToyState(BaseState):
     epoch_idx: int = 0
     total: int = 0
     trace: list[str] = Field(default_factory=list)
-    fut: Pending[int]
+    fut: PendingQueue[int]
     fut_result: int | None = None
     client: Handle[Any]
 
@@ -50,11 +50,11 @@ class Add:
 @dataclass(frozen=True)
 class Submit:
     name: str = "submit"
-    reads: frozenset[str] = frozenset({"batch_idx"})
+    reads: frozenset[str] = frozenset({"batch_idx", "fut"})
     writes: frozenset[str] = frozenset({"fut"})
 
     def __call__(self, ctx: Any) -> None:
-        ctx.state.fut = APIFuture.completed(ctx.state.batch_idx * 10)
+        ctx.state.fut = [*ctx.state.fut, APIFuture.completed(ctx.state.batch_idx * 10)]
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ import pytest
 
 from kitchen.engine.errors import StageError
 from kitchen.engine.graph import Await, Loop, When, Workflow, every
-from kitchen.engine.runner import BaseHook, Runner, run_workflow
+from kitchen.engine.runner import BaseHook, Runner, execute
 from kitchen.engine.stage import Context, Resume, stage
 
 from .states import Add, Boom, Load, Mark, Submit, ToyState
@@ -24,7 +24,7 @@ class Recorder(BaseHook):
 
 def run(wf, **kw):
     rec = Recorder()
-    result = run_workflow(wf, Context(state=ToyState()), hooks=[rec], **kw)
+    result = execute(wf, Context(state=ToyState()), hooks=[rec], **kw)
     return result, rec
 
 
@@ -66,7 +66,7 @@ def test_finally_runs_after_an_error_and_the_error_surfaces():
     wf = Workflow("toy", ToyState, [Mark("a"), Boom(), Mark("never")], finally_=[Mark("cleanup")])
     state = ToyState()
     with pytest.raises(StageError, match="boom: ValueError: boom"):
-        run_workflow(wf, Context(state=state))
+        execute(wf, Context(state=state))
     assert state.trace == ["a", "cleanup"]
 
 
@@ -78,7 +78,7 @@ def test_finally_runs_after_keyboard_interrupt():
     wf = Workflow("toy", ToyState, [interrupt], finally_=[Mark("cleanup")])
     state = ToyState()
     with pytest.raises(KeyboardInterrupt):
-        run_workflow(wf, Context(state=state))
+        execute(wf, Context(state=state))
     assert state.trace == ["cleanup"]
 
 
@@ -91,7 +91,7 @@ def test_write_guard_rejects_undeclared_write():
     with pytest.raises(
         StageError, match="stage sneaky wrote 'total', which it does not declare in writes"
     ):
-        run_workflow(wf, Context(state=ToyState()))
+        execute(wf, Context(state=ToyState()))
 
 
 def test_read_guard_rejects_undeclared_read():
@@ -101,7 +101,7 @@ def test_read_guard_rejects_undeclared_read():
 
     wf = Workflow("toy", ToyState, [Load(), peek])
     with pytest.raises(StageError, match="read 'items'"):
-        run_workflow(wf, Context(state=ToyState()))
+        execute(wf, Context(state=ToyState()))
 
 
 def test_await_resolves_futures_and_clears_them():
@@ -114,28 +114,7 @@ def test_await_resolves_futures_and_clears_them():
         ],
     )
     result, _ = run(wf)
-    assert result.state.fut is None and result.state.fut_result == 20
-
-
-def test_retries_only_idempotent_stages():
-    calls = {"flaky": 0, "plain": 0}
-
-    @stage(idempotent=True, retries=2)
-    def flaky(ctx):
-        calls["flaky"] += 1
-        if calls["flaky"] < 3:
-            raise ConnectionError("transient")
-
-    @stage(retries=2)
-    def plain(ctx):
-        calls["plain"] += 1
-        raise ConnectionError("transient")
-
-    run_workflow(Workflow("toy", ToyState, [flaky]), Context(state=ToyState()))
-    assert calls["flaky"] == 3
-    with pytest.raises(StageError):
-        run_workflow(Workflow("toy", ToyState, [plain]), Context(state=ToyState()))
-    assert calls["plain"] == 1
+    assert result.state.fut == [] and result.state.fut_result == 20
 
 
 def test_max_steps_stops_the_step_loop_then_runs_what_follows():

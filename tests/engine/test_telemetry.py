@@ -2,7 +2,7 @@ from contextlib import contextmanager
 
 from kitchen.engine import telemetry
 from kitchen.engine.graph import Loop, Workflow
-from kitchen.engine.runner import run_workflow
+from kitchen.engine.runner import execute
 from kitchen.engine.stage import Context
 
 from .states import Add, Load, ToyState
@@ -23,7 +23,7 @@ def test_spans_cover_workflow_loops_and_stages_when_a_provider_is_installed(monk
     monkeypatch.setattr(telemetry, "_tracer", tracer)
     monkeypatch.setattr(telemetry, "enabled", lambda: True)
     wf = Workflow("toy", ToyState, [Load(n=2), Loop("batch", "n_items", "batch_idx", [Add()])])
-    run_workflow(wf, Context(state=ToyState()))
+    execute(wf, Context(state=ToyState()))
     names = [n for n, _ in tracer.spans]
     assert names == [
         "workflow toy",
@@ -39,5 +39,5 @@ def test_spans_cover_workflow_loops_and_stages_when_a_provider_is_installed(monk
 def test_no_spans_without_a_provider(monkeypatch):
     tracer = RecordingTracer()
     monkeypatch.setattr(telemetry, "_tracer", tracer)
-    run_workflow(Workflow("toy", ToyState, [Load(n=2)]), Context(state=ToyState()))
+    execute(Workflow("toy", ToyState, [Load(n=2)]), Context(state=ToyState()))
     assert tracer.spans == []
