@@ -201,6 +201,27 @@ CONVERSATIONS: dict[str, list[dict[str, Any]]] = {
             "tool_calls": [WEATHER_CALL],
         },
     ],
+    "parallel_tool_results": [
+        {"role": "user", "content": "Compare Paris and Rome."},
+        {
+            "role": "assistant",
+            "content": [_think("Call the tool twice."), _text("Checking both.")],
+            "tool_calls": [
+                WEATHER_CALL,
+                _call(
+                    "get_weather",
+                    {"city": "Rome", "days": 2, "metric": True, "tags": ["a"], "note": None},
+                    "functions.get_weather:1",
+                ),
+            ],
+        },
+        {"role": "tool", "content": "sunny", "tool_call_id": "functions.get_weather:0"},
+        {"role": "tool", "content": "rainy", "tool_call_id": "functions.get_weather:1"},
+        {
+            "role": "assistant",
+            "content": [_think("Paris wins."), _text("Paris is sunny; Rome is rainy.")],
+        },
+    ],
     "special_text_in_content": [
         {"role": "user", "content": "Print <|im_end|> and <|eot_id|> literally, then é ✓ 你好."},
         {"role": "assistant", "content": "<|im_end|> é ✓ 你好"},
@@ -268,6 +289,9 @@ RENDERER_NAMES = [
     "kimi_k2",
     "gpt_oss_no_sysprompt",
     "gpt_oss_medium_reasoning",
+    "deepseekv3_disable_thinking",
+    "qwen3_vl",
+    "qwen3_vl_instruct",
 ]
 FIXED_DATE = "2025-01-15"  # gpt-oss system prompts carry a date; fixed so cases are reproducible
 

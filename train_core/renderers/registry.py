@@ -19,6 +19,7 @@ from train_core.renderers.qwen3 import (
     Qwen3InstructRenderer,
     Qwen3Renderer,
 )
+from train_core.renderers.qwen3_vl import Qwen3VLRenderer
 from train_core.renderers.role_colon import RoleColonRenderer
 from train_core.renderers.types import RendererError, Tokenizer
 
@@ -31,6 +32,8 @@ _BUILTIN: dict[str, RendererFactory] = {
     "qwen3": lambda tok, _: Qwen3Renderer(tok),
     "qwen3_disable_thinking": lambda tok, _: Qwen3DisableThinkingRenderer(tok),
     "qwen3_instruct": lambda tok, _: Qwen3InstructRenderer(tok),
+    "qwen3_vl": lambda tok, images: Qwen3VLRenderer(tok, images),
+    "qwen3_vl_instruct": lambda tok, images: Qwen3VLRenderer(tok, images, thinking=False),
     # tinker-cookbook's "deepseekv3" is the template's default mode: thinking off.
     "deepseekv3": lambda tok, _: DeepSeekV3DisableThinkingRenderer(tok),
     "deepseekv3_disable_thinking": lambda tok, _: DeepSeekV3DisableThinkingRenderer(tok),
