@@ -292,6 +292,13 @@ RENDERER_NAMES = [
     "deepseekv3_disable_thinking",
     "qwen3_vl",
     "qwen3_vl_instruct",
+    "qwen3_5",
+    "qwen3_5_disable_thinking",
+    "qwen3_5_preserve_thinking",
+    "qwen3_8_xhigh_reasoning",
+    "qwen3_8_medium_reasoning",
+    "qwen3_8_low_reasoning",
+    "qwen3_8_disable_thinking",
 ]
 FIXED_DATE = "2025-01-15"  # gpt-oss system prompts carry a date; fixed so cases are reproducible
 

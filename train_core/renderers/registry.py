@@ -19,6 +19,8 @@ from train_core.renderers.qwen3 import (
     Qwen3InstructRenderer,
     Qwen3Renderer,
 )
+from train_core.renderers.qwen3_5 import Qwen3_5Renderer
+from train_core.renderers.qwen3_8 import Qwen3_8Renderer
 from train_core.renderers.qwen3_vl import Qwen3VLRenderer
 from train_core.renderers.role_colon import RoleColonRenderer
 from train_core.renderers.types import RendererError, Tokenizer
@@ -34,6 +36,15 @@ _BUILTIN: dict[str, RendererFactory] = {
     "qwen3_instruct": lambda tok, _: Qwen3InstructRenderer(tok),
     "qwen3_vl": lambda tok, images: Qwen3VLRenderer(tok, images),
     "qwen3_vl_instruct": lambda tok, images: Qwen3VLRenderer(tok, images, thinking=False),
+    "qwen3_5": lambda tok, images: Qwen3_5Renderer(tok, images),
+    "qwen3_5_disable_thinking": lambda tok, images: Qwen3_5Renderer(tok, images, thinking=False),
+    "qwen3_5_preserve_thinking": lambda tok, images: Qwen3_5Renderer(
+        tok, images, strip_thinking_from_history=False
+    ),
+    "qwen3_8_xhigh_reasoning": lambda tok, images: Qwen3_8Renderer(tok, images, "xhigh"),
+    "qwen3_8_medium_reasoning": lambda tok, images: Qwen3_8Renderer(tok, images, "medium"),
+    "qwen3_8_low_reasoning": lambda tok, images: Qwen3_8Renderer(tok, images, "low"),
+    "qwen3_8_disable_thinking": lambda tok, images: Qwen3_8Renderer(tok, images, "none"),
     # tinker-cookbook's "deepseekv3" is the template's default mode: thinking off.
     "deepseekv3": lambda tok, _: DeepSeekV3DisableThinkingRenderer(tok),
     "deepseekv3_disable_thinking": lambda tok, _: DeepSeekV3DisableThinkingRenderer(tok),
