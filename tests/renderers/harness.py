@@ -299,6 +299,14 @@ RENDERER_NAMES = [
     "qwen3_8_medium_reasoning",
     "qwen3_8_low_reasoning",
     "qwen3_8_disable_thinking",
+    "nemotron3",
+    "nemotron3_low_thinking",
+    "nemotron3_disable_thinking",
+    "nemotron3_preserve_thinking",
+    "nemotron3_ultra",
+    "nemotron3_ultra_disable_thinking",
+    "nemotron3_ultra_medium_thinking",
+    "nemotron3_ultra_preserve_thinking",
 ]
 FIXED_DATE = "2025-01-15"  # gpt-oss system prompts carry a date; fixed so cases are reproducible
 

@@ -14,6 +14,7 @@ from train_core.renderers.deepseek_v3 import (
 from train_core.renderers.gpt_oss import GptOssRenderer
 from train_core.renderers.kimi_k2 import KimiK2Renderer
 from train_core.renderers.llama3 import Llama3Renderer
+from train_core.renderers.nemotron3 import Nemotron3Renderer
 from train_core.renderers.qwen3 import (
     Qwen3DisableThinkingRenderer,
     Qwen3InstructRenderer,
@@ -45,6 +46,23 @@ _BUILTIN: dict[str, RendererFactory] = {
     "qwen3_8_medium_reasoning": lambda tok, images: Qwen3_8Renderer(tok, images, "medium"),
     "qwen3_8_low_reasoning": lambda tok, images: Qwen3_8Renderer(tok, images, "low"),
     "qwen3_8_disable_thinking": lambda tok, images: Qwen3_8Renderer(tok, images, "none"),
+    # As in tinker-cookbook, the Nano/Super names are text-only (no image processor).
+    "nemotron3": lambda tok, _: Nemotron3Renderer(tok),
+    "nemotron3_low_thinking": lambda tok, _: Nemotron3Renderer(tok, reasoning="low"),
+    "nemotron3_disable_thinking": lambda tok, _: Nemotron3Renderer(tok, reasoning="none"),
+    "nemotron3_preserve_thinking": lambda tok, _: Nemotron3Renderer(
+        tok, strip_thinking_from_history=False
+    ),
+    "nemotron3_ultra": lambda tok, images: Nemotron3Renderer(tok, images, ultra=True),
+    "nemotron3_ultra_disable_thinking": lambda tok, images: Nemotron3Renderer(
+        tok, images, "none", ultra=True
+    ),
+    "nemotron3_ultra_medium_thinking": lambda tok, images: Nemotron3Renderer(
+        tok, images, "medium", ultra=True
+    ),
+    "nemotron3_ultra_preserve_thinking": lambda tok, images: Nemotron3Renderer(
+        tok, images, ultra=True, strip_thinking_from_history=False
+    ),
     # tinker-cookbook's "deepseekv3" is the template's default mode: thinking off.
     "deepseekv3": lambda tok, _: DeepSeekV3DisableThinkingRenderer(tok),
     "deepseekv3_disable_thinking": lambda tok, _: DeepSeekV3DisableThinkingRenderer(tok),
