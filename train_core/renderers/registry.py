@@ -12,6 +12,7 @@ from train_core.renderers.deepseek_v3 import (
     DeepSeekV3ThinkingRenderer,
 )
 from train_core.renderers.gpt_oss import GptOssRenderer
+from train_core.renderers.hf_template import HFTemplateRenderer
 from train_core.renderers.kimi_k2 import KimiK2Renderer
 from train_core.renderers.llama3 import Llama3Renderer
 from train_core.renderers.nemotron3 import Nemotron3Renderer
@@ -76,6 +77,7 @@ _BUILTIN: dict[str, RendererFactory] = {
     "chatml_smollm2": lambda tok, _: ChatMLRenderer(
         tok, default_system_prompt=SMOLLM2_SYSTEM_PROMPT
     ),
+    "hf_template": lambda tok, _: HFTemplateRenderer(tok),
 }
 
 _CUSTOM: dict[str, RendererFactory] = {}
