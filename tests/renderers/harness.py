@@ -307,6 +307,11 @@ RENDERER_NAMES = [
     "nemotron3_ultra_disable_thinking",
     "nemotron3_ultra_medium_thinking",
     "nemotron3_ultra_preserve_thinking",
+    "kimi_k25",
+    "kimi_k25_disable_thinking",
+    "kimi_k26",
+    "kimi_k26_disable_thinking",
+    "kimi_k26_preserve_thinking",
 ]
 FIXED_DATE = "2025-01-15"  # gpt-oss system prompts carry a date; fixed so cases are reproducible
 

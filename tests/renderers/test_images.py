@@ -49,3 +49,18 @@ def test_image_with_processor_becomes_an_image_chunk_between_vision_tokens(
     before = prompt.chunks[prompt.chunks.index(images[0]) - 1]
     assert isinstance(before, tinker.EncodedTextChunk)
     assert test_tokenizer.decode(before.tokens).endswith("<|vision_start|>")
+
+
+def test_kimi_k25_puts_an_image_between_media_markers(test_tokenizer: Any) -> None:
+    from PIL import Image
+
+    renderer = get_renderer("kimi_k25", test_tokenizer, image_processor=_PatchCounter())
+    prompt = renderer.build_generation_prompt(_with_image(Image.new("RGB", (32, 32))))
+    at = next(i for i, c in enumerate(prompt.chunks) if isinstance(c, tinker.types.ImageChunk))
+    before, after = prompt.chunks[at - 1], prompt.chunks[at + 1]
+    assert isinstance(before, tinker.EncodedTextChunk) and isinstance(
+        after, tinker.EncodedTextChunk
+    )
+    assert test_tokenizer.decode(before.tokens) == "<|media_begin|>image<|media_content|>"
+    assert test_tokenizer.decode(after.tokens) == "<|media_end|>\n"
+    assert test_tokenizer.decode(prompt.chunks[at + 2].tokens) == "<|im_end|>"

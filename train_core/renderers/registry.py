@@ -14,6 +14,7 @@ from train_core.renderers.deepseek_v3 import (
 from train_core.renderers.gpt_oss import GptOssRenderer
 from train_core.renderers.hf_template import HFTemplateRenderer
 from train_core.renderers.kimi_k2 import KimiK2Renderer
+from train_core.renderers.kimi_k25 import KimiK25Renderer
 from train_core.renderers.llama3 import Llama3Renderer
 from train_core.renderers.nemotron3 import Nemotron3Renderer
 from train_core.renderers.qwen3 import (
@@ -69,6 +70,14 @@ _BUILTIN: dict[str, RendererFactory] = {
     "deepseekv3_disable_thinking": lambda tok, _: DeepSeekV3DisableThinkingRenderer(tok),
     "deepseekv3_thinking": lambda tok, _: DeepSeekV3ThinkingRenderer(tok),
     "kimi_k2": lambda tok, _: KimiK2Renderer(tok),
+    # K2.6's template renders K2.5's tokens; only its preserve_thinking option is new.
+    "kimi_k25": lambda tok, images: KimiK25Renderer(tok, images),
+    "kimi_k25_disable_thinking": lambda tok, images: KimiK25Renderer(tok, images, thinking=False),
+    "kimi_k26": lambda tok, images: KimiK25Renderer(tok, images),
+    "kimi_k26_disable_thinking": lambda tok, images: KimiK25Renderer(tok, images, thinking=False),
+    "kimi_k26_preserve_thinking": lambda tok, images: KimiK25Renderer(
+        tok, images, strip_thinking_from_history=False
+    ),
     "gpt_oss_no_sysprompt": lambda tok, _: GptOssRenderer(tok, use_system_prompt=False),
     "gpt_oss_low_reasoning": lambda tok, _: GptOssRenderer(tok, True, "low"),
     "gpt_oss_medium_reasoning": lambda tok, _: GptOssRenderer(tok, True, "medium"),
