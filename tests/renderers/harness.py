@@ -312,6 +312,11 @@ RENDERER_NAMES = [
     "kimi_k26",
     "kimi_k26_disable_thinking",
     "kimi_k26_preserve_thinking",
+    "deepseekv4_1",
+    "deepseekv4_1_low_reasoning",
+    "deepseekv4_1_max_reasoning",
+    "deepseekv4_1_disable_thinking",
+    "deepseekv4_1_preserve_thinking",
 ]
 FIXED_DATE = "2025-01-15"  # gpt-oss system prompts carry a date; fixed so cases are reproducible
 

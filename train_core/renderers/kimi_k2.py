@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import tinker
 
-from train_core.renderers.base import Renderer, parse_response_for_stop_token
+from train_core.renderers.base import Renderer, parse_response_for_stop_token, single_token
 from train_core.renderers.content import (
     detect_unterminated_tool_block,
     ensure_list,
@@ -232,10 +232,7 @@ class KimiK2Renderer(Renderer):
 
     @property
     def _end_message_token(self) -> int:
-        tokens = self._encode("<|im_end|>")
-        if len(tokens) != 1:
-            raise RendererError(f"<|im_end|> must be one token in this tokenizer, got {tokens}")
-        return tokens[0]
+        return single_token(self.tokenizer, "<|im_end|>")
 
     def get_stop_sequences(self) -> list[int]:
         return [self._end_message_token]

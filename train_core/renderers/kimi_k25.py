@@ -17,6 +17,7 @@ from typing import Any
 
 import tinker
 
+from train_core.renderers.base import single_token
 from train_core.renderers.images import image_to_chunk, require_image_processor
 from train_core.renderers.kimi_k2 import KimiK2Renderer
 from train_core.renderers.kimi_tool_declarations import encode_tools_typescript
@@ -42,14 +43,8 @@ class KimiK25Renderer(KimiK2Renderer):
         self.image_processor = image_processor
         self.thinking = thinking
         self.disables_thinking = not thinking
-        self._think_open = self._single_token("<think>")
-        self._think_close = self._single_token("</think>")
-
-    def _single_token(self, text: str) -> int:
-        tokens = self.tokenizer.encode(text, add_special_tokens=False)
-        if len(tokens) != 1:
-            raise RendererError(f"{text} must be one token in this tokenizer, got {tokens}")
-        return int(tokens[0])
+        self._think_open = single_token(tokenizer, "<think>")
+        self._think_close = single_token(tokenizer, "</think>")
 
     def build_generation_prompt(
         self, messages: list[Message], role: Role = "assistant", prefill: str | None = None

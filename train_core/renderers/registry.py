@@ -11,6 +11,7 @@ from train_core.renderers.deepseek_v3 import (
     DeepSeekV3DisableThinkingRenderer,
     DeepSeekV3ThinkingRenderer,
 )
+from train_core.renderers.deepseek_v4_1 import DeepSeekV4_1Renderer
 from train_core.renderers.gpt_oss import GptOssRenderer
 from train_core.renderers.hf_template import HFTemplateRenderer
 from train_core.renderers.kimi_k2 import KimiK2Renderer
@@ -69,6 +70,13 @@ _BUILTIN: dict[str, RendererFactory] = {
     "deepseekv3": lambda tok, _: DeepSeekV3DisableThinkingRenderer(tok),
     "deepseekv3_disable_thinking": lambda tok, _: DeepSeekV3DisableThinkingRenderer(tok),
     "deepseekv3_thinking": lambda tok, _: DeepSeekV3ThinkingRenderer(tok),
+    "deepseekv4_1": lambda tok, _: DeepSeekV4_1Renderer(tok),
+    "deepseekv4_1_low_reasoning": lambda tok, _: DeepSeekV4_1Renderer(tok, "low"),
+    "deepseekv4_1_max_reasoning": lambda tok, _: DeepSeekV4_1Renderer(tok, "max"),
+    "deepseekv4_1_disable_thinking": lambda tok, _: DeepSeekV4_1Renderer(tok, None),
+    "deepseekv4_1_preserve_thinking": lambda tok, _: DeepSeekV4_1Renderer(
+        tok, strip_thinking_from_history=False
+    ),
     "kimi_k2": lambda tok, _: KimiK2Renderer(tok),
     # K2.6's template renders K2.5's tokens; only its preserve_thinking option is new.
     "kimi_k25": lambda tok, images: KimiK25Renderer(tok, images),
