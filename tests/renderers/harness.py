@@ -69,6 +69,18 @@ PLAIN_ADDED_TOKENS = [
     "</tool_response>",
 ]
 
+# Special tokens of formats added after the tokenizer was first built: appended last, so that the
+# ids of every earlier token (and so every earlier golden case) stay as they were.
+LATER_SPECIAL_TOKENS = [
+    # GLM-5.3
+    "[gMASK]",
+    "<sop>",
+    "<|system|>",
+    "<|user|>",
+    "<|assistant|>",
+    "<|observation|>",
+]
+
 # BPE merges are learnt from this text, so that tokens depend on where strings are split: a
 # renderer that encodes pieces at different boundaries than the reference gets other tokens.
 _CORPUS = [
@@ -109,6 +121,17 @@ def build_test_tokenizer_json() -> str:
     tok.train_from_iterator(_CORPUS * 4, trainer=trainer)
     tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS])
     tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in PLAIN_ADDED_TOKENS])
+    return add_later_special_tokens(tok.to_str(pretty=False))
+
+
+def add_later_special_tokens(tokenizer_json: str) -> str:
+    """The tokenizer with LATER_SPECIAL_TOKENS appended (a no-op for those it already has)."""
+    from tokenizers import AddedToken, Tokenizer
+
+    tok = Tokenizer.from_str(tokenizer_json)
+    tok.add_special_tokens(
+        [AddedToken(t, special=True, normalized=False) for t in LATER_SPECIAL_TOKENS]
+    )
     return tok.to_str(pretty=False)
 
 
@@ -317,6 +340,9 @@ RENDERER_NAMES = [
     "deepseekv4_1_max_reasoning",
     "deepseekv4_1_disable_thinking",
     "deepseekv4_1_preserve_thinking",
+    "glm5_3_max_reasoning",
+    "glm5_3_high_reasoning",
+    "glm5_3_low_reasoning",
 ]
 FIXED_DATE = "2025-01-15"  # gpt-oss system prompts carry a date; fixed so cases are reproducible
 

@@ -105,7 +105,6 @@ _MODELS: dict[str, tuple[str, ...]] = {
 NOT_BUILT = frozenset(
     {
         *_KIMI_K31_PRO,
-        *_GLM5_3,
         "tml_v0",  # Inkling: rendered by the separate tml-renderers package
     }
 )

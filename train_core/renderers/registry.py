@@ -12,6 +12,7 @@ from train_core.renderers.deepseek_v3 import (
     DeepSeekV3ThinkingRenderer,
 )
 from train_core.renderers.deepseek_v4_1 import DeepSeekV4_1Renderer
+from train_core.renderers.glm5_3 import Glm5_3Renderer
 from train_core.renderers.gpt_oss import GptOssRenderer
 from train_core.renderers.hf_template import HFTemplateRenderer
 from train_core.renderers.kimi_k2 import KimiK2Renderer
@@ -77,6 +78,9 @@ _BUILTIN: dict[str, RendererFactory] = {
     "deepseekv4_1_preserve_thinking": lambda tok, _: DeepSeekV4_1Renderer(
         tok, strip_thinking_from_history=False
     ),
+    "glm5_3_max_reasoning": lambda tok, _: Glm5_3Renderer(tok, "max"),
+    "glm5_3_high_reasoning": lambda tok, _: Glm5_3Renderer(tok, "high"),
+    "glm5_3_low_reasoning": lambda tok, _: Glm5_3Renderer(tok, "low"),
     "kimi_k2": lambda tok, _: KimiK2Renderer(tok),
     # K2.6's template renders K2.5's tokens; only its preserve_thinking option is new.
     "kimi_k25": lambda tok, images: KimiK25Renderer(tok, images),
