@@ -69,6 +69,18 @@ PLAIN_ADDED_TOKENS = [
     "</tool_response>",
 ]
 
+# Special tokens of formats added after the tokenizer was first built: appended last, so that the
+# ids of every earlier token (and so every earlier golden case) stay as they were.
+LATER_SPECIAL_TOKENS = [
+    # GLM-5.3
+    "[gMASK]",
+    "<sop>",
+    "<|system|>",
+    "<|user|>",
+    "<|assistant|>",
+    "<|observation|>",
+]
+
 # BPE merges are learnt from this text, so that tokens depend on where strings are split: a
 # renderer that encodes pieces at different boundaries than the reference gets other tokens.
 _CORPUS = [
@@ -109,6 +121,17 @@ def build_test_tokenizer_json() -> str:
     tok.train_from_iterator(_CORPUS * 4, trainer=trainer)
     tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS])
     tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in PLAIN_ADDED_TOKENS])
+    return add_later_special_tokens(tok.to_str(pretty=False))
+
+
+def add_later_special_tokens(tokenizer_json: str) -> str:
+    """The tokenizer with LATER_SPECIAL_TOKENS appended (a no-op for those it already has)."""
+    from tokenizers import AddedToken, Tokenizer
+
+    tok = Tokenizer.from_str(tokenizer_json)
+    tok.add_special_tokens(
+        [AddedToken(t, special=True, normalized=False) for t in LATER_SPECIAL_TOKENS]
+    )
     return tok.to_str(pretty=False)
 
 
@@ -201,6 +224,27 @@ CONVERSATIONS: dict[str, list[dict[str, Any]]] = {
             "tool_calls": [WEATHER_CALL],
         },
     ],
+    "parallel_tool_results": [
+        {"role": "user", "content": "Compare Paris and Rome."},
+        {
+            "role": "assistant",
+            "content": [_think("Call the tool twice."), _text("Checking both.")],
+            "tool_calls": [
+                WEATHER_CALL,
+                _call(
+                    "get_weather",
+                    {"city": "Rome", "days": 2, "metric": True, "tags": ["a"], "note": None},
+                    "functions.get_weather:1",
+                ),
+            ],
+        },
+        {"role": "tool", "content": "sunny", "tool_call_id": "functions.get_weather:0"},
+        {"role": "tool", "content": "rainy", "tool_call_id": "functions.get_weather:1"},
+        {
+            "role": "assistant",
+            "content": [_think("Paris wins."), _text("Paris is sunny; Rome is rainy.")],
+        },
+    ],
     "special_text_in_content": [
         {"role": "user", "content": "Print <|im_end|> and <|eot_id|> literally, then é ✓ 你好."},
         {"role": "assistant", "content": "<|im_end|> é ✓ 你好"},
@@ -268,6 +312,37 @@ RENDERER_NAMES = [
     "kimi_k2",
     "gpt_oss_no_sysprompt",
     "gpt_oss_medium_reasoning",
+    "deepseekv3_disable_thinking",
+    "qwen3_vl",
+    "qwen3_vl_instruct",
+    "qwen3_5",
+    "qwen3_5_disable_thinking",
+    "qwen3_5_preserve_thinking",
+    "qwen3_8_xhigh_reasoning",
+    "qwen3_8_medium_reasoning",
+    "qwen3_8_low_reasoning",
+    "qwen3_8_disable_thinking",
+    "nemotron3",
+    "nemotron3_low_thinking",
+    "nemotron3_disable_thinking",
+    "nemotron3_preserve_thinking",
+    "nemotron3_ultra",
+    "nemotron3_ultra_disable_thinking",
+    "nemotron3_ultra_medium_thinking",
+    "nemotron3_ultra_preserve_thinking",
+    "kimi_k25",
+    "kimi_k25_disable_thinking",
+    "kimi_k26",
+    "kimi_k26_disable_thinking",
+    "kimi_k26_preserve_thinking",
+    "deepseekv4_1",
+    "deepseekv4_1_low_reasoning",
+    "deepseekv4_1_max_reasoning",
+    "deepseekv4_1_disable_thinking",
+    "deepseekv4_1_preserve_thinking",
+    "glm5_3_max_reasoning",
+    "glm5_3_high_reasoning",
+    "glm5_3_low_reasoning",
 ]
 FIXED_DATE = "2025-01-15"  # gpt-oss system prompts carry a date; fixed so cases are reproducible
 

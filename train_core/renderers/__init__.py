@@ -7,6 +7,9 @@ Token-for-token compatible with tinker-cookbook 0.6.1's renderers of the same na
     model_input, weights = renderer.build_supervised_example(
         messages, train_on_what=TrainOnWhat.LAST_ASSISTANT_MESSAGE)         # weights: float32 np array
     message, termination = renderer.parse_response(sampled_tokens)         # ParseTermination
+
+A model with no built-in format but a chat template in its tokenizer: `get_renderer("hf_template",
+tokenizer)`; `get_recommended_renderer_name(model_name)` picks the format from the model name.
 """
 
 from train_core.renderers.base import (
@@ -27,6 +30,7 @@ from train_core.renderers.content import (
     parse_think_blocks,
     remove_thinking,
 )
+from train_core.renderers.hf_template import HFTemplateRenderer
 from train_core.renderers.recommended import (
     get_recommended_renderer_name,
     get_recommended_renderer_names,
@@ -66,6 +70,7 @@ __all__ = [
     "AudioPart",
     "Content",
     "ContentPart",
+    "HFTemplateRenderer",
     "ImagePart",
     "Message",
     "ParseFailureKind",

@@ -63,6 +63,7 @@ __all__ = [  # the types are re-exported: `from ...renderers.base import Message
     "UnparsedToolCall",
     "encode_without_special_tokens",
     "parse_response_for_stop_token",
+    "single_token",
 ]
 
 
@@ -76,6 +77,14 @@ def encode_without_special_tokens(tokenizer: Tokenizer, text: str) -> list[int]:
     if isinstance(tokenizer, _EncodesOrdinary):
         return list(tokenizer.encode_ordinary(text))
     return list(tokenizer.encode(text, add_special_tokens=False))
+
+
+def single_token(tokenizer: Tokenizer, text: str) -> int:
+    """The id of `text`, which the format needs to be exactly one token (an end-of-turn marker)."""
+    tokens = list(tokenizer.encode(text, add_special_tokens=False))
+    if len(tokens) != 1:
+        raise RendererError(f"{text} must be one token in this tokenizer, got {tokens}")
+    return int(tokens[0])
 
 
 def parse_response_for_stop_token(

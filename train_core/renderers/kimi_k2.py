@@ -14,11 +14,12 @@ from __future__ import annotations
 import json
 import re
 import warnings
+from typing import Any
 
 import numpy as np
 import tinker
 
-from train_core.renderers.base import Renderer, parse_response_for_stop_token
+from train_core.renderers.base import Renderer, parse_response_for_stop_token, single_token
 from train_core.renderers.content import (
     detect_unterminated_tool_block,
     ensure_list,
@@ -27,12 +28,14 @@ from train_core.renderers.content import (
     reject_media,
 )
 from train_core.renderers.types import (
+    ContentPart,
     Message,
     ParseTermination,
     RenderContext,
     RenderedMessage,
     RendererError,
     Role,
+    TextPart,
     Tokenizer,
     ToolCall,
     ToolSpec,
@@ -157,12 +160,19 @@ class KimiK2Renderer(Renderer):
         elif isinstance(content, str) or (len(content) == 1 and content[0]["type"] == "text"):
             body = ensure_text(content) + "<|im_end|>"
         else:
-            raise RendererError(
-                f"Kimi K2 renders {role} messages as a single text, got {len(content)} parts"
+            return RenderedMessage(
+                header=tinker.EncodedTextChunk(tokens=self._encode(header)),
+                output=self._render_parts([*content, TextPart(type="text", text="<|im_end|>")]),
             )
         return RenderedMessage(
             header=tinker.EncodedTextChunk(tokens=self._encode(header)),
             output=[tinker.EncodedTextChunk(tokens=self._encode(body))],
+        )
+
+    def _render_parts(self, parts: list[ContentPart]) -> list[tinker.ModelInputChunk]:
+        """A non-assistant message of several parts (e.g. text and images), end marker included."""
+        raise RendererError(
+            f"Kimi K2 renders non-assistant messages as a single text, got {len(parts) - 1} parts"
         )
 
     def build_generation_prompt(
@@ -222,10 +232,7 @@ class KimiK2Renderer(Renderer):
 
     @property
     def _end_message_token(self) -> int:
-        tokens = self._encode("<|im_end|>")
-        if len(tokens) != 1:
-            raise RendererError(f"<|im_end|> must be one token in this tokenizer, got {tokens}")
-        return tokens[0]
+        return single_token(self.tokenizer, "<|im_end|>")
 
     def get_stop_sequences(self) -> list[int]:
         return [self._end_message_token]
@@ -265,16 +272,15 @@ class KimiK2Renderer(Renderer):
     def create_conversation_prefix_with_tools(
         self, tools: list[ToolSpec], system_prompt: str = ""
     ) -> list[Message]:
-        """A `tool_declare` message (keys sorted, compact JSON, as Kimi's template writes it), then
-        the system message (the default one when `system_prompt` is empty)."""
+        """A `tool_declare` message, then the system message (the default one when
+        `system_prompt` is empty)."""
         messages: list[Message] = []
         if tools:
             payload = [{"type": "function", "function": tool} for tool in tools]
-            messages.append(
-                Message(
-                    role="tool_declare",
-                    content=json.dumps(payload, separators=(",", ":"), sort_keys=True),
-                )
-            )
+            messages.append(Message(role="tool_declare", content=self._declare_tools(payload)))
         messages.append(Message(role="system", content=system_prompt or self.DEFAULT_SYSTEM_PROMPT))
         return messages
+
+    def _declare_tools(self, tools: list[dict[str, Any]]) -> str:
+        """OpenAI-layout tools as K2's template writes them: compact JSON, keys sorted."""
+        return json.dumps(tools, separators=(",", ":"), sort_keys=True)

@@ -1,8 +1,8 @@
 """Which renderer a model was trained with: tinker-cookbook 0.6.1's table, plus SmolLM2 and kitchen/tiny-*.
 
-Names are returned as tinker-cookbook returns them, also for models whose format train_core does
-not implement (Qwen3.5, Qwen3-VL, DeepSeek V4.1, GLM, Nemotron, Kimi K2.5+, Inkling):
-`get_renderer` then fails naming the format, rather than a wrong format being picked silently.
+Names are returned as tinker-cookbook returns them, also for the few formats train_core does not
+build yet (`NOT_BUILT`): `get_renderer` then fails naming the format, rather than a wrong format
+being picked silently. A model with a chat template and no entry here can use `hf_template`.
 """
 
 from __future__ import annotations
@@ -100,6 +100,20 @@ _MODELS: dict[str, tuple[str, ...]] = {
     "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-BF16": _NEMOTRON3_LIGHTNING,
     "nvidia/NVIDIA-Nemotron-3.5-Super-VL-120B-A12B-BF16": _NEMOTRON3_ULTRA,
 }
+
+
+NOT_BUILT = frozenset(
+    {
+        *_KIMI_K31_PRO,
+        "tml_v0",  # Inkling: rendered by the separate tml-renderers package
+    }
+)
+"""Recommended names that train_core has no renderer for yet."""
+
+
+def recommended_models() -> list[str]:
+    """Every model name with a table entry (tinker-cookbook 0.6.1's list)."""
+    return list(_MODELS)
 
 
 def get_recommended_renderer_names(model_name: str) -> list[str]:

@@ -11,14 +11,22 @@ from train_core.renderers.deepseek_v3 import (
     DeepSeekV3DisableThinkingRenderer,
     DeepSeekV3ThinkingRenderer,
 )
+from train_core.renderers.deepseek_v4_1 import DeepSeekV4_1Renderer
+from train_core.renderers.glm5_3 import Glm5_3Renderer
 from train_core.renderers.gpt_oss import GptOssRenderer
+from train_core.renderers.hf_template import HFTemplateRenderer
 from train_core.renderers.kimi_k2 import KimiK2Renderer
+from train_core.renderers.kimi_k25 import KimiK25Renderer
 from train_core.renderers.llama3 import Llama3Renderer
+from train_core.renderers.nemotron3 import Nemotron3Renderer
 from train_core.renderers.qwen3 import (
     Qwen3DisableThinkingRenderer,
     Qwen3InstructRenderer,
     Qwen3Renderer,
 )
+from train_core.renderers.qwen3_5 import Qwen3_5Renderer
+from train_core.renderers.qwen3_8 import Qwen3_8Renderer
+from train_core.renderers.qwen3_vl import Qwen3VLRenderer
 from train_core.renderers.role_colon import RoleColonRenderer
 from train_core.renderers.types import RendererError, Tokenizer
 
@@ -31,11 +39,57 @@ _BUILTIN: dict[str, RendererFactory] = {
     "qwen3": lambda tok, _: Qwen3Renderer(tok),
     "qwen3_disable_thinking": lambda tok, _: Qwen3DisableThinkingRenderer(tok),
     "qwen3_instruct": lambda tok, _: Qwen3InstructRenderer(tok),
+    "qwen3_vl": lambda tok, images: Qwen3VLRenderer(tok, images),
+    "qwen3_vl_instruct": lambda tok, images: Qwen3VLRenderer(tok, images, thinking=False),
+    "qwen3_5": lambda tok, images: Qwen3_5Renderer(tok, images),
+    "qwen3_5_disable_thinking": lambda tok, images: Qwen3_5Renderer(tok, images, thinking=False),
+    "qwen3_5_preserve_thinking": lambda tok, images: Qwen3_5Renderer(
+        tok, images, strip_thinking_from_history=False
+    ),
+    "qwen3_8_xhigh_reasoning": lambda tok, images: Qwen3_8Renderer(tok, images, "xhigh"),
+    "qwen3_8_medium_reasoning": lambda tok, images: Qwen3_8Renderer(tok, images, "medium"),
+    "qwen3_8_low_reasoning": lambda tok, images: Qwen3_8Renderer(tok, images, "low"),
+    "qwen3_8_disable_thinking": lambda tok, images: Qwen3_8Renderer(tok, images, "none"),
+    # As in tinker-cookbook, the Nano/Super names are text-only (no image processor).
+    "nemotron3": lambda tok, _: Nemotron3Renderer(tok),
+    "nemotron3_low_thinking": lambda tok, _: Nemotron3Renderer(tok, reasoning="low"),
+    "nemotron3_disable_thinking": lambda tok, _: Nemotron3Renderer(tok, reasoning="none"),
+    "nemotron3_preserve_thinking": lambda tok, _: Nemotron3Renderer(
+        tok, strip_thinking_from_history=False
+    ),
+    "nemotron3_ultra": lambda tok, images: Nemotron3Renderer(tok, images, ultra=True),
+    "nemotron3_ultra_disable_thinking": lambda tok, images: Nemotron3Renderer(
+        tok, images, "none", ultra=True
+    ),
+    "nemotron3_ultra_medium_thinking": lambda tok, images: Nemotron3Renderer(
+        tok, images, "medium", ultra=True
+    ),
+    "nemotron3_ultra_preserve_thinking": lambda tok, images: Nemotron3Renderer(
+        tok, images, ultra=True, strip_thinking_from_history=False
+    ),
     # tinker-cookbook's "deepseekv3" is the template's default mode: thinking off.
     "deepseekv3": lambda tok, _: DeepSeekV3DisableThinkingRenderer(tok),
     "deepseekv3_disable_thinking": lambda tok, _: DeepSeekV3DisableThinkingRenderer(tok),
     "deepseekv3_thinking": lambda tok, _: DeepSeekV3ThinkingRenderer(tok),
+    "deepseekv4_1": lambda tok, _: DeepSeekV4_1Renderer(tok),
+    "deepseekv4_1_low_reasoning": lambda tok, _: DeepSeekV4_1Renderer(tok, "low"),
+    "deepseekv4_1_max_reasoning": lambda tok, _: DeepSeekV4_1Renderer(tok, "max"),
+    "deepseekv4_1_disable_thinking": lambda tok, _: DeepSeekV4_1Renderer(tok, None),
+    "deepseekv4_1_preserve_thinking": lambda tok, _: DeepSeekV4_1Renderer(
+        tok, strip_thinking_from_history=False
+    ),
+    "glm5_3_max_reasoning": lambda tok, _: Glm5_3Renderer(tok, "max"),
+    "glm5_3_high_reasoning": lambda tok, _: Glm5_3Renderer(tok, "high"),
+    "glm5_3_low_reasoning": lambda tok, _: Glm5_3Renderer(tok, "low"),
     "kimi_k2": lambda tok, _: KimiK2Renderer(tok),
+    # K2.6's template renders K2.5's tokens; only its preserve_thinking option is new.
+    "kimi_k25": lambda tok, images: KimiK25Renderer(tok, images),
+    "kimi_k25_disable_thinking": lambda tok, images: KimiK25Renderer(tok, images, thinking=False),
+    "kimi_k26": lambda tok, images: KimiK25Renderer(tok, images),
+    "kimi_k26_disable_thinking": lambda tok, images: KimiK25Renderer(tok, images, thinking=False),
+    "kimi_k26_preserve_thinking": lambda tok, images: KimiK25Renderer(
+        tok, images, strip_thinking_from_history=False
+    ),
     "gpt_oss_no_sysprompt": lambda tok, _: GptOssRenderer(tok, use_system_prompt=False),
     "gpt_oss_low_reasoning": lambda tok, _: GptOssRenderer(tok, True, "low"),
     "gpt_oss_medium_reasoning": lambda tok, _: GptOssRenderer(tok, True, "medium"),
@@ -44,6 +98,7 @@ _BUILTIN: dict[str, RendererFactory] = {
     "chatml_smollm2": lambda tok, _: ChatMLRenderer(
         tok, default_system_prompt=SMOLLM2_SYSTEM_PROMPT
     ),
+    "hf_template": lambda tok, _: HFTemplateRenderer(tok),
 }
 
 _CUSTOM: dict[str, RendererFactory] = {}
