@@ -129,3 +129,25 @@ def test_renderers_pickle_for_multiprocess_rollouts(test_tokenizer: Any, name: s
     assert copy.build_generation_prompt(messages).to_ints() == (  # type: ignore[arg-type]
         renderer.build_generation_prompt(messages).to_ints()  # type: ignore[arg-type]
     )
+
+
+def test_resolve_renderer_name_picks_the_recommended_format_without_a_tokenizer():
+    from train_core.renderers import resolve_renderer_name
+
+    assert resolve_renderer_name("Qwen/Qwen3.5-9B") == "qwen3_5"
+    assert resolve_renderer_name("HuggingFaceTB/SmolLM2-135M-Instruct") == "chatml"
+    assert resolve_renderer_name("my/model", "llama3") == "llama3"
+
+
+def test_resolve_renderer_name_names_the_model_and_the_way_out():
+    import pytest
+
+    from train_core.renderers import RendererError, resolve_renderer_name
+
+    with pytest.raises(
+        RendererError,
+        match=r"'acme/model-7b' has no recommended renderer.*--renderer-name.*hf_template",
+    ):
+        resolve_renderer_name("acme/model-7b")
+    with pytest.raises(RendererError, match=r"renderer 'qwen3_55'.*did you mean 'qwen3_5'"):
+        resolve_renderer_name("acme/model-7b", "qwen3_55")

@@ -42,6 +42,7 @@ from train_core.renderers.registry import (
     get_renderer,
     is_renderer_registered,
     register_renderer,
+    resolve_renderer_name,
     unregister_renderer,
 )
 from train_core.renderers.types import (
@@ -106,6 +107,7 @@ __all__ = [
     "parse_response_for_stop_token",
     "parse_think_blocks",
     "register_renderer",
+    "resolve_renderer_name",
     "remove_thinking",
     "unregister_renderer",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable
 from typing import Any, TypeAlias
 
@@ -19,6 +20,7 @@ from train_core.renderers.kimi_k2 import KimiK2Renderer
 from train_core.renderers.kimi_k25 import KimiK25Renderer
 from train_core.renderers.llama3 import Llama3Renderer
 from train_core.renderers.nemotron3 import Nemotron3Renderer
+from train_core.renderers.recommended import get_recommended_renderer_name
 from train_core.renderers.qwen3 import (
     Qwen3DisableThinkingRenderer,
     Qwen3InstructRenderer,
@@ -156,3 +158,25 @@ def get_renderer(
         model_name if model_name is not None else getattr(tokenizer, "name_or_path", None)
     )
     return renderer
+
+
+def resolve_renderer_name(model_name: str, renderer_name: str | None = None) -> str:
+    """The renderer a run of `model_name` uses: `renderer_name` when given, else the model's
+    recommended one; either must be registered. Needs no tokenizer, so a dry run answers it
+    before any weights load, and a wrong or missing format fails at build time, not at step 0."""
+    if renderer_name is None:
+        try:
+            renderer_name = get_recommended_renderer_name(model_name)
+        except RendererError:
+            raise RendererError(
+                f"model {model_name!r} has no recommended renderer; pass --renderer-name NAME "
+                "(e.g. chatml, llama3, qwen3_5), or hf_template to use the tokenizer's own chat "
+                "template"
+            ) from None
+    if renderer_name not in _CUSTOM and renderer_name not in _BUILTIN:
+        close = difflib.get_close_matches(renderer_name, [*_BUILTIN, *_CUSTOM], n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else "; see train_core.renderers"
+        raise RendererError(
+            f"renderer {renderer_name!r} (for model {model_name!r}) is not built in Kitchen{hint}"
+        )
+    return renderer_name
