@@ -107,7 +107,7 @@ __all__ = [
     "parse_response_for_stop_token",
     "parse_think_blocks",
     "register_renderer",
-    "resolve_renderer_name",
     "remove_thinking",
+    "resolve_renderer_name",
     "unregister_renderer",
 ]

@@ -20,7 +20,6 @@ from train_core.renderers.kimi_k2 import KimiK2Renderer
 from train_core.renderers.kimi_k25 import KimiK25Renderer
 from train_core.renderers.llama3 import Llama3Renderer
 from train_core.renderers.nemotron3 import Nemotron3Renderer
-from train_core.renderers.recommended import get_recommended_renderer_name
 from train_core.renderers.qwen3 import (
     Qwen3DisableThinkingRenderer,
     Qwen3InstructRenderer,
@@ -29,6 +28,7 @@ from train_core.renderers.qwen3 import (
 from train_core.renderers.qwen3_5 import Qwen3_5Renderer
 from train_core.renderers.qwen3_8 import Qwen3_8Renderer
 from train_core.renderers.qwen3_vl import Qwen3VLRenderer
+from train_core.renderers.recommended import get_recommended_renderer_name
 from train_core.renderers.role_colon import RoleColonRenderer
 from train_core.renderers.types import RendererError, Tokenizer
 
