@@ -162,8 +162,9 @@ def run_custom_loss(
         for mb in batches:
             grad = torch.zeros(mb.targets.shape, device=_device(model))
             for row, (i, n) in enumerate(zip(mb.indices, mb.lengths, strict=True)):
-                if leaves[i].grad is not None:
-                    grad[row, :n] = leaves[i].grad
+                leaf_grad = leaves[i].grad
+                if leaf_grad is not None:  # None: the loss did not use this datum
+                    grad[row, :n] = leaf_grad
             if grad.any():
                 target_logprobs(model, mb.tokens, mb.targets).backward(grad)
     return _output(
