@@ -12,7 +12,7 @@ from tinker import types
 
 from .conftest import TINY
 
-PROMPTS = [[5, 17, 42], [8, 9, 10, 11, 12, 13, 14, 15, 16], [300], [7, 7, 7, 7, 7]]
+PROMPTS = [[5, 17, 42], [8, 9, 10, 11, 12, 13, 14, 15, 16], [300], [7, 7, 7, 7, 7], [5, 17, 42]]
 
 
 def requests() -> list[tuple[list[int], int, types.SamplingParams]]:

@@ -2,8 +2,8 @@
 together, whichever prompt, group, env, stage or `kitchen serve` client it came from.
 
 Decoding a small model is memory-bound: one step over 32 rows costs little more than over 8, so
-requests join the running batch between decode steps and leave it as soon as they finish. A new
-request is prefilled alone (one forward over its prompt), its KV cache repeated for its samples and
+requests join the running batch between decode steps and leave it as soon as they finish. New
+requests are prefilled once per distinct prompt, the KV cache repeated for their samples and
 concatenated to the batch's; caches of different lengths are left-padded and the padding masked,
 with explicit position ids, so every row still sees exactly its own prompt + sample and its
 logprobs equal a full forward pass over them (fp32: < 1e-5). Each request keeps its own stop rule,
@@ -117,11 +117,13 @@ class DecodeScheduler:
                 joining = self._admissible()
             for fn, future in calls:
                 _run_into(future, fn)
-            for job in joining:
+            for group in _same_prompt(joining):
                 try:
-                    self._prefill(job)
-                except BaseException as e:  # the request fails; the batch goes on
-                    job.future.set_exception(e)
+                    self._prefill(group)
+                except BaseException as e:  # the requests fail; the batch goes on
+                    for job in group:
+                        if not job.future.done():
+                            job.future.set_exception(e)
             if self._rows:
                 try:
                     self._step()
@@ -142,34 +144,36 @@ class DecodeScheduler:
         self._pending = [j for j in self._pending if j.key != key]
         return joining
 
-    def _prefill(self, job: SampleJob) -> None:
+    def _prefill(self, jobs: list[SampleJob]) -> None:
+        """One forward over the prompt `jobs` share; each job then draws its first tokens."""
         import torch
 
-        job.results = [Generated() for _ in range(job.num_samples)]
-        want_all = job.prompt_logprobs or job.topk_prompt_logprobs > 0
-        with job.weights() as model, torch.inference_mode():
-            prompt_P = torch.tensor(job.prompt, device=_device(model))
+        first = jobs[0]
+        want_all = first.prompt_logprobs or first.topk_prompt_logprobs > 0
+        max_new = max(j.max_new for j in jobs)
+        with first.weights() as model, torch.inference_mode():
+            prompt_P = torch.tensor(first.prompt, device=_device(model))
             out = model(
-                input_ids=prompt_P[None],
-                use_cache=job.max_new > 0,
-                logits_to_keep=0 if want_all else 1,
+                input_ids=prompt_P[None], use_cache=max_new > 0, logits_to_keep=0 if want_all else 1
             )
         logits = out.logits[0]
-        if want_all:
-            job.scores = prompt_scores(
-                logits, prompt_P, job.prompt_logprobs, job.topk_prompt_logprobs
-            )
-        if job.max_new <= 0:
-            job.future.set_result((job.results, job.scores))
-            return
-        rows = [_Row(job, i, len(job.prompt), 0) for i in range(job.num_samples)]
-        last_NV = logits[-1:].float().expand(job.num_samples, -1)
-        kept = self._advance(job, rows, last_NV, step=0)
-        if not kept:
-            return
-        cache = out.past_key_values
-        cache.batch_repeat_interleave(len(kept))  # every row holds the same prompt cache
-        self._join(kept, cache, len(job.prompt))
+        kept: list[_Row] = []
+        for job in jobs:
+            job.results = [Generated() for _ in range(job.num_samples)]
+            if want_all:
+                job.scores = prompt_scores(
+                    logits, prompt_P, job.prompt_logprobs, job.topk_prompt_logprobs
+                )
+            if job.max_new <= 0:
+                job.future.set_result((job.results, job.scores))
+                continue
+            rows = [_Row(job, i, len(job.prompt), 0) for i in range(job.num_samples)]
+            last_NV = logits[-1:].float().expand(job.num_samples, -1)
+            kept += self._advance(job, rows, last_NV, step=0)
+        if kept:
+            cache = out.past_key_values
+            cache.batch_repeat_interleave(len(kept))  # every row holds the same prompt cache
+            self._join(kept, cache, len(first.prompt))
 
     def _advance(self, job: SampleJob, rows: list[_Row], logits_NV: Any, step: int) -> list[_Row]:
         """Choose each row's next token, record it; return the rows that go on decoding."""
@@ -253,6 +257,15 @@ class DecodeScheduler:
             for layer in self._cache.layers:
                 layer.keys, layer.values = layer.keys[:, :, trim:], layer.values[:, :, trim:]
             self._pads = [p - trim for p in self._pads]
+
+
+def _same_prompt(jobs: list[SampleJob]) -> list[list[SampleJob]]:
+    """Jobs grouped by prompt (one prefill each group); jobs scoring their prompt stay alone."""
+    groups: dict[Any, list[SampleJob]] = {}
+    for i, job in enumerate(jobs):
+        scoring = job.prompt_logprobs or job.topk_prompt_logprobs > 0
+        groups.setdefault(i if scoring else tuple(job.prompt), []).append(job)
+    return list(groups.values())
 
 
 def _left_pad(x: Any, length: int) -> Any:
