@@ -278,7 +278,7 @@ def main() -> None:
             ratio = tokens_per_s[names[1]] / tokens_per_s[names[0]]
             print(f"  engine {names[1]} / {names[0]}: {ratio:.2f}x tokens/s")
     if args.only in (None, "sampling"):
-        vocab_rows = make_batch(50_000 if "smollm" in args.model else 500, 4, args.prompt_len, 2)
+        vocab_rows = make_batch(49_000 if "smollm" in args.model else 500, 4, args.prompt_len, 2)
         prompt = vocab_rows[0, : args.prompt_len].tolist()
         sampling, sample_tokens = bench_sampling(args, prompt)
         print(
