@@ -3,10 +3,15 @@
     .venv/bin/python bench/local_engine.py                       # tiny model, seconds
     .venv/bin/python bench/local_engine.py --model smollm2-135m  # SmolLM2-135M, a few minutes on CPU
 
-Training: LoRA forward_backward(cross_entropy) + optim_step through the engine's futures, against a
-hand-written torch + peft loop (same LoRA config, AdamW, summed token cross-entropy).
+Training, once per --dtypes entry: LoRA forward_backward(cross_entropy) + optim_step through the
+engine's futures, against a hand-written torch + peft loop in the same dtype (fp32 weights, bf16 as
+autocast; same LoRA config, AdamW, summed token cross-entropy).
 Sampling: the engine's sampler on the base model against `model.generate` (same number of new
-tokens, stop disabled, multinomial sampling, num_samples sequences of one prompt).
+tokens, stop disabled, multinomial sampling, num_samples sequences of one prompt); then 4 prompts x
+8 samples as 32 concurrent one-sample requests (one shared decode batch) against 4 calls of 8
+awaited one after another (one prompt per call).
+DPO memory: peak RSS of a fresh process running one forward_backward_custom of --dpo-pairs pairs of
+--dpo-seq tokens (a DPO loss; the reference logprobs are constants here).
 Each timing is the best of --repeats interleaved runs, by wall clock and by process CPU time.
 """
 
@@ -69,6 +74,8 @@ def make_batch(vocab: int, batch: int, seq: int, seed: int) -> np.ndarray:
 def bench_training(
     args: argparse.Namespace, backend: Any, tokens_BS: np.ndarray
 ) -> tuple[Pair, int]:
+    import contextlib
+
     adam = types.AdamParams(learning_rate=1e-4)
     data = [
         types.Datum(
@@ -93,13 +100,9 @@ def bench_training(
     from peft import get_peft_model
     from transformers import AutoModelForCausalLM
 
-    dtype = getattr(torch, backend.settings.dtype_name)
     device = backend.settings.device
-    model = (
-        AutoModelForCausalLM.from_pretrained(resolve_model(args.model), dtype=dtype)
-        .to(device)
-        .eval()
-    )
+    autocast = backend.settings.autocast_dtype
+    model = AutoModelForCausalLM.from_pretrained(resolve_model(args.model)).to(device).eval()
     model = get_peft_model(model, peft_config(model, LoraSpec(rank=args.rank)))
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=1e-4, betas=(0.9, 0.95), eps=1e-12, foreach=True)
@@ -108,10 +111,15 @@ def bench_training(
 
     def baseline_steps() -> None:
         for _ in range(args.steps):
-            logits = model(input_ids=inputs, use_cache=False).logits
-            loss = torch.nn.functional.cross_entropy(
-                logits.flatten(0, 1).float(), targets.flatten(), reduction="sum"
-            )
+            with (
+                torch.autocast(torch.device(device).type, dtype=autocast)
+                if autocast is not None
+                else contextlib.nullcontext()
+            ):
+                logits = model(input_ids=inputs, use_cache=False).logits
+                loss = torch.nn.functional.cross_entropy(
+                    logits.flatten(0, 1).float(), targets.flatten(), reduction="sum"
+                )
             loss.backward()
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
@@ -124,7 +132,9 @@ def bench_training(
 
 def bench_sampling(args: argparse.Namespace, prompt: list[int]) -> tuple[Pair, int]:
     # A fresh backend: its base model carries no LoRA wrappers from the training benchmark.
-    backend = create_local_backend(BackendSettings(seed=0, device=args.device))
+    backend = create_local_backend(
+        BackendSettings(seed=0, device=args.device, dtype=args.sampling_dtype)
+    )
     sampler = backend.create_sampling_client(base_model=args.model)
     params = types.SamplingParams(max_tokens=args.new_tokens, stop=[], seed=0)
     model_input = types.ModelInput.from_ints(prompt)
@@ -136,14 +146,19 @@ def bench_sampling(args: argparse.Namespace, prompt: list[int]) -> tuple[Pair, i
     from transformers import AutoModelForCausalLM
 
     settings = backend.settings
-    model: Any = AutoModelForCausalLM.from_pretrained(
-        resolve_model(args.model), dtype=settings.dtype
-    )
+    model: Any = AutoModelForCausalLM.from_pretrained(resolve_model(args.model))
     model = model.to(settings.device).eval()
     ids = torch.tensor([prompt], device=settings.device)
 
     def generate_sample() -> None:
-        with torch.inference_mode():
+        with (
+            torch.inference_mode(),
+            torch.autocast(
+                torch.device(settings.device).type,
+                dtype=settings.autocast_dtype,
+                enabled=settings.autocast_dtype is not None,
+            ),
+        ):
             out = model.generate(
                 ids,
                 attention_mask=torch.ones_like(ids),
@@ -166,6 +181,62 @@ def bench_sampling(args: argparse.Namespace, prompt: list[int]) -> tuple[Pair, i
     return pair, tokens
 
 
+def bench_concurrent_sampling(args: argparse.Namespace, prompts: list[list[int]]) -> Pair:
+    """32 one-sample requests in flight at once (first) against 4 calls of 8, one at a time."""
+    backend = create_local_backend(
+        BackendSettings(seed=0, device=args.device, dtype=args.sampling_dtype)
+    )
+    sampler = backend.create_sampling_client(base_model=args.model)
+    params = types.SamplingParams(max_tokens=args.new_tokens, stop=[], seed=0)
+    inputs = [types.ModelInput.from_ints(p) for p in prompts]
+
+    def concurrent() -> None:
+        futures = [sampler.sample(m, 1, params) for m in inputs for _ in range(8)]
+        assert all(len(f.result().sequences[0].tokens) == args.new_tokens for f in futures)
+
+    def one_prompt_per_call() -> None:
+        for m in inputs:
+            assert len(sampler.sample(m, 8, params).result().sequences) == 8
+
+    concurrent()
+    one_prompt_per_call()
+    pair = best_times(concurrent, one_prompt_per_call, args.repeats)
+    backend.close()
+    return pair
+
+
+def dpo_peak_rss(args: argparse.Namespace) -> None:
+    """Run in a fresh process (--dpo-only): one DPO forward_backward_custom, then print peak RSS."""
+    import resource
+
+    backend = create_local_backend(BackendSettings(seed=0, device=args.device))
+    client = backend.create_lora_training_client(args.model, rank=args.rank)
+    vocab = client.host.base.config.vocab_size
+    rows = make_batch(vocab, 2 * args.dpo_pairs, args.dpo_seq, seed=1)
+    data = [
+        types.Datum(
+            model_input=types.ModelInput.from_ints(row[:-1].tolist()),
+            loss_fn_inputs={"target_tokens": types.TensorData.from_numpy(row[1:])},
+        )
+        for row in rows
+    ]
+
+    def dpo(_: list[types.Datum], logprobs: list[torch.Tensor]) -> tuple[Any, dict[str, float]]:
+        sums = torch.stack([lp.sum() for lp in logprobs])
+        margin = sums[0::2] - sums[1::2]  # reference logprobs cancel to a constant here
+        return -torch.nn.functional.logsigmoid(0.1 * margin).sum(), {}
+
+    start = time.perf_counter()
+    client.forward_backward_custom(data, dpo).result()
+    seconds = time.perf_counter() - start
+    peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
+    print(
+        f"dpo       forward_backward_custom {args.dpo_pairs} pairs x {args.dpo_seq} tokens "
+        f"({backend.dtype_name}): {seconds:.1f} s, peak RSS {peak_gb:.2f} GB (target <= 3)"
+    )
+    backend.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -180,24 +251,51 @@ def main() -> None:
     parser.add_argument("--prompt-len", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--device", default="auto")
+    parser.add_argument("--dtypes", default="float32,auto", help="training rows, comma-separated")
+    parser.add_argument("--sampling-dtype", default="float32")
+    parser.add_argument("--dpo-pairs", type=int, default=64)
+    parser.add_argument("--dpo-seq", type=int, default=256)
+    parser.add_argument("--only", choices=["training", "sampling", "dpo"], default=None)
     args = parser.parse_args()
+    print(f"torch threads {torch.get_num_threads()}, device {args.device}, model {args.model}")
 
-    backend = create_local_backend(BackendSettings(seed=0, device=args.device))
-    vocab = backend.shared_host(args.model).base.config.vocab_size
-    tokens_BS = make_batch(vocab, args.batch, args.seq, seed=0)
-    print(
-        f"model {args.model} on {backend.settings.device} ({backend.settings.dtype_name}), "
-        f"torch threads {torch.get_num_threads()}"
-    )
-    training, train_tokens = bench_training(args, backend, tokens_BS)
-    print(f"training  (LoRA r={args.rank}, batch {args.batch} x {args.seq}, {args.steps} steps)")
-    training.report(train_tokens, "hand loop", 0.9)
-    sampling, sample_tokens = bench_sampling(args, tokens_BS[0, : args.prompt_len].tolist())
-    print(
-        f"sampling  ({args.num_samples} x {args.new_tokens} new tokens, prompt {args.prompt_len})"
-    )
-    sampling.report(sample_tokens, "generate", 1.0)
-    backend.close()
+    if args.only in (None, "training"):
+        tokens_per_s: dict[str, float] = {}
+        for dtype in args.dtypes.split(","):
+            backend = create_local_backend(BackendSettings(seed=0, device=args.device, dtype=dtype))
+            vocab = backend.shared_host(args.model).base.config.vocab_size
+            tokens_BS = make_batch(vocab, args.batch, args.seq, seed=0)
+            training, train_tokens = bench_training(args, backend, tokens_BS)
+            name = f"{dtype} -> {backend.dtype_name}"
+            tokens_per_s[name] = train_tokens / training.engine_wall
+            print(
+                f"training  {name} (LoRA r={args.rank}, {args.batch} x {args.seq}, {args.steps} steps)"
+            )
+            training.report(train_tokens, "hand loop", 0.9)
+            backend.close()
+        names = list(tokens_per_s)
+        if len(names) == 2:
+            ratio = tokens_per_s[names[1]] / tokens_per_s[names[0]]
+            print(f"  engine {names[1]} / {names[0]}: {ratio:.2f}x tokens/s")
+    if args.only in (None, "sampling"):
+        vocab_rows = make_batch(49_000 if "smollm" in args.model else 500, 4, args.prompt_len, 2)
+        prompt = vocab_rows[0, : args.prompt_len].tolist()
+        sampling, sample_tokens = bench_sampling(args, prompt)
+        print(
+            f"sampling  ({args.num_samples} x {args.new_tokens} new tokens, prompt {args.prompt_len})"
+        )
+        sampling.report(sample_tokens, "generate", 1.0)
+        concurrent = bench_concurrent_sampling(args, [r.tolist() for r in vocab_rows])
+        print("sampling  32 concurrent requests (4 prompts x 8) vs 4 calls of 8, one at a time")
+        concurrent.report(32 * args.new_tokens, "per-call", 3.0)
+    if args.only in (None, "dpo"):
+        if args.only is None:  # peak RSS needs a process of its own
+            import subprocess
+            import sys
+
+            subprocess.run([sys.executable, *sys.argv, "--only", "dpo"], check=True)
+        else:
+            dpo_peak_rss(args)
 
 
 if __name__ == "__main__":

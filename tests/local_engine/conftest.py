@@ -29,7 +29,8 @@ def backend(tmp_path_factory: pytest.TempPathFactory, private_model_cache: Path)
     from kitchen.adapters.local import create_local_backend
 
     log_dir = tmp_path_factory.mktemp("run")
-    engine = create_local_backend(BackendSettings(log_dir=log_dir, seed=0))
+    # fp32 pinned: "auto" picks bf16 on CPUs with bf16 units, and these tests check exact numerics.
+    engine = create_local_backend(BackendSettings(log_dir=log_dir, seed=0, dtype="float32"))
     yield engine
     engine.close()
 

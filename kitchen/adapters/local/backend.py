@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import copy
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from kitchen.adapters.local import checkpoints as ckpt
+from kitchen.adapters.local.decode_batch import DecodeScheduler
 from kitchen.adapters.local.host import LoraSnapshot, ModelHost, load_host
 from kitchen.adapters.local.lora import LoraSpec
 from kitchen.adapters.local.resolve import resolve_model
@@ -34,11 +34,14 @@ class LocalBackend:
         self._largest_model = 0
         self._hosts: dict[str, ModelHost] = {}
         self._lock = threading.Lock()
-        # One sampling thread: samplers on a shared base would serialise on its lock anyway.
-        self._sampling_worker = ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix="kitchen-sampling"
-        )
+        # One decode batch for every sampler: concurrent requests on the same weights decode together.
+        self.decoder = DecodeScheduler()
         self._clients: list[LocalTrainingClient] = []
+
+    @property
+    def dtype_name(self) -> str:
+        """The compute dtype in use ("float32" or "bfloat16"), "auto" resolved: what a run reports."""
+        return self.settings.dtype_name
 
     def create_lora_training_client(
         self,
@@ -91,7 +94,7 @@ class LocalBackend:
         for client in self._clients:
             client.close()
         self._clients.clear()
-        self._sampling_worker.shutdown(wait=True)
+        self.decoder.close()
 
     # -- shared pieces, used by the clients -------------------------------------------------------
 
@@ -122,16 +125,16 @@ class LocalBackend:
     def sampling_client_for(
         self, host: ModelHost, snapshot: LoraSnapshot | None, model_path: str | None = None
     ) -> LocalSamplingClient:
-        return LocalSamplingClient(
-            host, snapshot, self._sampling_worker, self.settings.seed, model_path
-        )
+        return LocalSamplingClient(host, snapshot, self.decoder, self.settings.seed, model_path)
 
     def copy_host(self, host: ModelHost) -> ModelHost:
         """A frozen copy of a (fully fine-tuned) model: the sampler snapshot of full fine-tuning."""
         with host.lock:
             model = copy.deepcopy(host.base)
         model.requires_grad_(False)
-        return ModelHost(host.model_name, host.model_path, model, host.tokenizer)
+        return ModelHost(
+            host.model_name, host.model_path, model, host.tokenizer, host.autocast_dtype
+        )
 
     def _from_state(self, path: str, with_optimizer: bool) -> LocalTrainingClient:
         folder = ckpt.parse_checkpoint_path(path)

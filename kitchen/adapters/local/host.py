@@ -43,8 +43,16 @@ class LoraSnapshot:
 class ModelHost:
     """One loaded model (base weights frozen unless `trainable`), its tokenizer and its adapters."""
 
-    def __init__(self, model_name: str, model_path: Path, model: Any, tokenizer: Any) -> None:
+    def __init__(
+        self,
+        model_name: str,
+        model_path: Path,
+        model: Any,
+        tokenizer: Any,
+        autocast_dtype: Any = None,
+    ) -> None:
         self.model_name = model_name
+        self.autocast_dtype = autocast_dtype  # torch dtype forward passes run in; None = fp32
         self.model_path = model_path
         self.base = model
         self.tokenizer = tokenizer
@@ -90,8 +98,16 @@ class ModelHost:
 
     @contextmanager
     def use(self, adapter: str | None) -> Iterator[Any]:
-        """Hold the lock with `adapter` active (None: the base weights, every adapter disabled)."""
-        with self.lock:
+        """Hold the lock with `adapter` active (None: the base weights, every adapter disabled),
+        under this host's autocast."""
+        import torch
+
+        with (
+            self.lock,
+            torch.autocast(
+                self.device.type, dtype=self.autocast_dtype, enabled=self.autocast_dtype is not None
+            ),
+        ):
             if adapter is None:
                 if self._peft is None:
                     yield self.base
@@ -140,11 +156,12 @@ def load_host(
     path = model_path if model_path is not None else resolve_model(model_name)
     hf_logging.disable_progress_bar()  # per-load bars would flood logs and CI output
     try:
-        model: Any = AutoModelForCausalLM.from_pretrained(path, dtype=settings.dtype)
+        # fp32 master weights whatever the compute dtype: bf16 runs as autocast (see EngineSettings).
+        model: Any = AutoModelForCausalLM.from_pretrained(path, dtype="float32")
         tokenizer = AutoTokenizer.from_pretrained(path)
     except Exception as e:
         raise BackendError(f"could not load model {model_name!r} from {path}: {e}") from e
     model = model.to(settings.device)
     model.eval()  # no dropout: forward passes are deterministic
     model.requires_grad_(False)
-    return ModelHost(model_name, Path(path), model, tokenizer)
+    return ModelHost(model_name, Path(path), model, tokenizer, settings.autocast_dtype)

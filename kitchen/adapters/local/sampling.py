@@ -1,8 +1,5 @@
-"""Autoregressive sampling with a KV cache, batched over the samples of one prompt.
-
-The prompt is prefilled once and its cache repeated `num_samples` times; every decode step runs one
-token per live row, and rows that stop are dropped from the batch (and the cache). No row is ever
-padded, so each sample's logprobs equal a full forward pass over prompt + sample (fp32: < 1e-5).
+"""Sampling rules shared by every row of a decode batch (see decode_batch.py): stop rules, token
+choice under temperature / top-k / top-p, and prompt scores.
 
 Returned logprobs are the model's own log p(token) (temperature 1, before top-k / top-p), the
 quantity importance sampling compares against; the stop token or the token completing a stop string
@@ -102,71 +99,3 @@ def prompt_scores(logits_PV: Any, prompt_P: Any, want_logprobs: bool, topk: int)
         ]
         out.topk = [None, *rows]
     return out
-
-
-def generate(
-    model: Any,
-    prompt: list[int],
-    num_samples: int,
-    params: types.SamplingParams,
-    rule: StopRule,
-    tokenizer: Any,
-    generator: Any,
-    max_context: int,
-    prompt_logprobs: bool = False,
-    topk_prompt_logprobs: int = 0,
-) -> tuple[list[Generated], PromptScores]:
-    """Sample `num_samples` continuations of `prompt` (see the module docstring for the semantics)."""
-    import torch
-
-    if not prompt:
-        raise BackendError("sample: the prompt is empty; expected at least one token")
-    if num_samples < 1:
-        raise BackendError(f"sample: num_samples is {num_samples}; expected at least 1")
-    budget = max_context - len(prompt)
-    max_new = budget if params.max_tokens is None else min(params.max_tokens, budget)
-    results = [Generated() for _ in range(num_samples)]
-    device = next(model.parameters()).device
-    prompt_P = torch.tensor(prompt, device=device)
-    want_all = prompt_logprobs or topk_prompt_logprobs > 0
-    with torch.inference_mode():
-        out = model(
-            input_ids=prompt_P[None], use_cache=max_new > 0, logits_to_keep=0 if want_all else 1
-        )
-        logits = out.logits[0]
-        scores = (
-            prompt_scores(logits, prompt_P, prompt_logprobs, topk_prompt_logprobs)
-            if want_all
-            else PromptScores()
-        )
-        if max_new <= 0:
-            return results, scores
-        cache = out.past_key_values
-        if num_samples > 1:
-            cache.batch_repeat_interleave(num_samples)
-        last_NV = logits[-1:].float().expand(num_samples, -1)
-        rows = list(range(num_samples))
-        for step in range(max_new):
-            next_N = choose_tokens(last_NV, params, generator)
-            chosen_N = torch.log_softmax(last_NV, dim=-1).gather(-1, next_N[:, None]).squeeze(-1)
-            keep: list[int] = []
-            for j, (token, logprob) in enumerate(
-                zip(next_N.tolist(), chosen_N.tolist(), strict=True)
-            ):
-                result = results[rows[j]]
-                result.tokens.append(token)
-                result.logprobs.append(logprob)
-                if rule.stops(result.tokens, tokenizer):
-                    result.stop_reason = "stop"
-                elif step + 1 < max_new:
-                    keep.append(j)
-            if not keep:
-                break
-            if len(keep) < len(rows):
-                kept = torch.tensor(keep, device=device)
-                cache.batch_select_indices(kept)
-                next_N = next_N[kept]
-                rows = [rows[j] for j in keep]
-            out = model(input_ids=next_N[:, None], past_key_values=cache, use_cache=True)
-            last_NV = out.logits[:, -1, :].float()
-    return results, scores

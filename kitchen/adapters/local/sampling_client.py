@@ -1,19 +1,21 @@
 """The local SamplingClient: samples from a frozen set of weights (the base, or a LoRA snapshot on the
-shared base, or a separately loaded full model) on the backend's sampling worker thread."""
+shared base, or a separately loaded full model) in the backend's shared decode batch."""
 
 from __future__ import annotations
 
 import itertools
 import random
 import threading
-from concurrent.futures import Executor
+from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
 from tinker import types
 
+from kitchen.adapters.local.decode_batch import DecodeScheduler, SampleJob
 from kitchen.adapters.local.host import LoraSnapshot, ModelHost
-from kitchen.adapters.local.sampling import StopRule, generate
+from kitchen.adapters.local.sampling import Generated, PromptScores, StopRule
 from kitchen.engine.errors import BackendError
 from kitchen.engine.futures import APIFuture
 
@@ -31,7 +33,7 @@ class LocalSamplingClient:
         self,
         host: ModelHost,
         snapshot: LoraSnapshot | None,
-        executor: Executor,
+        scheduler: DecodeScheduler,
         seed: int,
         model_path: str | None = None,
     ) -> None:
@@ -39,7 +41,7 @@ class LocalSamplingClient:
         self.snapshot = snapshot
         self.model_path = model_path
         self.sampler_id = f"local-sampler-{next(_sampler_ids)}"
-        self._executor = executor
+        self._scheduler = scheduler
         self._seeds = random.Random(f"{seed}:{self.sampler_id}")
         self._seed_lock = threading.Lock()
         self._sequence_ids = itertools.count()
@@ -58,17 +60,16 @@ class LocalSamplingClient:
                 if sampling_params.seed is not None
                 else self._seeds.getrandbits(63)
             )
-        return APIFuture(
-            self._executor.submit(
-                self._sample,
-                prompt,
-                num_samples,
-                sampling_params,
-                seed,
-                include_prompt_logprobs,
-                topk_prompt_logprobs,
-            )
-        )
+        try:
+            job = self._job(prompt, num_samples, sampling_params, seed)
+        except BackendError as e:  # bad requests fail their future, as the SDK's do
+            failed: Future[types.SampleResponse] = Future()
+            failed.set_exception(e)
+            return APIFuture(failed)
+        job.prompt_logprobs = include_prompt_logprobs
+        job.topk_prompt_logprobs = topk_prompt_logprobs
+        done = self._scheduler.submit_sample(job)
+        return APIFuture(_then(done, self._response))
 
     def compute_logprobs(
         self, prompt: types.ModelInput, prompt_logprobs_last_n: int | None = None
@@ -76,7 +77,9 @@ class LocalSamplingClient:
         """log p(token | prefix) for every prompt token; None for the first (and, with
         `prompt_logprobs_last_n`, for all but the last N)."""
         return APIFuture(
-            self._executor.submit(self._compute_logprobs, prompt, prompt_logprobs_last_n)
+            self._scheduler.submit_call(
+                lambda: self._compute_logprobs(prompt, prompt_logprobs_last_n)
+            )
         )
 
     def get_tokenizer(self) -> Any:
@@ -88,33 +91,31 @@ class LocalSamplingClient:
     def _weights(self) -> Any:
         return self.host.use_snapshot(self.snapshot) if self.snapshot else self.host.use(None)
 
-    def _sample(
-        self,
-        prompt: types.ModelInput,
-        num_samples: int,
-        params: types.SamplingParams,
-        seed: int,
-        include_prompt_logprobs: bool,
-        topk_prompt_logprobs: int,
-    ) -> types.SampleResponse:
+    def _job(
+        self, prompt: types.ModelInput, num_samples: int, params: types.SamplingParams, seed: int
+    ) -> SampleJob:
         import torch
 
         tokens = _prompt_tokens(prompt)
-        rule = StopRule.from_params(params, self._eos_ids())
-        with self._weights() as model:
-            generator = torch.Generator(device=self.host.device).manual_seed(seed)
-            results, scores = generate(
-                model,
-                tokens,
-                num_samples,
-                params,
-                rule,
-                self.host.tokenizer,
-                generator,
-                self.host.max_context,
-                prompt_logprobs=include_prompt_logprobs,
-                topk_prompt_logprobs=topk_prompt_logprobs,
-            )
+        if not tokens:
+            raise BackendError("sample: the prompt is empty; expected at least one token")
+        if num_samples < 1:
+            raise BackendError(f"sample: num_samples is {num_samples}; expected at least 1")
+        budget = self.host.max_context - len(tokens)
+        return SampleJob(
+            key=(id(self.host), self.snapshot.snapshot_id if self.snapshot else None),
+            weights=self._weights,
+            prompt=tokens,
+            num_samples=num_samples,
+            params=params,
+            rule=StopRule.from_params(params, self._eos_ids()),
+            tokenizer=self.host.tokenizer,
+            generator=torch.Generator(device=self.host.device).manual_seed(seed),
+            max_new=budget if params.max_tokens is None else min(params.max_tokens, budget),
+        )
+
+    def _response(self, done: tuple[list[Generated], PromptScores]) -> types.SampleResponse:
+        results, scores = done
         sequences = [
             types.SampledSequence(
                 stop_reason="stop" if r.stop_reason == "stop" else "length",
@@ -166,3 +167,17 @@ def _prompt_tokens(prompt: types.ModelInput) -> list[int]:
         return prompt.to_ints()
     except ValueError as e:
         raise BackendError(f"sample: the local engine takes text-only prompts ({e})") from e
+
+
+def _then(future: Future[Any], fn: Callable[[Any], Any]) -> Future[Any]:
+    """A future of `fn(result)`, resolved on the thread that resolves `future`."""
+    out: Future[Any] = Future()
+
+    def done(f: Future[Any]) -> None:
+        try:
+            out.set_result(fn(f.result()))
+        except BaseException as e:
+            out.set_exception(e)
+
+    future.add_done_callback(done)
+    return out

@@ -29,7 +29,9 @@ class EngineSettings:
     """What the local engine runs with; built once per backend by `from_backend_settings`."""
 
     device: str  # "cpu" | "cuda" | "cuda:N"
-    dtype_name: str  # "float32" | "bfloat16" | "float16"
+    dtype_name: (
+        str  # compute dtype: "float32", or "bfloat16" | "float16" autocast over fp32 weights
+    )
     seed: int
     checkpoint_root: Path  # `<log_dir>/checkpoints`, or a fresh temp folder when log_dir is None
     microbatch_tokens: int  # padded tokens per forward/backward pass; bounds activation memory
@@ -40,6 +42,11 @@ class EngineSettings:
         import torch
 
         return getattr(torch, self.dtype_name)
+
+    @property
+    def autocast_dtype(self) -> Any:
+        """The dtype forward passes autocast to; None for fp32. Weights and optimizer stay fp32."""
+        return None if self.dtype_name == "float32" else self.dtype
 
     @classmethod
     def from_backend_settings(cls, settings: BackendSettings) -> EngineSettings:
@@ -59,8 +66,10 @@ class EngineSettings:
                 f"device {device!r} is not supported by the local engine; expected auto, cpu or cuda"
             )
         if settings.dtype == "auto":
-            # bf16 halves memory and is fast on GPUs; on CPU fp32 is both faster and exact.
-            dtype_name = "float32" if device == "cpu" else "bfloat16"
+            # bf16 autocast is fast on GPUs and on CPUs with bf16 units (a LoRA SFT step of SmolLM2
+            # on Zen 5: 1.77 vs 3.79 s); without them the CPU emulates bf16 and fp32 is faster.
+            native = device != "cpu" or cpu_has_native_bf16()
+            dtype_name = "bfloat16" if native else "float32"
         elif settings.dtype in _DTYPES:
             dtype_name = _DTYPES[settings.dtype]
         else:
@@ -83,6 +92,22 @@ class EngineSettings:
             ),
             num_threads=_positive_int(settings.extra, "num_threads", None),
         )
+
+
+# CPU flags of hardware bf16 matmuls (Linux /proc/cpuinfo names): AVX-512 BF16 and AMX.
+NATIVE_BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
+
+
+def cpu_has_native_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
+    """Whether the CPU lists a bf16 matmul flag; False where cpuinfo is unreadable (non-Linux)."""
+    try:
+        text = cpuinfo.read_text()
+    except OSError:
+        return False
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return bool(NATIVE_BF16_FLAGS & set(line.partition(":")[2].split()))
+    return False
 
 
 def _positive_int(extra: dict[str, Any], key: str, default: int | None) -> Any:

@@ -138,6 +138,11 @@ class LocalTrainingClient:
     def get_tokenizer(self) -> Any:
         return self.host.tokenizer
 
+    @property
+    def dtype_name(self) -> str:
+        """The compute dtype forward and backward passes run in (weights and Adam state are fp32)."""
+        return self.backend.dtype_name
+
     def get_info(self) -> types.GetInfoResponse:
         name = self.host.model_name
         return types.GetInfoResponse(

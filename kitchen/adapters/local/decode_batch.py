@@ -1,0 +1,285 @@
+"""One running decode batch per backend: every sample request in flight on the same weights decodes
+together, whichever prompt, group, env, stage or `kitchen serve` client it came from.
+
+Decoding a small model is memory-bound: one step over 32 rows costs little more than over 8, so
+requests join the running batch between decode steps and leave it as soon as they finish. New
+requests are prefilled once per distinct prompt, the KV cache repeated for their samples and
+concatenated to the batch's; caches of different lengths are left-padded and the padding masked,
+with explicit position ids, so every row still sees exactly its own prompt + sample and its
+logprobs equal a full forward pass over them (fp32: < 1e-5). Each request keeps its own stop rule,
+max_tokens, sampling params and random generator.
+
+Requests on other weights (another LoRA snapshot) wait until the batch drains; while one waits, no
+new request joins, so none starves. Other work (compute_logprobs) runs between decode steps.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable
+from concurrent.futures import Future
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any
+
+from tinker import types
+
+from kitchen.adapters.local.sampling import (
+    Generated,
+    PromptScores,
+    StopRule,
+    choose_tokens,
+    prompt_scores,
+)
+from kitchen.engine.errors import BackendError
+
+Weights = Callable[[], AbstractContextManager[Any]]  # enters the model with the right weights
+
+
+@dataclass
+class SampleJob:
+    """One sample request: `num_samples` continuations of `prompt`."""
+
+    key: Hashable  # identifies the weights; jobs with equal keys share a batch
+    weights: Weights
+    prompt: list[int]
+    num_samples: int
+    params: types.SamplingParams
+    rule: StopRule
+    tokenizer: Any
+    generator: Any
+    max_new: int
+    prompt_logprobs: bool = False
+    topk_prompt_logprobs: int = 0
+    future: Future[tuple[list[Generated], PromptScores]] = field(default_factory=Future)
+    results: list[Generated] = field(default_factory=list)
+    scores: PromptScores = field(default_factory=PromptScores)
+    live: int = 0  # rows still decoding
+
+
+@dataclass
+class _Row:
+    job: SampleJob
+    sample: int  # index into job.results
+    position: int  # position id of the token fed next
+    token: int  # the token fed next
+
+
+class DecodeScheduler:
+    """A worker thread that owns the running batch; `submit_*` are safe from any thread."""
+
+    def __init__(self, name: str = "kitchen-decode") -> None:
+        self._cond = threading.Condition()
+        self._pending: list[SampleJob] = []
+        self._calls: list[tuple[Callable[[], Any], Future[Any]]] = []
+        self._closed = False
+        self._rows: list[_Row] = []
+        self._cache: Any = None
+        self._pads: list[int] = []  # left padding of each row in the cache
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+        self._thread.start()
+        self.steps = 0  # decode steps run, for benchmarks
+        self.rows_stepped = 0  # sum of batch sizes over those steps
+
+    def submit_sample(self, job: SampleJob) -> Future[tuple[list[Generated], PromptScores]]:
+        self._put(lambda: self._pending.append(job))
+        return job.future
+
+    def submit_call(self, fn: Callable[[], Any]) -> Future[Any]:
+        """Run `fn` on the decode thread between steps (work that must not race the batch)."""
+        future: Future[Any] = Future()
+        self._put(lambda: self._calls.append((fn, future)))
+        return future
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+        self._thread.join()
+
+    def _put(self, add: Callable[[], None]) -> None:
+        with self._cond:
+            if self._closed:
+                raise BackendError("the local backend is closed; no more sampling")
+            add()
+            self._cond.notify()
+
+    # -- the decode thread ------------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while not (self._pending or self._calls or self._rows or self._closed):
+                    self._cond.wait()
+                if self._closed and not (self._pending or self._calls or self._rows):
+                    return
+                calls, self._calls = self._calls, []
+                joining = self._admissible()
+            for fn, future in calls:
+                _run_into(future, fn)
+            for group in _same_prompt(joining):
+                try:
+                    self._prefill(group)
+                except BaseException as e:  # the requests fail; the batch goes on
+                    for job in group:
+                        if not job.future.done():
+                            job.future.set_exception(e)
+            if self._rows:
+                try:
+                    self._step()
+                except BaseException as e:
+                    for job in {id(r.job): r.job for r in self._rows}.values():
+                        if not job.future.done():
+                            job.future.set_exception(e)
+                    self._rows, self._cache, self._pads = [], None, []
+
+    def _admissible(self) -> list[SampleJob]:
+        """Pending jobs on the batch's weights (all of them while nothing else waits)."""
+        if not self._pending:
+            return []
+        key = self._rows[0].job.key if self._rows else self._pending[0].key
+        if self._rows and any(j.key != key for j in self._pending):
+            return []  # let the batch drain so the other weights get their turn
+        joining = [j for j in self._pending if j.key == key]
+        self._pending = [j for j in self._pending if j.key != key]
+        return joining
+
+    def _prefill(self, jobs: list[SampleJob]) -> None:
+        """One forward over the prompt `jobs` share; each job then draws its first tokens."""
+        import torch
+
+        first = jobs[0]
+        want_all = first.prompt_logprobs or first.topk_prompt_logprobs > 0
+        max_new = max(j.max_new for j in jobs)
+        with first.weights() as model, torch.inference_mode():
+            prompt_P = torch.tensor(first.prompt, device=_device(model))
+            out = model(
+                input_ids=prompt_P[None], use_cache=max_new > 0, logits_to_keep=0 if want_all else 1
+            )
+        logits = out.logits[0]
+        kept: list[_Row] = []
+        for job in jobs:
+            job.results = [Generated() for _ in range(job.num_samples)]
+            if want_all:
+                job.scores = prompt_scores(
+                    logits, prompt_P, job.prompt_logprobs, job.topk_prompt_logprobs
+                )
+            if job.max_new <= 0:
+                job.future.set_result((job.results, job.scores))
+                continue
+            rows = [_Row(job, i, len(job.prompt), 0) for i in range(job.num_samples)]
+            last_NV = logits[-1:].float().expand(job.num_samples, -1)
+            kept += self._advance(job, rows, last_NV, step=0)
+        if kept:
+            cache = out.past_key_values
+            cache.batch_repeat_interleave(len(kept))  # every row holds the same prompt cache
+            self._join(kept, cache, len(first.prompt))
+
+    def _advance(self, job: SampleJob, rows: list[_Row], logits_NV: Any, step: int) -> list[_Row]:
+        """Choose each row's next token, record it; return the rows that go on decoding."""
+        import torch
+
+        next_N = choose_tokens(logits_NV, job.params, job.generator)
+        chosen_N = torch.log_softmax(logits_NV, dim=-1).gather(-1, next_N[:, None]).squeeze(-1)
+        kept = []
+        for row, token, logprob in zip(rows, next_N.tolist(), chosen_N.tolist(), strict=True):
+            result = job.results[row.sample]
+            result.tokens.append(token)
+            result.logprobs.append(logprob)
+            if job.rule.stops(result.tokens, job.tokenizer):
+                result.stop_reason = "stop"
+            elif len(result.tokens) < job.max_new:
+                row.token = token
+                kept.append(row)
+        job.live += len(kept) - (len(rows) if step else 0)
+        if job.live == 0:
+            job.future.set_result((job.results, job.scores))
+        return kept
+
+    def _join(self, rows: list[_Row], cache: Any, length: int) -> None:
+        """Append `rows` (cache of `length` positions) to the batch, left-padding the shorter side."""
+        import torch
+
+        if not self._rows:
+            self._rows, self._cache, self._pads = rows, cache, [0] * len(rows)
+            return
+        current = self._cache.get_seq_length()
+        total = max(current, length)
+        for mine, theirs in zip(self._cache.layers, cache.layers, strict=True):
+            for name in ("keys", "values"):
+                a, b = getattr(mine, name), getattr(theirs, name)
+                setattr(mine, name, torch.cat([_left_pad(a, total), _left_pad(b, total)], dim=0))
+        self._pads = [p + total - current for p in self._pads] + [total - length] * len(rows)
+        self._rows += rows
+
+    def _step(self) -> None:
+        import torch
+
+        rows = self._rows
+        job = rows[0].job
+        with job.weights() as model, torch.inference_mode():
+            device = _device(model)
+            ids = torch.tensor([[r.token] for r in rows], device=device)
+            kwargs: dict[str, Any] = {}
+            if any(self._pads):  # unpadded batches keep SDPA's mask-free causal path
+                length = self._cache.get_seq_length() + 1
+                mask = torch.ones(len(rows), length, dtype=torch.long, device=device)
+                for i, pad in enumerate(self._pads):
+                    mask[i, :pad] = 0
+                kwargs["attention_mask"] = mask
+                kwargs["position_ids"] = torch.tensor([[r.position] for r in rows], device=device)
+            out = model(input_ids=ids, past_key_values=self._cache, use_cache=True, **kwargs)
+        self.steps += 1
+        self.rows_stepped += len(rows)
+        logits_NV = out.logits[:, -1, :].float()
+        kept: list[int] = []
+        start = 0
+        while start < len(rows):  # a job's rows are contiguous: they join together, in order
+            job = rows[start].job
+            end = start
+            while end < len(rows) and rows[end].job is job:
+                end += 1
+            for r in rows[start:end]:
+                r.position += 1
+            going = {id(r) for r in self._advance(job, rows[start:end], logits_NV[start:end], 1)}
+            kept += [i for i in range(start, end) if id(rows[i]) in going]
+            start = end
+        if len(kept) == len(rows):
+            return
+        if not kept:
+            self._rows, self._cache, self._pads = [], None, []
+            return
+        self._cache.batch_select_indices(torch.tensor(kept, device=device))
+        self._rows = [rows[i] for i in kept]
+        self._pads = [self._pads[i] for i in kept]
+        trim = min(self._pads)
+        if trim:  # columns every row pads: drop them
+            for layer in self._cache.layers:
+                layer.keys, layer.values = layer.keys[:, :, trim:], layer.values[:, :, trim:]
+            self._pads = [p - trim for p in self._pads]
+
+
+def _same_prompt(jobs: list[SampleJob]) -> list[list[SampleJob]]:
+    """Jobs grouped by prompt (one prefill each group); jobs scoring their prompt stay alone."""
+    groups: dict[Any, list[SampleJob]] = {}
+    for i, job in enumerate(jobs):
+        scoring = job.prompt_logprobs or job.topk_prompt_logprobs > 0
+        groups.setdefault(i if scoring else tuple(job.prompt), []).append(job)
+    return list(groups.values())
+
+
+def _left_pad(x: Any, length: int) -> Any:
+    import torch.nn.functional as F
+
+    return F.pad(x, (0, 0, length - x.shape[-2], 0)) if x.shape[-2] < length else x
+
+
+def _device(model: Any) -> Any:
+    return next(model.parameters()).device
+
+
+def _run_into(future: Future[Any], fn: Callable[[], Any]) -> None:
+    try:
+        future.set_result(fn())
+    except BaseException as e:
+        future.set_exception(e)

@@ -1,0 +1,74 @@
+"""The shared decode batch: concurrent requests (prompts of different lengths, on one or several
+samplers of the same weights) decode together, yet each keeps its own seed, stop rule and
+max_tokens, and its logprobs equal a full forward pass over prompt + sample."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from tinker import types
+
+from .conftest import TINY
+
+PROMPTS = [[5, 17, 42], [8, 9, 10, 11, 12, 13, 14, 15, 16], [300], [7, 7, 7, 7, 7], [5, 17, 42]]
+
+
+def requests() -> list[tuple[list[int], int, types.SamplingParams]]:
+    """Varied requests: lengths, sample counts, budgets, seeds and stop tokens all differ."""
+    out = []
+    for i, prompt in enumerate(PROMPTS):
+        stop: list[int] = [] if i % 2 else list(range(40 + 7 * i, 400, 3))  # early, uneven stops
+        params = types.SamplingParams(max_tokens=6 + 3 * i, seed=100 + i, stop=stop)
+        out.append((prompt, 1 + i, params))
+    return out
+
+
+def full_forward_logprobs(backend: Any, tokens: list[int]) -> np.ndarray:
+    (host,) = [h for h in backend.hosts() if h.model_name == TINY]
+    with host.use(None) as model, torch.inference_mode():
+        logits = model(input_ids=torch.tensor([tokens])).logits[0].float()
+        lsm = torch.log_softmax(logits[:-1], -1)
+        return lsm.gather(-1, torch.tensor(tokens[1:])[:, None])[:, 0].numpy()
+
+
+def test_concurrent_requests_share_steps_and_match_requests_run_alone(backend: Any) -> None:
+    samplers = [backend.create_sampling_client(base_model=TINY) for _ in range(2)]
+    alone = [
+        samplers[0].sample(types.ModelInput.from_ints(p), n, params).result()
+        for p, n, params in requests()
+    ]
+    steps_before = backend.decoder.steps
+    rows_before = backend.decoder.rows_stepped
+    futures = [
+        samplers[i % 2].sample(types.ModelInput.from_ints(p), n, params)
+        for i, (p, n, params) in enumerate(requests())
+    ]
+    together = [f.result() for f in futures]
+    steps = backend.decoder.steps - steps_before
+    assert (backend.decoder.rows_stepped - rows_before) / steps > 2  # rows decoded side by side
+    for (prompt, n, params), one, joint in zip(requests(), alone, together, strict=True):
+        assert len(joint.sequences) == n
+        assert [s.tokens for s in joint.sequences] == [s.tokens for s in one.sequences]
+        for seq in joint.sequences:
+            assert 1 <= len(seq.tokens) <= params.max_tokens
+            if seq.stop_reason == "stop":
+                assert seq.tokens[-1] in params.stop
+            else:
+                assert len(seq.tokens) == params.max_tokens
+            expected = full_forward_logprobs(backend, prompt + seq.tokens)[len(prompt) - 1 :]
+            np.testing.assert_allclose(seq.logprobs, expected, atol=1e-4)
+    reasons = {s.stop_reason for r in together for s in r.sequences}
+    assert reasons == {"stop", "length"}  # rows left the batch at different steps
+
+
+def test_compute_logprobs_runs_between_decode_steps(backend: Any) -> None:
+    sampler = backend.create_sampling_client(base_model=TINY)
+    long = sampler.sample(
+        types.ModelInput.from_ints(PROMPTS[1]), 4, types.SamplingParams(max_tokens=30, stop=[])
+    )
+    scored = sampler.compute_logprobs(types.ModelInput.from_ints(PROMPTS[0])).result()
+    expected = full_forward_logprobs(backend, PROMPTS[0])
+    np.testing.assert_allclose(scored[1:], expected, atol=1e-5)
+    assert len(long.result().sequences) == 4
