@@ -27,10 +27,9 @@ from kitchen.workflows.distillation.stages import (
 )
 from kitchen.workflows.distillation.state import DistillationState, PromptDistillationState
 from kitchen.workflows.reinforcement import RLLoopConfig
-from kitchen.workflows.reinforcement.rollout import WriteRollouts
-from kitchen.workflows.reinforcement.stages import ComputeAdvantages, RefreshSampler
+from kitchen.workflows.reinforcement.stages import ComputeAdvantages
 from kitchen.workflows.reinforcement.train import TrainStep
-from kitchen.workflows.reinforcement.workflow import log_step, rollouts, save, setup
+from kitchen.workflows.reinforcement.workflow import setup, sync_body
 from kitchen.workflows.supervised import SupervisedConfig, supervised
 from kitchen.workflows.supervised import setup as supervised_setup
 from train_core.distillation.teacher import TeacherSpec
@@ -51,23 +50,18 @@ def on_policy_distillation(
     """`make_dataset` (an RLDatasetFactory) builds the prompt envs; their group builders'
     `dataset_idx` picks the teacher (`teachers[i]` scores dataset i)."""
     start = start_point(cfg, cfg.load_checkpoint_path)
-    train = TrainStep(
-        learning_rate=cfg.learning_rate,
-        loss_fn=cfg.loss_fn,
-        loss_fn_config=cfg.loss_fn_config,
-        num_substeps=cfg.num_substeps,
-        lr_schedule=cfg.lr_schedule,
-    )
-    body = [
-        RefreshSampler(),
-        rollouts(cfg),
-        WriteRollouts(),
+    train = [
         ComputeAdvantages(estimator="group_mean"),
         AddTeacherKL(coef=cfg.kl_penalty_coef, discount=cfg.kl_discount_factor),
-        train,
-        *log_step(post_kl=cfg.compute_post_kl),
-        *save(cfg),
+        TrainStep(
+            learning_rate=cfg.learning_rate,
+            loss_fn=cfg.loss_fn,
+            loss_fn_config=cfg.loss_fn_config,
+            num_substeps=cfg.num_substeps,
+            lr_schedule=cfg.lr_schedule,
+        ),
     ]
+    body = sync_body(cfg, train, post_kl=cfg.compute_post_kl, evaluation=[])
     renderer = student_renderer_name(cfg, start.model_name)
     return Workflow(
         "on_policy_distillation",

@@ -22,6 +22,7 @@ from kitchen.workflows.reinforcement.state import CodeRLState
 from kitchen.workflows.reinforcement.workflow import (
     evaluate,
     kl_reference,
+    periodic_eval,
     setup,
     sync_body,
     train,
@@ -61,7 +62,8 @@ def code_reinforcement(
             evaluator=evaluator, ks=ks, result_key="humaneval_before", name="humaneval_before"
         )
         steps.append(When(FirstStep(), [RefreshSampler(), before]))
-    loop = Loop("iteration", "n_batches", "batch_idx", steps=True, body=sync_body(cfg, ppo))
+    body = sync_body(cfg, ppo, post_kl=cfg.compute_post_kl, evaluation=periodic_eval(cfg))
+    loop = Loop("iteration", "n_batches", "batch_idx", steps=True, body=body)
     steps += [loop, SaveFinal()]
     final: list[Node] = []  # on the final weights, after the last checkpoint
     if evaluator is not None:

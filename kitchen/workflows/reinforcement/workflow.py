@@ -136,15 +136,17 @@ def rollouts(cfg: RLLoopConfig) -> DoRollouts:
     )
 
 
-def sync_body(cfg: SyncConfig, train_steps: list[Node]) -> list[Node]:
-    """One sync iteration: fresh sampler, (evaluate), roll out, transcripts, train, log, save."""
+def sync_body(
+    cfg: RLLoopConfig, train_steps: list[Node], *, post_kl: bool, evaluation: list[Node]
+) -> list[Node]:
+    """One sync iteration: fresh sampler, evaluation, roll out, transcripts, train, log, save."""
     return [
         RefreshSampler(),
-        *periodic_eval(cfg),
+        *evaluation,
         rollouts(cfg),
         WriteRollouts(),
         *train_steps,
-        *log_step(post_kl=cfg.compute_post_kl),
+        *log_step(post_kl=post_kl),
         *save(cfg),
     ]
 
@@ -208,7 +210,8 @@ def reinforcement(
     steps = setup(rl, make_dataset, start, reference_model=kl_reference(rl, start))
     finally_: list[Node] = []
     if rl.mode == "sync":
-        body = sync_body(rl, train(rl, loss_fn_config=rl.loss_fn_config))
+        train_steps = train(rl, loss_fn_config=rl.loss_fn_config)
+        body = sync_body(rl, train_steps, post_kl=rl.compute_post_kl, evaluation=periodic_eval(rl))
     elif rl.mode == "streaming":
         body = streaming_body(rl)
     else:
