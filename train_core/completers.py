@@ -1,4 +1,5 @@
-"""Policies you can sample from: token-level (what RL uses) and message-level (through a renderer).
+"""Policies you can sample from: token-level (what RL uses; the grouped one samples a group's
+identical prompts in one call) and message-level (through a renderer).
 
 Same names and call shapes as tinker-cookbook's `completers`, so an Env or eval written for it
 runs against a Kitchen policy. The sampling client is anything with a Tinker-style
@@ -8,8 +9,9 @@ APIFuture, Kitchen's APIFuture, a coroutine) or is already a `SampleResponse`.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias
 
 from tinker import types
@@ -92,6 +94,19 @@ async def resolve_sample(result: Any) -> types.SampleResponse:
     return result  # type: ignore[no-any-return]
 
 
+def sampled_tokens(sequence: Any, prompt_cache_hit_tokens: int = 0) -> TokensWithLogprobs:
+    """One sampled sequence of a SampleResponse as TokensWithLogprobs (RL needs the logprobs)."""
+    if sequence.logprobs is None:
+        raise ValueError("the sampler returned no logprobs; RL needs them per token")
+    return TokensWithLogprobs(
+        tokens=list(sequence.tokens),
+        maybe_logprobs=list(sequence.logprobs),
+        stop_reason=sequence.stop_reason,
+        sequence_id=getattr(sequence, "sequence_id", None),
+        prompt_cache_hit_tokens=prompt_cache_hit_tokens,
+    )
+
+
 @dataclass
 class TinkerTokenCompleter(TokenCompleter):
     """Samples actions from a Tinker-style sampling client.
@@ -128,18 +143,89 @@ class TinkerTokenCompleter(TokenCompleter):
                 ),
             )
         )
-        sequence = response.sequences[0]
-        if sequence.logprobs is None:
-            raise ValueError(
-                "TinkerTokenCompleter: the sampler returned no logprobs; RL needs them per token"
-            )
-        return TokensWithLogprobs(
-            tokens=list(sequence.tokens),
-            maybe_logprobs=list(sequence.logprobs),
-            stop_reason=sequence.stop_reason,
-            sequence_id=getattr(sequence, "sequence_id", None),
-            prompt_cache_hit_tokens=getattr(response, "prompt_cache_hit_tokens", 0),
+        return sampled_tokens(
+            response.sequences[0], getattr(response, "prompt_cache_hit_tokens", 0)
         )
+
+
+_Key = tuple[tuple[int, ...], tuple[Any, ...], int]
+
+
+@dataclass
+class GroupedTokenCompleter(TokenCompleter):
+    """A TokenCompleter that batches concurrent requests for the same prompt.
+
+    It merges the identical prompts of a group (the N copies of one problem) into one
+    `sample(num_samples=N)` call: the same samples as N separate calls, but the engine prefills
+    the prompt once and decodes the N rows as one batch.
+
+    The first request for a (prompt, stop, budget) opens a batch and yields `join_ticks` event-loop
+    turns so the other rollouts of its group can join, then samples once for all of them. A
+    failure or cancellation of that call reaches every request of the batch.
+    """
+
+    sampling_client: SamplingClientLike
+    max_tokens: int
+    temperature: float = 1.0
+    join_ticks: int = 3
+    calls: int = 0
+    _open: dict[_Key, list[asyncio.Future[TokensWithLogprobs]]] = field(
+        default_factory=dict, repr=False
+    )
+
+    async def __call__(
+        self, model_input: types.ModelInput, stop: StopCondition, *, max_tokens: int | None = None
+    ) -> TokensWithLogprobs:
+        budget = self.max_tokens if max_tokens is None else min(self.max_tokens, max_tokens)
+        try:
+            key: _Key = (tuple(model_input.to_ints()), tuple(stop), budget)
+        except ValueError:  # images etc.: no cheap identity, sample on its own
+            return (await self._sample(model_input, stop, budget, 1))[0]
+        joined = self._open.get(key)
+        if joined is not None:
+            future: asyncio.Future[TokensWithLogprobs] = asyncio.get_running_loop().create_future()
+            joined.append(future)
+            return await future
+        followers: list[asyncio.Future[TokensWithLogprobs]] = []
+        self._open[key] = followers
+        try:
+            try:
+                for _ in range(self.join_ticks):
+                    await asyncio.sleep(0)
+            finally:
+                del self._open[key]
+            samples = await self._sample(model_input, stop, budget, 1 + len(followers))
+        except BaseException as e:
+            for f in followers:
+                if f.done():
+                    continue
+                if isinstance(e, asyncio.CancelledError):
+                    f.cancel()
+                else:
+                    f.set_exception(e)
+            raise
+        for f, sample in zip(followers, samples[1:], strict=True):
+            if not f.done():
+                f.set_result(sample)
+        return samples[0]
+
+    async def _sample(
+        self, model_input: types.ModelInput, stop: StopCondition, budget: int, n: int
+    ) -> list[TokensWithLogprobs]:
+        self.calls += 1
+        response = await resolve_sample(
+            self.sampling_client.sample(
+                prompt=model_input,
+                num_samples=n,
+                sampling_params=types.SamplingParams(
+                    max_tokens=budget, temperature=self.temperature, stop=stop
+                ),
+            )
+        )
+        out = [sampled_tokens(seq) for seq in response.sequences]
+        if len(out) != n:
+            raise ValueError(f"asked the sampler for {n} samples, got {len(out)}")
+        return out
 
 
 class TinkerMessageCompleter(MessageCompleter):

@@ -7,13 +7,14 @@ import pytest
 from tinker import types
 
 from tests.rl_core.rl_core_fakes import single_turn_group, transition
-from train_core.rl import ADVANTAGE_ESTIMATORS, compute_advantages
-from train_core.rl.gae import (
-    assemble_turn_advantage_data,
-    gae_1d,
-    gae_turn_advantages,
-    turn_advantage_data,
+from train_core.rl import (
+    ADVANTAGE_ESTIMATORS,
+    assemble_training_data,
+    compute_advantages,
+    compute_turn_advantages,
+    trajectory_to_data,
 )
+from train_core.rl.gae import gae_1d, gae_turn_advantages
 from train_core.rl.types import Trajectory, TrajectoryGroup
 
 
@@ -92,7 +93,7 @@ def test_bad_parameters_fail_naming_them():
 
 def test_each_turn_gets_its_own_advantage_on_its_action_tokens():
     traj = episode([0.0, 1.0], ac_len=2)
-    (datum,) = turn_advantage_data(traj, [0.5, -2.0])
+    (datum,) = trajectory_to_data(traj, [0.5, -2.0])
     targets = datum.loss_fn_inputs["target_tokens"].to_numpy().tolist()
     advantages = datum.loss_fn_inputs["advantages"].to_numpy()
     by_token = dict(zip(targets, advantages.tolist(), strict=True))
@@ -108,14 +109,14 @@ def test_a_rewritten_history_starts_a_new_datum_with_its_turns_advantage():
     first = transition([1, 2], [100, 101], reward=0.0)
     second = transition([9, 9, 9], [110], reward=1.0)  # not an extension of the first
     traj = Trajectory([first, second], types.ModelInput.empty())
-    d0, d1 = turn_advantage_data(traj, [0.25, 0.75])
+    d0, d1 = trajectory_to_data(traj, [0.25, 0.75])
     assert set(d0.loss_fn_inputs["advantages"].to_numpy().tolist()) == {0.0, 0.25}
     assert set(d1.loss_fn_inputs["advantages"].to_numpy().tolist()) == {0.0, 0.75}
 
 
 def test_masked_turns_carry_no_advantage():
     traj = episode([0.0, 1.0], metrics={0: {"parse_error_masked": 1.0}})
-    (datum,) = turn_advantage_data(traj, [0.5, 0.5])
+    (datum,) = trajectory_to_data(traj, [0.5, 0.5])
     targets = datum.loss_fn_inputs["target_tokens"].to_numpy().tolist()
     by_token = dict(
         zip(targets, datum.loss_fn_inputs["advantages"].to_numpy().tolist(), strict=True)
@@ -125,10 +126,31 @@ def test_masked_turns_carry_no_advantage():
 
 def test_assembly_checks_one_advantage_array_per_trajectory():
     g = group([1.0], [0.0])
-    data, meta = assemble_turn_advantage_data([g], [gae_turn_advantages(g, 1.0, 1.0)])
+    data, meta = assemble_training_data([g], compute_turn_advantages([g], "gae"))
     assert len(data) == 2 and meta == [
         {"group_idx": 0, "traj_idx": 0},
         {"group_idx": 0, "traj_idx": 1},
     ]
     with pytest.raises(ValueError, match="one per trajectory"):
-        assemble_turn_advantage_data([g], [[np.zeros(1)]])
+        assemble_training_data([g], [[np.zeros(1)]])
+    with pytest.raises(ValueError, match="one per turn"):
+        assemble_training_data([g], [[np.zeros(2), np.zeros(1)]])
+
+
+def test_a_per_trajectory_estimator_is_broadcast_to_every_turn():
+    g = group([0.0, 1.0], [0.0])  # totals 1 and 0: group_mean gives 0.5 and -0.5
+    turns = compute_turn_advantages([g], "group_mean")[0]
+    assert [t.tolist() for t in turns] == [[0.5, 0.5], [-0.5]]
+    data, _ = assemble_training_data([g], [compute_advantages([g])[0]])
+    broadcast, _ = assemble_training_data([g], [turns])
+    assert [d.loss_fn_inputs["advantages"].to_numpy().tolist() for d in data] == [
+        d.loss_fn_inputs["advantages"].to_numpy().tolist() for d in broadcast
+    ]
+    with pytest.raises(ValueError, match="apply to the gae estimator"):
+        compute_turn_advantages([g], "group_mean", gamma=0.9)
+
+
+def test_gae_turn_advantages_take_gamma_and_lambda():
+    g = group([0.0, 0.0, 1.0], [0.0])
+    turns = compute_turn_advantages([g], "gae", gamma=1.0, lam=0.5)[0]
+    np.testing.assert_allclose(turns[0], [0.125, 0.25, 0.5])

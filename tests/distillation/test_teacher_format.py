@@ -11,16 +11,16 @@ import pytest
 from kitchen.adapters.fake.tokenizer import FakeTokenizer
 from kitchen.engine.errors import ConfigError
 from kitchen.engine.stage import Context
-from kitchen.workflows.distillation.stages import (
-    InitTeachers,
+from kitchen.workflows.distillation.stages import InitTeachers
+from kitchen.workflows.distillation.state import DistillationState
+from train_core.distillation import (
     Teacher,
     TeacherSpec,
+    place_on_mask,
     same_tokenizer,
     split_turn_end,
     teacher_query,
 )
-from kitchen.workflows.distillation.state import DistillationState
-from train_core.distillation import place_on_mask
 from train_core.renderers import get_renderer
 
 TOK = FakeTokenizer()
@@ -82,6 +82,7 @@ def test_a_teacher_with_another_tokenizer_is_refused():
         create_sampling_client=lambda **kw: SimpleNamespace(get_tokenizer=lambda: other)
     )
     state = DistillationState(tokenizer=TOK)
-    stage = InitTeachers((TeacherSpec("kitchen/tiny-qwen", renderer_name="chatml"),), "chatml")
+    spec = TeacherSpec("kitchen/tiny-qwen", renderer_name="chatml")
+    stage = InitTeachers(specs=(spec,), student_renderer="chatml")
     with pytest.raises(ConfigError, match=r"teacher 0 .*different tokenizer"):
         stage(Context(state=state, backend=backend))  # type: ignore[arg-type]

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from tinker import types
 
 from train_core.completers import TokenCompleter, TokensWithLogprobs
@@ -209,3 +210,29 @@ class CharRenderer:
 
 def encode(text: str) -> list[int]:
     return [ord(c) for c in text]
+
+
+@dataclass
+class LatencySampler:
+    """A sampling client that takes `latency` seconds per call and records num_samples."""
+
+    latency: float = 0.0
+    calls: list[int] = field(default_factory=list)
+
+    def sample(self, prompt: types.ModelInput, num_samples: int, sampling_params: Any) -> Any:
+        self.calls.append(num_samples)
+
+        async def respond() -> types.SampleResponse:
+            await asyncio.sleep(self.latency)
+            seqs = [
+                types.SampledSequence(
+                    stop_reason="stop",
+                    sequence_id=f"s{i}",
+                    tokens_np=np.asarray([10 + i, 1], dtype=np.int32),
+                    logprobs_np=np.asarray([-0.1, -0.2], dtype=np.float32),
+                )
+                for i in range(num_samples)
+            ]
+            return types.SampleResponse(sequences=seqs)
+
+        return respond()

@@ -1,12 +1,17 @@
 import asyncio
 import concurrent.futures
+from typing import Any
 
 import numpy as np
 import pytest
-from rl_core_fakes import STOP, CharRenderer, encode
+from rl_core_fakes import STOP, CharRenderer, LatencySampler, encode
 from tinker import types
 
-from train_core.completers import TinkerMessageCompleter, TinkerTokenCompleter
+from train_core.completers import (
+    GroupedTokenCompleter,
+    TinkerMessageCompleter,
+    TinkerTokenCompleter,
+)
 
 
 def response(tokens, logprobs=None, stop_reason="stop"):
@@ -76,3 +81,39 @@ def test_message_completer_renders_samples_and_parses():
     prompt, _, params = sampler.requests[0]
     assert "".join(map(chr, prompt.to_ints())) == "user:hi\nassistant:"
     assert params.stop == [STOP]
+
+
+def test_grouped_completer_merges_identical_concurrent_prompts():
+    sampler = LatencySampler()
+    policy = GroupedTokenCompleter(sampler, max_tokens=4)
+    prompt_a, prompt_b = types.ModelInput.from_ints([1, 2]), types.ModelInput.from_ints([3])
+
+    async def go() -> list[Any]:
+        return await asyncio.gather(
+            *[policy(prompt_a, [0]) for _ in range(4)], *[policy(prompt_b, [0]) for _ in range(2)]
+        )
+
+    results = asyncio.run(go())
+    assert sorted(sampler.calls) == [2, 4]
+    # every request got its own sample
+    assert [r.tokens[0] for r in results] == [10, 11, 12, 13, 10, 11]
+
+
+def test_grouped_completer_passes_a_sampler_failure_to_every_request():
+    class Failing:
+        def sample(self, prompt: Any, num_samples: int, sampling_params: Any) -> Any:
+            async def fail() -> Any:
+                raise RuntimeError("sampler down")
+
+            return fail()
+
+    policy = GroupedTokenCompleter(Failing(), max_tokens=4)
+
+    async def go() -> list[Any]:
+        prompt = types.ModelInput.from_ints([1])
+        return await asyncio.gather(
+            *[policy(prompt, [0]) for _ in range(3)], return_exceptions=True
+        )
+
+    results = asyncio.run(go())
+    assert all(isinstance(r, RuntimeError) for r in results)

@@ -6,6 +6,7 @@ from tinker import types
 from train_core.completers import TokensWithLogprobs
 from train_core.rl.data import (
     assemble_training_data,
+    keep_informative_groups,
     remove_constant_reward_groups,
     remove_mask,
     trajectory_to_data,
@@ -129,6 +130,17 @@ def test_remove_constant_reward_groups_keeps_one_when_all_are_constant():
     a, b = single_turn_group([0.0, 0.0]), single_turn_group([1.0, 1.0])
     assert remove_constant_reward_groups([a, b]) == [a]
     assert remove_constant_reward_groups([]) == []
+
+
+def test_keep_informative_groups_keeps_advantages_aligned():
+    groups = [single_turn_group([1, 1]), single_turn_group([0, 1]), single_turn_group([2, 0])]
+    advantages = [np.zeros(2), np.array([-0.5, 0.5]), np.array([1.0, -1.0])]
+    kept, kept_adv = keep_informative_groups(groups, advantages)
+    assert kept == groups[1:]
+    assert [a.tolist() for a in kept_adv] == [[-0.5, 0.5], [1.0, -1.0]]
+    all_constant = [single_turn_group([1, 1]), single_turn_group([0, 0])]
+    kept, _ = keep_informative_groups(all_constant, [np.zeros(2), np.zeros(2)])
+    assert kept == all_constant[:1]
 
 
 def test_remove_mask_drops_only_the_mask():

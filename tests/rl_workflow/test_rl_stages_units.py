@@ -1,23 +1,22 @@
-"""Pure pieces of the RL stages: substep splitting, group filtering, transcripts, version metrics,
-the grouped completer, and the async rollout pool's staleness bound."""
+"""Pure pieces of the RL stages: substep splitting, transcripts, version metrics, concurrent
+rollouts, and the async rollout pool's staleness bound."""
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pytest
 from tinker import types
 
 from kitchen.adapters.fake.tokenizer import FakeTokenizer
-from kitchen.engine.futures import APIFuture
 from kitchen.workflows.reinforcement.async_pool import AsyncRolloutPool
-from kitchen.workflows.reinforcement.rollout import GroupedTokenCompleter, transcript_records
-from kitchen.workflows.reinforcement.stages import keep_informative_groups, version_metrics
+from kitchen.workflows.reinforcement.rollout import transcript_records
+from kitchen.workflows.reinforcement.stages import version_metrics
 from kitchen.workflows.reinforcement.train import split_into
-from tests.rl_core.rl_core_fakes import single_turn_group
+from tests.rl_core.rl_core_fakes import LatencySampler, single_turn_group
+from train_core.completers import GroupedTokenCompleter
 from train_core.rl import do_batch_rollouts
 
 
@@ -27,17 +26,6 @@ def test_split_into_gives_contiguous_near_equal_chunks():
     assert split_into(list(range(4)), 1) == [[0, 1, 2, 3]]
     with pytest.raises(ValueError):
         split_into([1], 0)
-
-
-def test_keep_informative_groups_keeps_advantages_aligned():
-    groups = [single_turn_group([1, 1]), single_turn_group([0, 1]), single_turn_group([2, 0])]
-    advantages = [np.zeros(2), np.array([-0.5, 0.5]), np.array([1.0, -1.0])]
-    kept, kept_adv = keep_informative_groups(groups, advantages)
-    assert kept == groups[1:]
-    assert [a.tolist() for a in kept_adv] == [[-0.5, 0.5], [1.0, -1.0]]
-    all_constant = [single_turn_group([1, 1]), single_turn_group([0, 0])]
-    kept, _ = keep_informative_groups(all_constant, [np.zeros(2), np.zeros(2)])
-    assert kept == all_constant[:1]
 
 
 def test_version_metrics_measure_staleness_against_the_step():
@@ -67,65 +55,6 @@ def test_transcript_records_hold_prompt_response_and_reward_per_group():
     assert [t["reward"] for t in rec["trajectories"]] == [1.0, 0.0]
     turn = rec["trajectories"][0]["turns"][0]
     assert turn["prompt"] == tok.decode([0, 1, 2]) and turn["response"] == tok.decode([100, 101])
-
-
-@dataclass
-class LatencySampler:
-    """A sampling client that takes `latency` seconds per call and records num_samples."""
-
-    latency: float = 0.0
-    calls: list[int] = field(default_factory=list)
-
-    def sample(self, prompt: types.ModelInput, num_samples: int, sampling_params: Any) -> Any:
-        self.calls.append(num_samples)
-
-        async def respond() -> types.SampleResponse:
-            await asyncio.sleep(self.latency)
-            seqs = [
-                types.SampledSequence(
-                    stop_reason="stop",
-                    sequence_id=f"s{i}",
-                    tokens_np=np.asarray([10 + i, 1], dtype=np.int32),
-                    logprobs_np=np.asarray([-0.1, -0.2], dtype=np.float32),
-                )
-                for i in range(num_samples)
-            ]
-            return types.SampleResponse(sequences=seqs)
-
-        return respond()
-
-
-def test_grouped_completer_merges_identical_concurrent_prompts():
-    sampler = LatencySampler()
-    policy = GroupedTokenCompleter(sampler, max_tokens=4)
-    prompt_a, prompt_b = types.ModelInput.from_ints([1, 2]), types.ModelInput.from_ints([3])
-
-    async def go() -> list[Any]:
-        return await asyncio.gather(
-            *[policy(prompt_a, [0]) for _ in range(4)], *[policy(prompt_b, [0]) for _ in range(2)]
-        )
-
-    results = asyncio.run(go())
-    assert sorted(sampler.calls) == [2, 4]
-    # every request got its own sample
-    assert [r.tokens[0] for r in results] == [10, 11, 12, 13, 10, 11]
-
-
-def test_grouped_completer_passes_a_sampler_failure_to_every_request():
-    class Failing:
-        def sample(self, prompt: Any, num_samples: int, sampling_params: Any) -> Any:
-            return APIFuture.failed(RuntimeError("sampler down"))
-
-    policy = GroupedTokenCompleter(Failing(), max_tokens=4)
-
-    async def go() -> list[Any]:
-        prompt = types.ModelInput.from_ints([1])
-        return await asyncio.gather(
-            *[policy(prompt, [0]) for _ in range(3)], return_exceptions=True
-        )
-
-    results = asyncio.run(go())
-    assert all(isinstance(r, RuntimeError) for r in results)
 
 
 def test_batch_rollouts_overlap_sampling_latency_across_groups():

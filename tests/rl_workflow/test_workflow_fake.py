@@ -271,3 +271,19 @@ def test_async_failure_still_stops_every_rollout_in_finally():
         run(ArithmeticRL(), config(mode="async", num_batches=4), backend=fake, hooks=[hook])
     assert hook.error is not None
     assert hook.pool is not None and not hook.pool._tasks  # cancelled and awaited in finally_
+
+
+def test_a_loop_config_runs_as_the_minimal_sync_loop():
+    from kitchen.workflows.reinforcement import RLLoopConfig
+    from kitchen.workflows.reinforcement.stages import AssembleData, ComputeAdvantages
+
+    cfg = RLLoopConfig(groups_per_batch=G, group_size=N, num_batches=2, eval_every=5)
+    wf = reinforcement(cfg, ArithmeticEnvs(G, N, n_batches=50, test_problems=2))
+    (loop,) = [s for s in wf.steps if getattr(s, "name", "") == "iteration"]
+    names = [getattr(s, "name", type(s).__name__) for s in loop.body]
+    assert wf.name == "reinforcement_sync" and "evaluate_rl" not in wf.render()
+    assert names[:3] == ["refresh_sampler", "do_rollouts", "write_rollouts"]
+    assert ComputeAdvantages(estimator="group_mean") in loop.body
+    assert AssembleData(remove_constant_reward_groups=True) in loop.body
+    registered = [s for s in wf.steps if getattr(s, "name", "") == "register_model"]
+    assert registered and registered[0].config["eval_every"] == 5  # the config as given

@@ -1,8 +1,8 @@
-"""Distillation math: reverse-KL advantages from teacher logprobs, composite multi-teacher data."""
+"""Distillation: teachers scoring the student's tokens in their own chat format, reverse-KL
+advantages from teacher logprobs, composite multi-teacher data."""
 
 from train_core.distillation.advantages import (
     apply_teacher_kl,
-    discounted_future_sum,
     place_on_mask,
     reverse_kl_advantages,
     reverse_kl_per_token,
@@ -14,16 +14,39 @@ from train_core.distillation.composite import (
     TaggedItem,
     allocate_per_batch,
 )
+from train_core.distillation.teacher import (
+    Teacher,
+    TeacherQuery,
+    TeacherSpec,
+    same_tokenizer,
+    score_with_teachers,
+    split_turn_end,
+    teacher_conversations,
+    teacher_messages,
+    teacher_query,
+    turn_end_tokens,
+)
+from train_core.rl.kl import discounted_future_sum
 
 __all__ = [
     "CompositeDataset",
     "DistillationSource",
     "TaggedItem",
+    "Teacher",
+    "TeacherQuery",
+    "TeacherSpec",
     "allocate_per_batch",
     "apply_teacher_kl",
     "discounted_future_sum",
     "place_on_mask",
     "reverse_kl_advantages",
     "reverse_kl_per_token",
+    "same_tokenizer",
+    "score_with_teachers",
+    "split_turn_end",
+    "teacher_conversations",
     "teacher_kl_metrics",
+    "teacher_messages",
+    "teacher_query",
+    "turn_end_tokens",
 ]

@@ -16,20 +16,10 @@ import numpy as np
 import numpy.typing as npt
 from tinker import types
 
+from train_core.rl.kl import discounted_future_sum
 from train_core.supervised.nll import as_array
 
 FloatArray = npt.NDArray[np.float64]
-
-
-def discounted_future_sum(x_T: Any, gamma: float) -> FloatArray:
-    """result[t] = sum_{k >= 0} gamma^k * x[t + k], one backward pass."""
-    values_T = as_array(x_T)
-    result_T = np.empty_like(values_T)
-    running = 0.0
-    for t in range(values_T.size - 1, -1, -1):
-        running = values_T[t] + gamma * running
-        result_T[t] = running
-    return result_T
 
 
 def _aligned(student_T: Any, teacher_T: Any, mask_T: Any) -> tuple[FloatArray, ...]:

@@ -1,24 +1,23 @@
 """Reinforcement learning core: env protocol, rollouts, advantages, datums, metrics.
 
-Pure logic over tinker.types; the workflow stages in `kitchen.workflows.reinforcement.stages` call into it.
+Pure logic over tinker.types; the stages of `kitchen.workflows.reinforcement` call into it.
 """
 
 from train_core.rl.advantages import (
     ADVANTAGE_ESTIMATORS,
     compute_advantages,
+    compute_turn_advantages,
     group_mean_advantages,
     register_advantage_estimator,
 )
 from train_core.rl.data import (
     assemble_training_data,
+    keep_informative_groups,
     remove_constant_reward_groups,
     remove_mask,
     trajectory_to_data,
 )
-from train_core.rl.gae import (  # registers the "gae" estimator
-    assemble_turn_advantage_data,
-    gae_turn_advantages,
-)
+from train_core.rl.gae import gae_turn_advantages  # registers the "gae" estimator
 from train_core.rl.kl import compute_kl_sample_train
 from train_core.rl.metrics import compute_trajectory_metrics
 from train_core.rl.rollouts import do_batch_rollouts, do_group_rollout, do_single_rollout
@@ -60,15 +59,16 @@ __all__ = [
     "TrajectoryGroup",
     "Transition",
     "assemble_training_data",
-    "assemble_turn_advantage_data",
     "compute_advantages",
     "compute_kl_sample_train",
     "compute_trajectory_metrics",
+    "compute_turn_advantages",
     "do_batch_rollouts",
     "do_group_rollout",
     "do_single_rollout",
     "gae_turn_advantages",
     "group_mean_advantages",
+    "keep_informative_groups",
     "register_advantage_estimator",
     "remove_constant_reward_groups",
     "remove_mask",

@@ -1,7 +1,9 @@
-"""Per-trajectory advantages from a group's rewards, and the registry estimators plug into.
+"""Advantages from a group's rewards, and the registry estimators plug into.
 
-An estimator maps one TrajectoryGroup to one advantage per trajectory (advantages_G); the
-datum assembly spreads each trajectory's advantage over its action tokens.
+An estimator maps one TrajectoryGroup to one advantage per trajectory (advantages_G). What RL
+trains on is one advantage per turn (`compute_turn_advantages`): a per-trajectory estimator's
+value is broadcast to the trajectory's turns; `gae` gives each turn its own. The datum assembly
+puts each turn's advantage on its action tokens.
 """
 
 from __future__ import annotations
@@ -76,3 +78,29 @@ def compute_advantages(
             )
         advantages_P.append(advantages_G)
     return advantages_P
+
+
+def compute_turn_advantages(
+    trajectory_groups_P: Sequence[TrajectoryGroup],
+    estimator: str = "group_mean",
+    gamma: float = 1.0,
+    lam: float = 1.0,
+) -> list[list[np.ndarray]]:
+    """turn_advantages_P: per group, per trajectory, advantages_T (one per turn). `gae` is per
+    turn by nature (discount `gamma`, `lam`); any other estimator's advantage is broadcast to
+    every turn of its trajectory, and takes no gamma or lambda."""
+    if estimator == "gae":
+        from train_core.rl.gae import gae_turn_advantages
+
+        return [gae_turn_advantages(g, gamma, lam) for g in trajectory_groups_P]
+    if (gamma, lam) != (1.0, 1.0):
+        raise ValueError(f"gamma and lambda apply to the gae estimator; estimator is {estimator!r}")
+    return [
+        [
+            np.full(len(traj.transitions), a, dtype=np.float64)
+            for traj, a in zip(g.trajectories_G, advantages_G, strict=True)
+        ]
+        for g, advantages_G in zip(
+            trajectory_groups_P, compute_advantages(trajectory_groups_P, estimator), strict=True
+        )
+    ]

@@ -1,8 +1,8 @@
 """Trajectories -> training datums for the policy-gradient losses.
 
 Each datum holds a token sequence shifted for next-token prediction, and per target position:
-`target_tokens`, `logprobs` (the sampler's, 0 on observation tokens), `advantages` (the
-trajectory's advantage on action tokens, 0 elsewhere) and `mask` (1 on action tokens). Multi-turn
+`target_tokens`, `logprobs` (the sampler's, 0 on observation tokens), `advantages` (each turn's
+advantage on its action tokens, 0 elsewhere) and `mask` (1 on action tokens). Multi-turn
 episodes whose next observation extends the previous observation + action share one datum; when
 an observation is not such an extension (the env rewrote history), a new datum starts. Same
 layout as tinker-cookbook 0.6.1's `trajectory_to_data`.
@@ -135,10 +135,26 @@ def _drop_last_position(spans: list[ProvenanceSpan]) -> list[ProvenanceSpan]:
     return [*rest, dataclasses.replace(last, length=last.length - 1)]
 
 
+def turn_advantages(traj: Trajectory, traj_advantage: float | Sequence[float]) -> list[float]:
+    """advantages_T, one per turn: a per-trajectory advantage broadcast to every turn, or the
+    trajectory's own per-turn advantages (checked for length)."""
+    n_turns = len(traj.transitions)
+    values = np.asarray(traj_advantage, dtype=np.float64)
+    if values.ndim == 0:
+        return [float(values)] * n_turns
+    if values.shape != (n_turns,):
+        raise ValueError(
+            f"trajectory_to_data: {n_turns} turns but advantages of shape {values.shape}; "
+            "expected one per turn (or one for the whole trajectory)"
+        )
+    return [float(v) for v in values]
+
+
 def trajectory_to_data(
-    traj: Trajectory, traj_advantage: float, include_provenance: bool = True
+    traj: Trajectory, traj_advantage: float | Sequence[float], include_provenance: bool = True
 ) -> list[types.Datum]:
     """One datum per run of turns whose observations extend each other; see the module doc.
+    `traj_advantage`: one advantage for every turn, or one per turn.
 
     With `include_provenance`, a datum also records where its tokens came from (prompt positions
     of the sampling request, sampled tokens of a sequence) when every action in it has a
@@ -146,7 +162,8 @@ def trajectory_to_data(
     """
     data: list[types.Datum] = []
     seq = _Sequence(include_provenance)
-    for transition in traj.transitions:
+    advantages_T = turn_advantages(traj, traj_advantage)
+    for transition, advantage in zip(traj.transitions, advantages_T, strict=True):
         ob_flat = flatten_chunks(transition.ob.chunks)
         if not seq.flat:
             delta_flat = ob_flat
@@ -166,7 +183,7 @@ def trajectory_to_data(
         seq.flat.extend(delta_flat)
         seq.flat.extend(action_tokens)
         seq.logprobs_T.extend([0.0] * delta_len + [float(x) for x in _action_logprobs(action)])
-        seq.advantages_T.extend([0.0] * delta_len + [0.0 if masked else traj_advantage] * n_ac)
+        seq.advantages_T.extend([0.0] * delta_len + [0.0 if masked else advantage] * n_ac)
         seq.mask_T.extend([0.0] * delta_len + [0.0 if masked else 1.0] * n_ac)
     if seq.flat:
         data.append(seq.to_datum())
@@ -207,10 +224,11 @@ def _record_provenance(
 
 def assemble_training_data(
     trajectory_groups_P: Sequence[TrajectoryGroup],
-    advantages_P: Sequence[Sequence[float] | np.ndarray],
+    advantages_P: Sequence[Sequence[float | Sequence[float]] | np.ndarray],
     include_provenance: bool = True,
 ) -> tuple[list[types.Datum], list[dict[str, int]]]:
-    """Flat datums for a batch, and per datum its {"group_idx", "traj_idx"}."""
+    """Flat datums for a batch, and per datum its {"group_idx", "traj_idx"}. Per group, per
+    trajectory: one advantage for all its turns, or one per turn (`compute_turn_advantages`)."""
     if len(trajectory_groups_P) != len(advantages_P):
         raise ValueError(
             f"assemble_training_data: {len(trajectory_groups_P)} groups but "
@@ -229,7 +247,7 @@ def assemble_training_data(
         for i_traj, (traj, advantage) in enumerate(
             zip(group.trajectories_G, advantages_G, strict=True)
         ):
-            new_data = trajectory_to_data(traj, float(advantage), include_provenance)
+            new_data = trajectory_to_data(traj, advantage, include_provenance)
             data_D.extend(new_data)
             metadata_D.extend({"group_idx": i_group, "traj_idx": i_traj} for _ in new_data)
     return data_D, metadata_D
@@ -253,6 +271,17 @@ def remove_constant_reward_groups(
         logger.warning("all groups have uniform rewards; this batch carries no gradient")
         return list(trajectory_groups_P[:1])
     return kept
+
+
+def keep_informative_groups(
+    trajectory_groups_P: Sequence[TrajectoryGroup], advantages_P: Sequence[Any]
+) -> tuple[list[TrajectoryGroup], list[Any]]:
+    """The groups `remove_constant_reward_groups` keeps, with their advantages still aligned."""
+    kept = {id(g) for g in remove_constant_reward_groups(trajectory_groups_P)}
+    pairs = [
+        (g, a) for g, a in zip(trajectory_groups_P, advantages_P, strict=True) if id(g) in kept
+    ]
+    return [g for g, _ in pairs], [a for _, a in pairs]
 
 
 def remove_mask(datum: types.Datum) -> types.Datum:

@@ -19,21 +19,15 @@ Every action token of turn t gets A_t. Special cases:
   turns further from the reward.
 
 The registry entry `gae` (ADVANTAGE_ESTIMATORS) returns one advantage per trajectory, as every
-estimator must: its first turn's A_0 with gamma = lambda = 1. Workflows that train per-turn
-advantages with chosen gamma and lambda call `gae_turn_advantages` and
-`assemble_turn_advantage_data` instead.
+estimator must: its first turn's A_0 with gamma = lambda = 1. Training takes the per-turn values,
+with chosen gamma and lambda, through `compute_turn_advantages(groups, "gae", gamma, lam)`.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Sequence
-
 import numpy as np
-from tinker import types
 
 from train_core.rl.advantages import register_advantage_estimator
-from train_core.rl.data import trajectory_to_data
 from train_core.rl.types import Trajectory, TrajectoryGroup
 
 
@@ -91,71 +85,3 @@ def gae_first_turn_advantages(group: TrajectoryGroup) -> np.ndarray:
     Per-turn advantages with other gamma / lambda: `gae_turn_advantages`."""
     turns_G = gae_turn_advantages(group, 1.0, 1.0)
     return np.asarray([a[0] if a.size else 0.0 for a in turns_G], dtype=np.float64)
-
-
-def _mark_turns(traj: Trajectory) -> Trajectory:
-    """The trajectory with each action's logprobs replaced by its 1-based turn number, so that the
-    datum layout of `trajectory_to_data` reveals which turn each target position belongs to."""
-    transitions = [
-        dataclasses.replace(
-            t,
-            ac=dataclasses.replace(t.ac, maybe_logprobs=[float(k + 1)] * len(t.ac.tokens)),
-        )
-        for k, t in enumerate(traj.transitions)
-    ]
-    return dataclasses.replace(traj, transitions=transitions)
-
-
-def turn_advantage_data(
-    traj: Trajectory, advantages_T: Sequence[float], include_provenance: bool = True
-) -> list[types.Datum]:
-    """Datums as `trajectory_to_data` lays them out, with turn t's advantage on its action
-    tokens (0 on observation tokens and on masked turns)."""
-    if len(advantages_T) != len(traj.transitions):
-        raise ValueError(
-            f"turn_advantage_data: {len(traj.transitions)} turns but {len(advantages_T)} "
-            "advantages; expected one per turn"
-        )
-    real_D = trajectory_to_data(traj, 0.0, include_provenance)
-    # Same observations and tokens, so the same datum split: the unit run marks action targets
-    # (1 where a turn is trained), the marked logprobs name each target's turn.
-    marked_D = trajectory_to_data(_mark_turns(traj), 1.0, include_provenance=False)
-    per_turn = np.append(0.0, np.asarray(advantages_T, dtype=np.float64))
-    out = []
-    for real, marked in zip(real_D, marked_D, strict=True):
-        trained_T = marked.loss_fn_inputs["advantages"].to_numpy()
-        turn_T = marked.loss_fn_inputs["logprobs"].to_numpy().round().astype(np.int64)
-        advantages = (trained_T * per_turn[turn_T]).astype(np.float32)
-        inputs = {**real.loss_fn_inputs, "advantages": types.TensorData.from_numpy(advantages)}
-        out.append(dataclasses.replace(real, loss_fn_inputs=inputs))
-    return out
-
-
-def assemble_turn_advantage_data(
-    trajectory_groups_P: Sequence[TrajectoryGroup],
-    turn_advantages_P: Sequence[Sequence[Sequence[float]]],
-    include_provenance: bool = True,
-) -> tuple[list[types.Datum], list[dict[str, int]]]:
-    """Flat datums for a batch with per-turn advantages, and per datum {"group_idx", "traj_idx"}."""
-    if len(trajectory_groups_P) != len(turn_advantages_P):
-        raise ValueError(
-            f"assemble_turn_advantage_data: {len(trajectory_groups_P)} groups but "
-            f"{len(turn_advantages_P)} advantage lists; expected one per group"
-        )
-    data_D: list[types.Datum] = []
-    metadata_D: list[dict[str, int]] = []
-    for i_group, (group, turns_G) in enumerate(
-        zip(trajectory_groups_P, turn_advantages_P, strict=True)
-    ):
-        if len(turns_G) != len(group.trajectories_G):
-            raise ValueError(
-                f"assemble_turn_advantage_data: group {i_group} has {len(group.trajectories_G)} "
-                f"trajectories but {len(turns_G)} advantage arrays; expected one per trajectory"
-            )
-        for i_traj, (traj, advantages_T) in enumerate(
-            zip(group.trajectories_G, turns_G, strict=True)
-        ):
-            new_data = turn_advantage_data(traj, advantages_T, include_provenance)
-            data_D.extend(new_data)
-            metadata_D.extend({"group_idx": i_group, "traj_idx": i_traj} for _ in new_data)
-    return data_D, metadata_D

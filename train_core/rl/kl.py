@@ -116,9 +116,9 @@ def compute_post_kl(
     return {"kl_pre_post_v1": v1, "kl_pre_post_v2": v2}
 
 
-def discounted_future_sum(x_T: np.ndarray, gamma: float) -> np.ndarray:
+def discounted_future_sum(x_T: Any, gamma: float) -> np.ndarray:
     """out[t] = sum_k gamma^k x[t+k], one backward pass."""
-    x_T = np.asarray(x_T, dtype=np.float64)
+    x_T = as_array(x_T)
     out_T = np.empty_like(x_T)
     running = 0.0
     for t in range(x_T.size - 1, -1, -1):

@@ -2,13 +2,13 @@
 distillation (a teacher labels prompts, then supervised fine-tuning)."""
 
 from kitchen.workflows.distillation.config import DistillationConfig, PromptDistillationConfig
-from kitchen.workflows.distillation.stages import TeacherSpec
 from kitchen.workflows.distillation.state import DistillationState, PromptDistillationState
 from kitchen.workflows.distillation.workflow import (
     on_policy_distillation,
     prompt_distillation,
     student_renderer_name,
 )
+from train_core.distillation.teacher import TeacherSpec
 
 __all__ = [
     "DistillationConfig",

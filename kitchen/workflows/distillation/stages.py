@@ -1,62 +1,16 @@
 """Distillation stages: teachers, the teacher's reverse-KL advantages on the student's samples, and
-teacher-labelled data for prompt distillation.
-
-A teacher scores the student's sampled tokens in the teacher's own chat format (tinker-cookbook
-issue 796): when its renderer or system prompt differs from the student's, the prompt is
-re-rendered as the teacher would see it, the student's completion tokens are appended (the turn-end
-marker swapped for the teacher's), and the teacher's logprobs of those tokens are placed back on the
-student's action positions (`place_on_mask`). The teacher must share the student's tokenizer: its
-logprobs are of the student's own token ids. Cross-tokenizer alignment is refused, not guessed.
-The math (KL, advantages, metrics) is in train_core.distillation.
-"""
+teacher-labelled data for prompt distillation. Re-rendering for a teacher's chat format, token
+alignment and the KL math are in train_core.distillation."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-from tinker import types
-
 from kitchen.engine.errors import ConfigError, StageError
 from kitchen.engine.stage import Context, Metrics
-
-
-@dataclass(frozen=True)
-class TeacherSpec:
-    """Which teacher: a base model or a saved sampler checkpoint, its chat format, and the system
-    prompt it answers under (None = none)."""
-
-    model: str
-    checkpoint: str | None = None
-    renderer_name: str | None = None
-    system_prompt: str | None = None
-
-
-@dataclass
-class Teacher:
-    """A live teacher: its sampler, tokenizer and renderer; `same_format` when it would render
-    the student's prompt token for token as the student did (then it scores the datum as is)."""
-
-    spec: TeacherSpec
-    client: Any
-    tokenizer: Any
-    renderer: Any
-    same_format: bool
-
-
-def same_tokenizer(a: Any, b: Any) -> bool:
-    """Same vocabulary (token string -> id), or the same object."""
-    if a is b:
-        return True
-    vocab_a, vocab_b = getattr(a, "get_vocab", None), getattr(b, "get_vocab", None)
-    if vocab_a is not None and vocab_b is not None:
-        return bool(vocab_a() == vocab_b())
-    probe = "Teacher and student: 180 °C (356 °F), 1,000 g!"
-    return bool(len(a) == len(b) and a.encode(probe) == b.encode(probe))
+from train_core.distillation.teacher import Teacher, TeacherSpec, same_tokenizer
 
 
 def open_teacher(backend: Any, spec: TeacherSpec, student_renderer: str | None) -> Teacher:
@@ -72,7 +26,7 @@ def open_teacher(backend: Any, spec: TeacherSpec, student_renderer: str | None) 
     return Teacher(spec, client, tokenizer, get_renderer(renderer_name, tokenizer), same)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class InitTeachers:
     """One sampler per teacher (teacher i scores dataset i); each must share the student's tokenizer."""
 
@@ -97,82 +51,7 @@ class InitTeachers:
         return None
 
 
-def split_turn_end(tokens: Sequence[int], stop: Sequence[Any], tokenizer: Any) -> int:
-    """How many trailing tokens of a completion are its turn-end marker (a stop token, a stop
-    string, or EOS); 0 when it was cut by max_tokens."""
-    if not tokens:
-        return 0
-    if tokens[-1] in [s for s in stop if isinstance(s, int)] + [tokenizer.eos_token_id]:
-        return 1
-    for n in range(1, min(len(tokens), 16) + 1):
-        tail = str(tokenizer.decode(list(tokens[-n:])))
-        if any(isinstance(s, str) and s and s in tail for s in stop):
-            return n
-    return 0
-
-
-def turn_end_tokens(renderer: Any, tokenizer: Any) -> list[int]:
-    """The tokens that end an assistant turn in `renderer`'s format (its first stop sequence)."""
-    stop = renderer.get_stop_sequences()
-    if not stop:
-        return [tokenizer.eos_token_id]
-    first = stop[0]
-    return [first] if isinstance(first, int) else list(tokenizer.encode(first))
-
-
-def teacher_messages(teacher: Teacher, prompt_messages: list[Any]) -> list[Any]:
-    if not teacher.spec.system_prompt:
-        return list(prompt_messages)
-    rest = [m for m in prompt_messages if m.get("role") != "system"]
-    return [{"role": "system", "content": teacher.spec.system_prompt}, *rest]
-
-
-@dataclass(frozen=True)
-class TeacherQuery:
-    """A completion re-rendered for the teacher, and how to map its logprobs back."""
-
-    model_input: types.ModelInput
-    prompt_len: int
-    n_content: int
-    n_teacher_end: int
-    student_end_logprobs: list[float]
-
-    def student_values(self, teacher_logprobs: Sequence[float | None]) -> np.ndarray:
-        """The teacher's logprob of each student completion token, in order. Turn ends of equal
-        length map one to one; otherwise the first student end token gets the teacher's whole
-        end logprob and the rest keep the student's own (no signal on format tokens)."""
-        lp = np.asarray([np.nan if v is None else v for v in teacher_logprobs], dtype=np.float64)
-        start, end = self.prompt_len, self.prompt_len + self.n_content
-        content = lp[start:end]
-        teacher_end = lp[end : end + self.n_teacher_end]
-        n_student_end = len(self.student_end_logprobs)
-        if n_student_end == 0:
-            ends = np.zeros(0)
-        elif n_student_end == self.n_teacher_end:
-            ends = teacher_end
-        else:
-            ends = np.asarray([teacher_end.sum(), *self.student_end_logprobs[1:]])
-        return np.concatenate([content, ends])
-
-
-def teacher_query(
-    teacher: Teacher, prompt_messages: list[Any], action: Any, student_renderer: Any, student_tokenizer: Any
-) -> TeacherQuery:  # fmt: skip
-    tokens, logprobs = list(action.tokens), list(action.logprobs)
-    n_end = split_turn_end(tokens, student_renderer.get_stop_sequences(), student_tokenizer)
-    content = tokens[: len(tokens) - n_end]
-    prompt = teacher.renderer.build_generation_prompt(teacher_messages(teacher, prompt_messages))
-    end = turn_end_tokens(teacher.renderer, teacher.tokenizer) if n_end else []
-    return TeacherQuery(
-        model_input=types.ModelInput.from_ints([*prompt.to_ints(), *content, *end]),
-        prompt_len=prompt.length,
-        n_content=len(content),
-        n_teacher_end=len(end),
-        student_end_logprobs=[float(x) for x in logprobs[len(content) :]],
-    )
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class AddTeacherKL:
     """Datums from this step's groups, each with -coef * (log p_student - log p_teacher) added to
     its advantages; teacher_kl overall and per dataset (`teacher_kl/dataset_{i}`)."""
@@ -193,56 +72,22 @@ class AddTeacherKL:
     writes: frozenset[str] = frozenset({"train_data"})
 
     async def __call__(self, ctx: Context[Any]) -> Metrics | None:
-        from train_core.distillation import apply_teacher_kl, place_on_mask
+        from train_core.distillation import apply_teacher_kl, score_with_teachers
         from train_core.rl import assemble_training_data
-        from train_core.rl.kl import as_array, full_sequence_inputs
 
         state = ctx.state
         groups_P, builders_P = state.trajectory_groups, state.env_group_builders
         data_D, meta_D = assemble_training_data(groups_P, state.advantages)
-        tags_D: list[int] = []
-        queries_D: list[TeacherQuery | None] = []  # None: the teacher scores the datum as is
-        futures = []
-        for datum, meta in zip(data_D, meta_D, strict=True):
-            builder = builders_P[meta["group_idx"]]
-            tag = int(getattr(builder, "dataset_idx", 0))
-            teacher: Teacher = state.teachers[tag]
-            tags_D.append(tag)
-            if teacher.same_format:
-                queries_D.append(None)
-                futures.append(teacher.client.compute_logprobs(full_sequence_inputs([datum])[0]))
-                continue
-            traj = groups_P[meta["group_idx"]].trajectories_G[meta["traj_idx"]]
-            messages = getattr(builder, "prompt_messages", None)
-            if messages is None or len(traj.transitions) != 1:
-                raise StageError(
-                    f"teacher {tag} uses another chat format than the student, which needs "
-                    "single-turn envs whose group builder has `prompt_messages`; "
-                    f"{type(builder).__name__} has none (or the episode is multi-turn)"
-                )
-            query = teacher_query(
-                teacher, messages, traj.transitions[0].ac, state.renderer, state.tokenizer
-            )
-            queries_D.append(query)
-            futures.append(teacher.client.compute_logprobs(query.model_input))
-        scored_D = await asyncio.gather(*(_resolve(f) for f in futures))
-        teacher_lp_D = [
-            as_array(lp)[1:]
-            if q is None
-            else place_on_mask(q.student_values(lp), d.loss_fn_inputs["mask"])
-            for q, lp, d in zip(queries_D, scored_D, data_D, strict=True)
-        ]
+        teacher_lp_D, tags_D = await score_with_teachers(
+            data_D, meta_D, groups_P, builders_P, state.teachers, state.renderer, state.tokenizer
+        )
         state.train_data, metrics = apply_teacher_kl(
             data_D, teacher_lp_D, tags_D, self.coef, self.discount
         )
         return {**metrics, "num_datums": len(data_D)}
 
 
-async def _resolve(future: Any) -> Any:
-    return await future
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class InitTeacher:
     """The teacher of prompt distillation (any tokenizer: it only writes text)."""
 
@@ -257,12 +102,11 @@ class InitTeacher:
         return None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LabelWithTeacher:
-    """Create-data: the teacher answers each prompt under its system prompt; the conversations
-    keep the prompt and the answer but not the system prompt (what the student learns from).
-    Written to `<log_dir>/<file_name>` too, and read back from there when it exists (a resumed
-    run trains on the data it started with). Empty answers are dropped."""
+    """Create-data: the teacher's conversations for the prompts in `source`, into `into`
+    (train_core.distillation.teacher_conversations). Written to `<log_dir>/<file_name>` too, and
+    read back from there when it exists (a resumed run trains on the data it started with)."""
 
     source: str
     into: str
@@ -280,7 +124,7 @@ class LabelWithTeacher:
         return frozenset({self.into})
 
     async def __call__(self, ctx: Context[Any]) -> Metrics | None:
-        from train_core.renderers.content import get_text_content
+        from train_core.distillation import teacher_conversations
 
         saved = ctx.log_dir / self.file_name if ctx.log_dir is not None else None
         if saved is not None and saved.exists():  # a resumed run trains on the same data
@@ -288,30 +132,10 @@ class LabelWithTeacher:
             setattr(ctx.state, self.into, rows)
             ctx.logger.info("reusing %d teacher-labelled rows from %s", len(rows), saved)
             return None
-        teacher: Teacher = ctx.state.teacher
         prompts: list[str] = getattr(ctx.state, self.source)
-        params = types.SamplingParams(
-            max_tokens=self.max_tokens,
-            temperature=self.temperature,
-            stop=teacher.renderer.get_stop_sequences(),
+        rows = await teacher_conversations(
+            ctx.state.teacher, prompts, self.max_tokens, self.temperature
         )
-        futures = [
-            teacher.client.sample(
-                teacher.renderer.build_generation_prompt(
-                    teacher_messages(teacher, [{"role": "user", "content": p}])
-                ),
-                1,
-                params,
-            )
-            for p in prompts
-        ]
-        responses = await asyncio.gather(*(_resolve(f) for f in futures))
-        rows = []
-        for prompt, response in zip(prompts, responses, strict=True):
-            message, _ = teacher.renderer.parse_response(response.sequences[0].tokens)
-            answer = get_text_content(message).strip()
-            if answer:
-                rows.append({"messages": [{"role": "user", "content": prompt}, {"role": "assistant", "content": answer}]})  # fmt: skip
         if not rows:
             raise StageError(f"the teacher gave no non-empty answer to the {len(prompts)} prompts")
         setattr(ctx.state, self.into, rows)

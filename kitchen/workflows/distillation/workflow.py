@@ -5,8 +5,8 @@
   the advantage, and the configured policy-gradient loss takes a step. Several prompt datasets,
   each with its own teacher, mix through a composite dataset (teacher i scores dataset i).
 - prompt distillation: a teacher answers prompts under a long system prompt (create-data), then
-  the student is fine-tuned on (prompt without the system prompt -> the teacher's answer) with the
-  supervised workflow's own stages.
+  the student is fine-tuned on (prompt without the system prompt -> the teacher's answer) by the
+  supervised workflow's training section.
 """
 
 from __future__ import annotations
@@ -14,30 +14,25 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from kitchen.engine.graph import Every, Loop, When, Workflow
-from kitchen.workflows.common.checkpoint import SaveCheckpoint, SaveFinal
-from kitchen.workflows.common.setup import InitTrainingClient, LoadDataset
-from kitchen.workflows.common.start import register, start_point
+from kitchen.engine.graph import Loop, Node, Workflow
+from kitchen.workflows.common.checkpoint import SaveFinal
+from kitchen.workflows.common.setup import LoadDataset
+from kitchen.workflows.common.start import StartPoint, register, start_point
 from kitchen.workflows.distillation.config import DistillationConfig, PromptDistillationConfig
 from kitchen.workflows.distillation.stages import (
     AddTeacherKL,
     InitTeacher,
     InitTeachers,
     LabelWithTeacher,
-    TeacherSpec,
 )
 from kitchen.workflows.distillation.state import DistillationState, PromptDistillationState
 from kitchen.workflows.reinforcement import RLLoopConfig
-from kitchen.workflows.reinforcement.rollout import DoRollouts, WriteRollouts
-from kitchen.workflows.reinforcement.stages import (
-    BuildRLDataset,
-    ComputeAdvantages,
-    LogRLStep,
-    RefreshSampler,
-)
-from kitchen.workflows.reinforcement.train import ComputePostKL, TrainStep
-from kitchen.workflows.supervised import SupervisedConfig, setup, supervised
-from kitchen.workflows.supervised.stages import TokenizeConversations
+from kitchen.workflows.reinforcement.stages import ComputeAdvantages
+from kitchen.workflows.reinforcement.train import TrainStep
+from kitchen.workflows.reinforcement.workflow import setup, sync_body
+from kitchen.workflows.supervised import SupervisedConfig, supervised
+from kitchen.workflows.supervised import setup as supervised_setup
+from train_core.distillation.teacher import TeacherSpec
 
 
 def student_renderer_name(cfg: RLLoopConfig | SupervisedConfig, model_name: str) -> str:
@@ -55,30 +50,81 @@ def on_policy_distillation(
     """`make_dataset` (an RLDatasetFactory) builds the prompt envs; their group builders'
     `dataset_idx` picks the teacher (`teachers[i]` scores dataset i)."""
     start = start_point(cfg, cfg.load_checkpoint_path)
-    save = [When(Every(cfg.save_every, "step"), [SaveCheckpoint()])] if cfg.save_every else []
+    train = [
+        ComputeAdvantages(estimator="group_mean"),
+        AddTeacherKL(coef=cfg.kl_penalty_coef, discount=cfg.kl_discount_factor),
+        TrainStep(
+            learning_rate=cfg.learning_rate,
+            loss_fn=cfg.loss_fn,
+            loss_fn_config=cfg.loss_fn_config,
+            num_substeps=cfg.num_substeps,
+            lr_schedule=cfg.lr_schedule,
+        ),
+    ]
+    body = sync_body(cfg, train, post_kl=cfg.compute_post_kl, evaluation=[])
+    renderer = student_renderer_name(cfg, start.model_name)
     return Workflow(
         "on_policy_distillation",
         DistillationState,
         steps=[
-            InitTrainingClient(start.model_name, lora_rank=cfg.lora_rank, renderer_name=cfg.renderer_name,
-                               seed=cfg.seed, load_checkpoint_path=start.load_checkpoint_path),
-            BuildRLDataset(make_dataset, cfg.num_batches),
-            InitTeachers(tuple(teachers), student_renderer_name(cfg, start.model_name)),
-            Loop("iteration", "n_batches", "batch_idx", steps=True, body=[
-                RefreshSampler(),
-                DoRollouts(cfg.max_tokens, cfg.temperature, cfg.coalesce_samples),
-                WriteRollouts(),
-                ComputeAdvantages("group_mean"),
-                AddTeacherKL(cfg.kl_penalty_coef, cfg.kl_discount_factor),
-                TrainStep(cfg.learning_rate, cfg.loss_fn, cfg.loss_fn_config, cfg.num_substeps, cfg.lr_schedule),
-                *([ComputePostKL()] if cfg.compute_post_kl else []),
-                LogRLStep(),
-                *save,
-            ]),
+            *setup(cfg, make_dataset, start),
+            InitTeachers(specs=tuple(teachers), student_renderer=renderer),
+            Loop("iteration", "n_batches", "batch_idx", steps=True, body=body),
             SaveFinal(),
             *register(cfg, recipe, start),
         ],
-    )  # fmt: skip
+    )
+
+
+def teacher_data(
+    cfg: PromptDistillationConfig,
+    teacher: TeacherSpec,
+    convert: Callable[[dict[str, Any], str], Any],
+) -> list[Node]:
+    """Create-data: the prompts (train and held-out), the teacher, and its answers as the
+    `conversations` / `test_conversations` the supervised section tokenizes."""
+    loads = [
+        LoadDataset(
+            cfg.dataset, "prompts", convert=convert, limit=cfg.max_prompts, fingerprint=True
+        )
+    ]
+    labels = [
+        LabelWithTeacher(
+            source="prompts",
+            into="conversations",
+            max_tokens=cfg.teacher_max_tokens,
+            temperature=cfg.teacher_temperature,
+        )
+    ]
+    if cfg.test_dataset:
+        loads.append(
+            LoadDataset(cfg.test_dataset, "test_prompts", split=cfg.test_split, convert=convert)
+        )
+        labels.append(
+            LabelWithTeacher(
+                source="test_prompts",
+                into="test_conversations",
+                max_tokens=cfg.teacher_max_tokens,
+                temperature=cfg.teacher_temperature,
+                file_name="teacher_data_test.jsonl",
+            )
+        )
+    return [*loads, InitTeacher(spec=teacher), *labels]
+
+
+def supervised_sections(
+    cfg: SupervisedConfig, recipe: str, start: StartPoint
+) -> tuple[Node, Node, list[Node]]:
+    """(training client, tokenize, training section) of today's supervised workflow, which is
+    its data setup (client, dataset loads, tokenize) followed by the training section. A stand-in
+    until kitchen.workflows.supervised names its sections; checked, so a change there fails here
+    at build time rather than training on the wrong data."""
+    data = supervised_setup(cfg, None, start)
+    steps = supervised(cfg, None, recipe).steps
+    if steps[: len(data)] != data:
+        raise TypeError("prompt_distillation: supervised() no longer starts with its setup()")
+    client, *_dataset_loads, tokenize = data
+    return client, tokenize, steps[len(data) :]
 
 
 def prompt_distillation(
@@ -87,33 +133,12 @@ def prompt_distillation(
     convert: Callable[[dict[str, Any], str], Any],
     recipe: str = "prompt_distillation",
 ) -> Workflow[PromptDistillationState]:
-    """`convert(row, where) -> prompt text`. The supervised workflow after its data setup: the
-    conversations come from the teacher instead of the dataset."""
+    """`convert(row, where) -> prompt text`. The supervised workflow whose conversations come
+    from the teacher (the teacher-data section) instead of the dataset."""
     start = start_point(cfg, cfg.load_checkpoint_path)
-    label = [LabelWithTeacher("prompts", "conversations", cfg.teacher_max_tokens, cfg.teacher_temperature)]  # fmt: skip
-    load = [LoadDataset(cfg.dataset, "prompts", convert=convert, limit=cfg.max_prompts, fingerprint=True)]  # fmt: skip
-    if cfg.test_dataset:
-        load.append(
-            LoadDataset(cfg.test_dataset, "test_prompts", split=cfg.test_split, convert=convert)
-        )
-        label.append(
-            LabelWithTeacher(
-                "test_prompts",
-                "test_conversations",
-                cfg.teacher_max_tokens,
-                cfg.teacher_temperature,
-                file_name="teacher_data_test.jsonl",
-            )
-        )
-    # supervised() starts with its data setup (training client, datasets, tokenize): keep the
-    # training client, swap the dataset loads for create-data, keep the rest as it is.
-    n_setup = len(setup(cfg, None, start))
-    sl = supervised(cfg, None, recipe)
-    init, tokenize = sl.steps[0], sl.steps[n_setup - 1]
-    if not (isinstance(init, InitTrainingClient) and isinstance(tokenize, TokenizeConversations)):
-        raise TypeError("prompt_distillation: supervised() no longer starts with its data setup")
+    client, tokenize, training = supervised_sections(cfg, recipe, start)
     return Workflow(
         "prompt_distillation",
         PromptDistillationState,
-        steps=[init, *load, InitTeacher(teacher), *label, tokenize, *sl.steps[n_setup:]],
+        steps=[client, *teacher_data(cfg, teacher, convert), tokenize, *training],
     )

@@ -9,7 +9,7 @@ from kitchen.workflows.reinforcement.config import (
     RLMode,
 )
 from kitchen.workflows.reinforcement.state import CodeRLState, RLState
-from kitchen.workflows.reinforcement.workflow import reinforcement, reinforcement_flat
+from kitchen.workflows.reinforcement.workflow import reinforcement
 
 __all__ = [
     "CodeRLState",
@@ -20,5 +20,4 @@ __all__ = [
     "RLMode",
     "RLState",
     "reinforcement",
-    "reinforcement_flat",
 ]

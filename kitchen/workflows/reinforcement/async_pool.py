@@ -143,7 +143,7 @@ class AsyncRolloutPool:
             await self.close()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StartRolloutPool:
     """The pool of async rollouts and its first sampler (the current weights)."""
 
@@ -173,7 +173,7 @@ class StartRolloutPool:
         return None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CollectGroups:
     """This step's groups from the pool (started at this batch on the first step)."""
 
@@ -200,7 +200,7 @@ class CollectGroups:
         }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PublishSampler:
     """Weights after this step's update to the pool (version step + 1) and to evaluation."""
 
@@ -216,7 +216,7 @@ class PublishSampler:
         return None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StopRolloutPool:
     """Cancel and await every rollout still in flight (runs in finally_, also after errors)."""
 

@@ -1,84 +1,39 @@
-"""RL on code with a sandbox, as tinker-cookbook's code_rl: the sync RL loop of
-`reinforcement.py` (same stages), plus what code needs and the knobs of a PPO-style recipe:
+"""RL on code with a sandbox, as tinker-cookbook's code_rl: the sync RL loop of `workflow.py` (the
+same sections), plus a sandbox resource and a pass@k evaluator, with a PPO-style recipe's knobs:
 
 - a sandbox opened first and closed in `finally_`; the env datasets are built with it;
 - a pass@k benchmark (HumanEval in code_rl) graded in that sandbox, before the first step and
   after the last;
-- `gae` advantages per turn (gamma, gae_lambda) instead of one advantage per trajectory;
+- `gae` advantages per turn (gamma, gae_lambda);
 - `clip_epsilon`: the ppo / cispo loss's clip thresholds 1 - e and 1 + e;
 - `ppo_epochs`: optimizer passes over each batch of rollouts (old policy = the sampler).
 """
 
 from __future__ import annotations
 
-from kitchen.engine.graph import Every, Loop, Node, When, Workflow
-from kitchen.workflows.common.checkpoint import SaveCheckpoint, SaveFinal
-from kitchen.workflows.common.setup import InitTrainingClient
+from kitchen.engine.graph import Loop, Node, When, Workflow
+from kitchen.workflows.common.checkpoint import SaveFinal
 from kitchen.workflows.common.start import register, start_point
-from kitchen.workflows.reinforcement.code_stages import (
-    AssembleTurnData,
-    BuildSandboxedRLDataset,
-    CloseSandbox,
-    ComputeTurnAdvantages,
-    FirstStep,
-    OpenSandbox,
-    SandboxedDatasetFactory,
-    TrainEpochs,
-)
 from kitchen.workflows.reinforcement.config import CodeRLWorkflowConfig
-from kitchen.workflows.reinforcement.pass_at_k import CodeEvaluator, EvaluatePassAtK
-from kitchen.workflows.reinforcement.rollout import DoRollouts, EvaluateRL, WriteRollouts
-from kitchen.workflows.reinforcement.stages import (
-    AssembleData,
-    ComputeAdvantages,
-    InitReferenceClient,
-    LogRLStep,
-    RefreshSampler,
-)
+from kitchen.workflows.reinforcement.pass_at_k import CodeEvaluator, EvaluatePassAtK, FirstStep
+from kitchen.workflows.reinforcement.sandbox import CloseSandbox, OpenSandbox
+from kitchen.workflows.reinforcement.stages import RefreshSampler, RLDatasetFactory
 from kitchen.workflows.reinforcement.state import CodeRLState
-from kitchen.workflows.reinforcement.train import ApplyKLPenalty, ComputePostKL
+from kitchen.workflows.reinforcement.workflow import (
+    evaluate,
+    kl_reference,
+    periodic_eval,
+    setup,
+    sync_body,
+    train,
+)
 
-
-def _advantages(cfg: CodeRLWorkflowConfig) -> list[Node]:
-    if cfg.advantage_estimator == "gae":
-        return [
-            ComputeTurnAdvantages(cfg.gamma, cfg.gae_lambda),
-            AssembleTurnData(cfg.remove_constant_reward_groups),
-        ]
-    return [
-        ComputeAdvantages(cfg.advantage_estimator),
-        AssembleData(cfg.remove_constant_reward_groups),
-    ]
-
-
-def _body(cfg: CodeRLWorkflowConfig) -> list[Node]:
-    evaluate = EvaluateRL(cfg.max_tokens, cfg.eval_temperature)
-    kl = [ApplyKLPenalty(cfg.kl_penalty_coef, cfg.kl_discount_factor)] if cfg.kl_penalty_coef > 0 else []  # fmt: skip
-    train = TrainEpochs(
-        cfg.learning_rate,
-        cfg.loss_fn,
-        cfg.effective_loss_fn_config(),
-        cfg.num_substeps,
-        cfg.ppo_epochs,
-        cfg.lr_schedule,
-    )
-    return [
-        RefreshSampler(),
-        *([When(Every(cfg.eval_every, "step", offset=0), [evaluate])] if cfg.eval_every else []),
-        DoRollouts(cfg.max_tokens, cfg.temperature, cfg.coalesce_samples),
-        WriteRollouts(),
-        *_advantages(cfg),
-        *kl,
-        train,
-        *([ComputePostKL()] if cfg.compute_post_kl else []),
-        LogRLStep(),
-        *([When(Every(cfg.save_every, "step"), [SaveCheckpoint()])] if cfg.save_every else []),
-    ]
+__all__ = ["CodeRLWorkflowConfig", "code_reinforcement"]
 
 
 def code_reinforcement(
     cfg: CodeRLWorkflowConfig,
-    make_dataset: SandboxedDatasetFactory,
+    make_dataset: RLDatasetFactory,
     evaluator: CodeEvaluator | None = None,
     ks: tuple[int, ...] = (1,),
     recipe: str = "code_rl",
@@ -86,38 +41,38 @@ def code_reinforcement(
     """Sync RL over the env datasets `make_dataset(env_ctx, sandbox)` builds; with `evaluator`,
     pass@k (each k in `ks`) before training (`humaneval_before/...`) and after (`humaneval/...`)."""
     start = start_point(cfg, cfg.load_checkpoint_path)
-    reference = (cfg.kl_reference_model or start.model_name) if cfg.kl_penalty_coef > 0 else None
-    before: list[Node] = []
-    after: list[Node] = []
+    sandbox = OpenSandbox(
+        backend=cfg.sandbox_backend,
+        url=cfg.sandbox_url,
+        max_concurrency=cfg.sandbox_max_concurrency,
+    )
+    ppo = train(
+        cfg,
+        loss_fn_config=cfg.effective_loss_fn_config(),
+        ppo_epochs=cfg.ppo_epochs,
+        gamma=cfg.gamma,
+        gae_lambda=cfg.gae_lambda,
+    )
+    steps: list[Node] = [
+        sandbox,
+        *setup(cfg, make_dataset, start, reference_model=kl_reference(cfg, start), sandboxed=True),
+    ]
     if evaluator is not None:
-        first = EvaluatePassAtK(evaluator, ks, result_key="humaneval_before", name="humaneval_before")  # fmt: skip
-        before = [When(FirstStep(), [RefreshSampler(), first])]
-        after = [RefreshSampler(), EvaluatePassAtK(evaluator, ks, name="humaneval_after")]
-    final_eval: list[Node] = []
+        before = EvaluatePassAtK(
+            evaluator=evaluator, ks=ks, result_key="humaneval_before", name="humaneval_before"
+        )
+        steps.append(When(FirstStep(), [RefreshSampler(), before]))
+    body = sync_body(cfg, ppo, post_kl=cfg.compute_post_kl, evaluation=periodic_eval(cfg))
+    loop = Loop("iteration", "n_batches", "batch_idx", steps=True, body=body)
+    steps += [loop, SaveFinal()]
+    final: list[Node] = []  # on the final weights, after the last checkpoint
+    if evaluator is not None:
+        final.append(EvaluatePassAtK(evaluator=evaluator, ks=ks, name="humaneval_after"))
     if cfg.eval_every:
-        refresh: list[Node] = [] if after else [RefreshSampler()]
-        final_eval = [*refresh, EvaluateRL(cfg.max_tokens, cfg.eval_temperature, report=True)]
+        final.append(evaluate(cfg, report=True))
+    if final:
+        steps += [RefreshSampler(), *final]
+    steps += register(cfg, recipe, start)
     return Workflow(
-        "code_rl",
-        CodeRLState,
-        steps=[
-            OpenSandbox(cfg.sandbox_backend, cfg.sandbox_url, cfg.sandbox_max_concurrency),
-            InitTrainingClient(
-                start.model_name,
-                lora_rank=cfg.lora_rank,
-                renderer_name=cfg.renderer_name,
-                seed=cfg.seed,
-                load_checkpoint_path=start.load_checkpoint_path,
-            ),
-            BuildSandboxedRLDataset(make_dataset, cfg.num_batches),
-            *([InitReferenceClient(reference)] if reference else []),
-            *before,
-            Loop("iteration", "n_batches", "batch_idx", steps=True, body=_body(cfg)),
-            SaveFinal(),
-            *after,
-            *final_eval,
-            *register(cfg, recipe, start),
-        ],
-        finally_=[CloseSandbox()],
-        description=__doc__ or "",
+        "code_rl", CodeRLState, steps, finally_=[CloseSandbox()], description=__doc__ or ""
     )

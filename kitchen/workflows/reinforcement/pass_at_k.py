@@ -26,7 +26,7 @@ CodeEvaluator = Callable[[Any, Any, Any], Awaitable[PassCounts]]
 """(sampling_client, renderer, sandbox) -> PassCounts."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class EvaluatePassAtK:
     """`<prefix>/pass@k` for each k in `ks` no larger than the samples per problem, logged at the
     current step and stored in `eval_results` under `<result_key>/pass@k` (the model registry
@@ -62,3 +62,16 @@ class EvaluatePassAtK:
             "%s: %s", self.result_key, ", ".join(f"{k} {v:.3f}" for k, v in scores.items())
         )
         return metrics
+
+
+@dataclass(frozen=True)
+class FirstStep:
+    """Predicate: no training step has run yet (false on a resumed run past step 0)."""
+
+    reads: frozenset[str] = frozenset({"step"})
+
+    def __call__(self, state: Any) -> bool:
+        return int(state.step) == 0
+
+    def __str__(self) -> str:
+        return "step == 0"

@@ -1,9 +1,4 @@
-"""Rollout stages: sample every env group of a batch concurrently, write transcripts, evaluate.
-
-`GroupedTokenCompleter` merges the identical prompts of a group (the N copies of one problem)
-into one `sample(num_samples=N)` call: the same samples as N separate calls, but the engine
-prefills the prompt once and decodes the N rows as one batch.
-"""
+"""Rollout stages: sample every env group of a batch concurrently, write transcripts, evaluate."""
 
 from __future__ import annotations
 
@@ -12,111 +7,20 @@ import contextlib
 import json
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tinker import types
 
 from kitchen.engine.stage import Context, Metrics
-from train_core.completers import (
-    StopCondition,
-    TinkerTokenCompleter,
-    TokenCompleter,
-    TokensWithLogprobs,
-    resolve_sample,
-)
-
-_Key = tuple[tuple[int, ...], tuple[Any, ...], int]
-
-
-@dataclass
-class GroupedTokenCompleter(TokenCompleter):
-    """A TokenCompleter that batches concurrent requests for the same prompt.
-
-    The first request for a (prompt, stop, budget) opens a batch and yields `join_ticks` event-loop
-    turns so the other rollouts of its group can join, then samples once for all of them. A
-    failure or cancellation of that call reaches every request of the batch.
-    """
-
-    sampling_client: Any
-    max_tokens: int
-    temperature: float = 1.0
-    join_ticks: int = 3
-    calls: int = 0
-    _open: dict[_Key, list[asyncio.Future[TokensWithLogprobs]]] = field(
-        default_factory=dict, repr=False
-    )
-
-    async def __call__(
-        self, model_input: types.ModelInput, stop: StopCondition, *, max_tokens: int | None = None
-    ) -> TokensWithLogprobs:
-        budget = self.max_tokens if max_tokens is None else min(self.max_tokens, max_tokens)
-        try:
-            key: _Key = (tuple(model_input.to_ints()), tuple(stop), budget)
-        except ValueError:  # images etc.: no cheap identity, sample on its own
-            return (await self._sample(model_input, stop, budget, 1))[0]
-        joined = self._open.get(key)
-        if joined is not None:
-            future: asyncio.Future[TokensWithLogprobs] = asyncio.get_running_loop().create_future()
-            joined.append(future)
-            return await future
-        followers: list[asyncio.Future[TokensWithLogprobs]] = []
-        self._open[key] = followers
-        try:
-            try:
-                for _ in range(self.join_ticks):
-                    await asyncio.sleep(0)
-            finally:
-                del self._open[key]
-            samples = await self._sample(model_input, stop, budget, 1 + len(followers))
-        except BaseException as e:
-            for f in followers:
-                if f.done():
-                    continue
-                if isinstance(e, asyncio.CancelledError):
-                    f.cancel()
-                else:
-                    f.set_exception(e)
-            raise
-        for f, sample in zip(followers, samples[1:], strict=True):
-            if not f.done():
-                f.set_result(sample)
-        return samples[0]
-
-    async def _sample(
-        self, model_input: types.ModelInput, stop: StopCondition, budget: int, n: int
-    ) -> list[TokensWithLogprobs]:
-        self.calls += 1
-        response = await resolve_sample(
-            self.sampling_client.sample(
-                prompt=model_input,
-                num_samples=n,
-                sampling_params=types.SamplingParams(
-                    max_tokens=budget, temperature=self.temperature, stop=stop
-                ),
-            )
-        )
-        out = []
-        for seq in response.sequences:
-            if seq.logprobs is None:
-                raise ValueError("the sampler returned no logprobs; RL needs them per token")
-            out.append(
-                TokensWithLogprobs(
-                    tokens=list(seq.tokens),
-                    maybe_logprobs=list(seq.logprobs),
-                    stop_reason=seq.stop_reason,
-                    sequence_id=getattr(seq, "sequence_id", None),
-                )
-            )
-        if len(out) != n:
-            raise ValueError(f"asked the sampler for {n} samples, got {len(out)}")
-        return out
+from train_core.completers import GroupedTokenCompleter, TinkerTokenCompleter, TokenCompleter
 
 
 def make_policy(
     sampling_client: Any, max_tokens: int, temperature: float, coalesce: bool = True
 ) -> TokenCompleter:
+    """The rollout policy: with `coalesce`, a group's identical prompts are sampled in one call."""
     if coalesce:
         return GroupedTokenCompleter(sampling_client, max_tokens, temperature)
     return TinkerTokenCompleter(sampling_client, max_tokens=max_tokens, temperature=temperature)
@@ -146,7 +50,7 @@ async def group_rollout_tasks(
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DoRollouts:
     """Roll out every group of this batch with the current sampler: one asyncio task per group,
     the envs of a group concurrently (train_core.rl.do_batch_rollouts)."""
@@ -220,7 +124,7 @@ def transcript_records(
     return records
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class WriteRollouts:
     """Transcripts of this step's groups to `<log_dir>/rollouts/iter_XXXXXX.jsonl`."""
 
@@ -249,7 +153,7 @@ class WriteRollouts:
         return None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class EvaluateRL:
     """Mean test-set reward and env metrics (`test/env/all/...`) of the current sampler, at
     `temperature` (0 = greedy). `report=True` (end of run): its own record at the current step,

@@ -1,7 +1,8 @@
 """RL stages: the env dataset, the policy's sampler, advantages, datums and the step's metrics.
 
-Rollouts and transcripts live in `rl_rollout.py`, the train step and streaming in `rl_train.py`,
-async off-policy sampling in `rl_async.py`. The math is in `train_core.rl`.
+Rollouts and transcripts live in `rollout.py`, the train step and streaming in `train.py`, async
+off-policy sampling in `async_pool.py`, the code sandbox in `sandbox.py`. The math is in
+`train_core.rl`.
 """
 
 from __future__ import annotations
@@ -26,26 +27,30 @@ class RLEnvContext:
     datasets: Any = None
 
 
-RLDatasetFactory = Callable[[RLEnvContext], Awaitable[tuple[Any, Any]] | tuple[Any, Any]]
-"""ctx -> (train RLDataset, test RLDataset | None), sync or async. A tinker-cookbook
-RLDatasetBuilder `b` plugs in as `lambda ctx: b()`."""
+RLDatasetFactory = Callable[..., Awaitable[tuple[Any, Any]] | tuple[Any, Any]]
+"""ctx -> (train RLDataset, test RLDataset | None), sync or async; (ctx, sandbox) -> ... for envs
+that run code. A tinker-cookbook RLDatasetBuilder `b` plugs in as `lambda ctx: b()`."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BuildRLDataset:
-    """Build the env datasets with the run's renderer; `n_batches` = len(train), capped by
-    `num_batches` when given."""
+    """Build the env datasets with the run's renderer (and, with `sandboxed`, the run's code
+    sandbox: `make(env_ctx, sandbox)`); `n_batches` = len(train), capped by `num_batches`."""
 
     make: RLDatasetFactory
     num_batches: int | None = None
+    sandboxed: bool = False
     name: str = "build_rl_dataset"
-    reads: frozenset[str] = frozenset({"renderer", "tokenizer"})
     writes: frozenset[str] = frozenset({"dataset", "test_dataset", "n_batches"})
     ports: frozenset[str] = frozenset({"datasets"})
 
+    @property
+    def reads(self) -> frozenset[str]:
+        return frozenset({"renderer", "tokenizer", *(["sandbox"] if self.sandboxed else [])})
+
     async def __call__(self, ctx: Context[Any]) -> Metrics | None:
         env_ctx = RLEnvContext(ctx.state.renderer, ctx.state.tokenizer, ctx.datasets)
-        built = self.make(env_ctx)
+        built = self.make(env_ctx, ctx.state.sandbox) if self.sandboxed else self.make(env_ctx)
         train, test = await built if inspect.isawaitable(built) else built
         if len(train) == 0:
             raise DataError(f"RL dataset {type(train).__name__} has no batches")
@@ -55,7 +60,7 @@ class BuildRLDataset:
         return None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class InitReferenceClient:
     """A sampler on the base model (adapters off): the reference of the KL penalty."""
 
@@ -71,7 +76,7 @@ class InitReferenceClient:
         return None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RefreshSampler:
     """A sampler on the current weights: every rollout of this step is on-policy
     (policy_version == step)."""
@@ -88,36 +93,43 @@ class RefreshSampler:
         return None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ComputeAdvantages:
-    """advantages_G per group by the named estimator (group_mean: GRPO centring, no std)."""
+    """Per group, per trajectory, one advantage per turn by the named estimator (group_mean:
+    GRPO centring, no std, broadcast to every turn; gae: per turn with `gamma`, `lam`)."""
 
     estimator: str = "group_mean"
+    gamma: float = 1.0
+    lam: float = 1.0
     name: str = "compute_advantages"
     reads: frozenset[str] = frozenset({"trajectory_groups"})
     writes: frozenset[str] = frozenset({"advantages"})
 
     def __call__(self, ctx: Context[Any]) -> Metrics | None:
-        from train_core.rl import compute_advantages
+        from train_core.rl import compute_turn_advantages
 
-        ctx.state.advantages = compute_advantages(ctx.state.trajectory_groups, self.estimator)
+        ctx.state.advantages = compute_turn_advantages(
+            ctx.state.trajectory_groups, self.estimator, self.gamma, self.lam
+        )
         return None
 
 
-def keep_informative_groups(groups_P: list[Any], advantages_P: list[Any]) -> tuple[list, list]:
-    """Groups (and their advantages) with some reward spread, as remove_constant_reward_groups
-    keeps them (the first group when all are constant)."""
-    from train_core.rl import remove_constant_reward_groups
+def assemble(
+    groups_P: list[Any], advantages_P: list[Any], informative_only: bool
+) -> tuple[list, list]:
+    """(datums, the groups they came from): each trajectory rendered once, each turn's advantage
+    on its action tokens; with `informative_only`, groups of equal rewards are left out."""
+    from train_core.rl import assemble_training_data, keep_informative_groups
 
-    kept = {id(g) for g in remove_constant_reward_groups(groups_P)}
-    pairs = [(g, a) for g, a in zip(groups_P, advantages_P, strict=True) if id(g) in kept]
-    return [g for g, _ in pairs], [a for _, a in pairs]
+    if informative_only:
+        groups_P, advantages_P = keep_informative_groups(groups_P, advantages_P)
+    return assemble_training_data(groups_P, advantages_P)[0], groups_P
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class AssembleData:
-    """Trajectories -> datums (advantage on action tokens, prefix-merged turns). With
-    `remove_constant_reward_groups`, groups whose rewards are all equal carry no datums."""
+    """Trajectories -> datums (each turn's advantage on its action tokens, prefix-merged turns).
+    With `remove_constant_reward_groups`, groups whose rewards are all equal carry no datums."""
 
     remove_constant_reward_groups: bool = False
     name: str = "assemble_data"
@@ -125,12 +137,9 @@ class AssembleData:
     writes: frozenset[str] = frozenset({"train_data"})
 
     def __call__(self, ctx: Context[Any]) -> Metrics | None:
-        from train_core.rl import assemble_training_data
-
-        groups_P, advantages_P = ctx.state.trajectory_groups, ctx.state.advantages
-        if self.remove_constant_reward_groups:
-            groups_P, advantages_P = keep_informative_groups(groups_P, advantages_P)
-        data_D, _ = assemble_training_data(groups_P, advantages_P)
+        data_D, groups_P = assemble(
+            ctx.state.trajectory_groups, ctx.state.advantages, self.remove_constant_reward_groups
+        )
         ctx.state.train_data = data_D
         return {"num_datums": len(data_D), "num_groups_trained": len(groups_P)}
 
@@ -147,7 +156,7 @@ def version_metrics(versions_P: list[int], step: int) -> Metrics:
     }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LogRLStep:
     """The step's metrics under tinker-cookbook's keys: env/all/*, by_group/*, optim/kl_*,
     optim/entropy, progress/*."""

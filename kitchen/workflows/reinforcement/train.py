@@ -13,7 +13,7 @@ from tinker import types
 
 from kitchen.engine.stage import Context, Metrics
 from kitchen.workflows.reinforcement.rollout import group_rollout_tasks, make_policy
-from kitchen.workflows.reinforcement.stages import keep_informative_groups
+from kitchen.workflows.reinforcement.stages import assemble
 from kitchen.workflows.supervised.stages import AdamSettings
 
 T = TypeVar("T")
@@ -70,7 +70,7 @@ async def kl_penalize(
     return incorporate_kl_penalty(data_D, base_logprobs_D, coef, discount)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ApplyKLPenalty:
     """Add -coef * (KL to the reference) to the advantages of action tokens (centred over the
     batch, as tinker-cookbook does); `kl_policy_base` is the mean logp_sampler - logp_reference."""
@@ -89,15 +89,19 @@ class ApplyKLPenalty:
         return metrics
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TrainStep:
-    """forward_backward with the RL loss, then optim_step, over `num_substeps` contiguous
-    minibatches (one optim_step each). All are queued before any is awaited."""
+    """forward_backward with the RL loss, then optim_step, on each of `num_substeps` contiguous
+    minibatches, `ppo_epochs` times over this step's datums. Every pass sees the same datums,
+    whose `logprobs` are the sampler's, so the ratio's old policy stays the one that sampled.
+    All requests are queued before any is awaited; `training_logprobs` come from the first pass
+    (pre-update weights)."""
 
     learning_rate: float
     loss_fn: str = "importance_sampling"
     loss_fn_config: Mapping[str, float] | None = None
     num_substeps: int = 1
+    ppo_epochs: int = 1
     lr_schedule: str = "constant"
     adam: AdamSettings = field(default_factory=AdamSettings)
     name: str = "train_step"
@@ -112,29 +116,40 @@ class TrainStep:
         t0 = time.perf_counter()
         lr = step_lr(state.step, state.n_batches, self.learning_rate, self.lr_schedule)
         config = dict(self.loss_fn_config) if self.loss_fn_config else None
+        chunks = [
+            [remove_mask(d) for d in c] for c in split_into(state.train_data, self.num_substeps)
+        ]
         submitted = [
             (
-                client.forward_backward([remove_mask(d) for d in chunk], self.loss_fn, config),
+                epoch,
+                client.forward_backward(chunk, self.loss_fn, config),
                 client.optim_step(adam_params(lr, self.adam)),
             )
-            for chunk in split_into(state.train_data, self.num_substeps)
+            for epoch in range(self.ppo_epochs)
+            for chunk in chunks
         ]
         logprobs_D: list[Any] = []
+        losses = [0.0] * self.ppo_epochs
         optim_metrics: dict[str, float] = {}
-        for fb, optim in submitted:
-            logprobs_D.extend(training_logprobs_from_output(await fb))
+        for epoch, fb, optim in submitted:
+            output = await fb
+            losses[epoch] += float((output.metrics or {}).get("loss:sum", 0.0))
+            if epoch == 0:
+                logprobs_D.extend(training_logprobs_from_output(output))
             optim_metrics = dict((await optim).metrics or {})
         state.training_logprobs = logprobs_D
-        return {
+        metrics: Metrics = {
             "optim/lr": lr,
             "learning_rate": lr,
-            "optim/substeps": len(submitted),
-            "time/train": time.perf_counter() - t0,
-            **optim_metrics,
+            "optim/substeps": len(chunks),
+            "optim/epochs": self.ppo_epochs,
         }
+        if self.ppo_epochs > 1:
+            metrics.update({f"optim/loss_sum_epoch_{e}": loss for e, loss in enumerate(losses)})
+        return {**metrics, "time/train": time.perf_counter() - t0, **optim_metrics}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ComputePostKL:
     """How far this step moved the policy on its own data (kl_pre_post_v1/v2; costs a scoring
     pass with the updated weights)."""
@@ -151,9 +166,10 @@ class ComputePostKL:
         return compute_post_kl(ctx.state.train_data, new_logprobs_D)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MinibatchRecipe:
-    """How a minibatch of groups becomes datums (advantages, filtering, KL penalty)."""
+    """How a minibatch of groups becomes datums (advantages, filtering, KL penalty): what
+    ComputeAdvantages, AssembleData and ApplyKLPenalty do to a whole batch."""
 
     estimator: str = "group_mean"
     remove_constant_reward_groups: bool = False
@@ -161,12 +177,10 @@ class MinibatchRecipe:
     kl_discount_factor: float = 0.0
 
     async def datums(self, groups_P: list[Any], reference_client: Any) -> tuple[list, Metrics]:
-        from train_core.rl import assemble_training_data, compute_advantages
+        from train_core.rl import compute_turn_advantages
 
-        advantages_P = compute_advantages(groups_P, self.estimator)
-        if self.remove_constant_reward_groups:
-            groups_P, advantages_P = keep_informative_groups(groups_P, advantages_P)
-        data_D, _ = assemble_training_data(groups_P, advantages_P)
+        advantages_P = compute_turn_advantages(groups_P, self.estimator)
+        data_D, _ = assemble(groups_P, advantages_P, self.remove_constant_reward_groups)
         if self.kl_penalty_coef <= 0:
             return data_D, {}
         return await kl_penalize(
@@ -174,7 +188,7 @@ class MinibatchRecipe:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StreamRolloutsAndTrain:
     """Streaming minibatches: roll out every group concurrently and submit forward_backward on
     each `minibatch_size` groups as soon as they have finished; one optim_step per iteration."""

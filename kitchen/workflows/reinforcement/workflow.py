@@ -1,14 +1,17 @@
 """Reinforcement learning on verifiable envs, as tinker-cookbook's rl/train.py: each iteration samples
-with the current weights, centres rewards per group, and takes a policy-gradient step.
+with the current weights, turns rewards into per-turn advantages, and takes a policy-gradient step.
 
-Three modes, each its own small workflow over the same stages:
+Three modes, each its own small loop body over the same sections:
 - sync: roll out the whole batch, then train on it (every sample from policy version == step);
 - streaming: train on minibatches of groups as they finish, one optim_step per iteration;
 - async: rollouts run ahead of the learner on possibly stale weights, within max_steps_off_policy.
-`reinforcement_flat` is the minimal loop of tinker-cookbook's rl_loop: no modes, no evaluation.
+rl_loop's minimal loop (an RLLoopConfig) is the sync mode with no evaluation and no KL, skipping
+groups without signal. Code RL (`code_workflow.py`) composes the same sections with a sandbox.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from kitchen.engine.graph import Every, Loop, Node, When, Workflow
 from kitchen.workflows.common.checkpoint import SaveCheckpoint, SaveFinal
@@ -20,7 +23,7 @@ from kitchen.workflows.reinforcement.async_pool import (
     StartRolloutPool,
     StopRolloutPool,
 )
-from kitchen.workflows.reinforcement.config import RLConfig, RLLoopConfig
+from kitchen.workflows.reinforcement.config import CodeRLWorkflowConfig, RLConfig, RLLoopConfig
 from kitchen.workflows.reinforcement.rollout import DoRollouts, EvaluateRL, WriteRollouts
 from kitchen.workflows.reinforcement.stages import (
     AssembleData,
@@ -40,15 +43,26 @@ from kitchen.workflows.reinforcement.train import (
     TrainStep,
 )
 
+SyncConfig = RLConfig | CodeRLWorkflowConfig
+"""The configs with the sync loop's options (KL, substeps, evaluation, post-KL)."""
+
+
+def kl_reference(cfg: SyncConfig, start: StartPoint) -> str | None:
+    """The KL reference: the base the run started from, adapters off (or the model named)."""
+    return (cfg.kl_reference_model or start.model_name) if cfg.kl_penalty_coef > 0 else None
+
 
 def setup(
     cfg: RLLoopConfig,
     make_dataset: RLDatasetFactory,
     start: StartPoint,
+    *,
     reference_model: str | None = None,
+    sandboxed: bool = False,
 ) -> list[Node]:
-    """The training client, the env datasets, and (for a KL penalty) the reference sampler."""
-    return [
+    """The training client, the env datasets (built on the run's sandbox when `sandboxed`), and
+    (for a KL penalty) the reference sampler."""
+    steps: list[Node] = [
         InitTrainingClient(
             start.model_name,
             lora_rank=cfg.lora_rank,
@@ -56,138 +70,164 @@ def setup(
             seed=cfg.seed,
             load_checkpoint_path=start.load_checkpoint_path,
         ),
-        BuildRLDataset(make_dataset, cfg.num_batches),
-        *([InitReferenceClient(reference_model)] if reference_model else []),
+        BuildRLDataset(make=make_dataset, num_batches=cfg.num_batches, sandboxed=sandboxed),
     ]
+    if reference_model:
+        steps.append(InitReferenceClient(base_model=reference_model))
+    return steps
 
 
-def _train(cfg: RLConfig) -> list[Node]:
+def train(
+    cfg: SyncConfig,
+    *,
+    loss_fn_config: Mapping[str, float] | None,
+    ppo_epochs: int = 1,
+    gamma: float = 1.0,
+    gae_lambda: float = 1.0,
+) -> list[Node]:
     """Datums from this step's groups, then the policy-gradient update (sync and async)."""
-    kl = (
-        [ApplyKLPenalty(cfg.kl_penalty_coef, cfg.kl_discount_factor)]
-        if cfg.kl_penalty_coef > 0
-        else []
-    )
-    return [
-        ComputeAdvantages(cfg.advantage_estimator),
-        AssembleData(cfg.remove_constant_reward_groups),
-        *kl,
+    steps: list[Node] = [
+        ComputeAdvantages(estimator=cfg.advantage_estimator, gamma=gamma, lam=gae_lambda),
+        AssembleData(remove_constant_reward_groups=cfg.remove_constant_reward_groups),
+    ]
+    if cfg.kl_penalty_coef > 0:
+        steps.append(ApplyKLPenalty(coef=cfg.kl_penalty_coef, discount=cfg.kl_discount_factor))
+    steps.append(
         TrainStep(
-            cfg.learning_rate, cfg.loss_fn, cfg.loss_fn_config, cfg.num_substeps, cfg.lr_schedule
-        ),
-    ]
-
-
-def _evaluate(cfg: RLConfig, report: bool = False) -> EvaluateRL:
-    return EvaluateRL(cfg.max_tokens, cfg.eval_temperature, report=report)
-
-
-def _body(cfg: RLConfig) -> list[Node]:
-    rollouts = DoRollouts(cfg.max_tokens, cfg.temperature, cfg.coalesce_samples)
-    evaluate = (
-        [When(Every(cfg.eval_every, "step", offset=0), [_evaluate(cfg)])] if cfg.eval_every else []
-    )
-    post_kl = [ComputePostKL()] if cfg.compute_post_kl else []
-    save = [When(Every(cfg.save_every, "step"), [SaveCheckpoint()])] if cfg.save_every else []
-    if cfg.mode == "sync":
-        return [
-            RefreshSampler(),
-            *evaluate,
-            rollouts,
-            WriteRollouts(),
-            *_train(cfg),
-            *post_kl,
-            LogRLStep(),
-            *save,
-        ]
-    if cfg.mode == "streaming":
-        stream = StreamRolloutsAndTrain(
-            cfg.max_tokens,
-            cfg.learning_rate,
-            cfg.stream_minibatch_size,
-            cfg.temperature,
-            cfg.coalesce_samples,
-            MinibatchRecipe(
-                cfg.advantage_estimator,
-                cfg.remove_constant_reward_groups,
-                cfg.kl_penalty_coef,
-                cfg.kl_discount_factor,
-            ),
-            cfg.loss_fn,
-            cfg.loss_fn_config,
-            cfg.lr_schedule,
+            learning_rate=cfg.learning_rate,
+            loss_fn=cfg.loss_fn,
+            loss_fn_config=loss_fn_config,
+            num_substeps=cfg.num_substeps,
+            ppo_epochs=ppo_epochs,
+            lr_schedule=cfg.lr_schedule,
         )
-        return [RefreshSampler(), *evaluate, stream, WriteRollouts(), *post_kl, LogRLStep(), *save]
-    # async: the sampler is published by the previous step; rollouts never wait for this one.
+    )
+    return steps
+
+
+def evaluate(cfg: SyncConfig, *, report: bool = False) -> EvaluateRL:
+    return EvaluateRL(max_tokens=cfg.max_tokens, temperature=cfg.eval_temperature, report=report)
+
+
+def periodic_eval(cfg: SyncConfig) -> list[Node]:
+    """Test-set evaluation every `eval_every` steps, from step 0, on pre-step weights."""
+    if not cfg.eval_every:
+        return []
+    return [When(Every(cfg.eval_every, "step", offset=0), [evaluate(cfg)])]
+
+
+def log_step(*, post_kl: bool) -> list[Node]:
+    """After the update: the KL between pre- and post-update policy (optional), the metrics."""
+    if post_kl:
+        return [ComputePostKL(), LogRLStep()]
+    return [LogRLStep()]
+
+
+def save(cfg: RLLoopConfig) -> list[Node]:
+    """A resumable checkpoint every `save_every` steps."""
+    if not cfg.save_every:
+        return []
+    return [When(Every(cfg.save_every, "step"), [SaveCheckpoint()])]
+
+
+def rollouts(cfg: RLLoopConfig) -> DoRollouts:
+    return DoRollouts(
+        max_tokens=cfg.max_tokens, temperature=cfg.temperature, coalesce=cfg.coalesce_samples
+    )
+
+
+def sync_body(
+    cfg: RLLoopConfig, train_steps: list[Node], *, post_kl: bool, evaluation: list[Node]
+) -> list[Node]:
+    """One sync iteration: fresh sampler, evaluation, roll out, transcripts, train, log, save."""
     return [
-        *evaluate,
-        CollectGroups(cfg.groups_per_batch),
+        RefreshSampler(),
+        *evaluation,
+        rollouts(cfg),
         WriteRollouts(),
-        *_train(cfg),
-        *post_kl,
-        LogRLStep(),
-        PublishSampler(),
-        *save,
+        *train_steps,
+        *log_step(post_kl=post_kl),
+        *save(cfg),
     ]
+
+
+def streaming_body(cfg: RLConfig) -> list[Node]:
+    recipe = MinibatchRecipe(
+        estimator=cfg.advantage_estimator,
+        remove_constant_reward_groups=cfg.remove_constant_reward_groups,
+        kl_penalty_coef=cfg.kl_penalty_coef,
+        kl_discount_factor=cfg.kl_discount_factor,
+    )
+    stream = StreamRolloutsAndTrain(
+        max_tokens=cfg.max_tokens,
+        learning_rate=cfg.learning_rate,
+        minibatch_size=cfg.stream_minibatch_size,
+        temperature=cfg.temperature,
+        coalesce=cfg.coalesce_samples,
+        recipe=recipe,
+        loss_fn=cfg.loss_fn,
+        loss_fn_config=cfg.loss_fn_config,
+        lr_schedule=cfg.lr_schedule,
+    )
+    return [
+        RefreshSampler(),
+        *periodic_eval(cfg),
+        stream,
+        WriteRollouts(),
+        *log_step(post_kl=cfg.compute_post_kl),
+        *save(cfg),
+    ]
+
+
+def async_body(cfg: RLConfig) -> list[Node]:
+    """The sampler is published by the previous step; rollouts never wait for this one."""
+    return [
+        *periodic_eval(cfg),
+        CollectGroups(groups_per_batch=cfg.groups_per_batch),
+        WriteRollouts(),
+        *train(cfg, loss_fn_config=cfg.loss_fn_config),
+        *log_step(post_kl=cfg.compute_post_kl),
+        PublishSampler(),
+        *save(cfg),
+    ]
+
+
+def as_sync_loop(cfg: RLLoopConfig) -> RLConfig:
+    """rl_loop's options as the sync workflow's: group_mean, groups without signal skipped, one
+    substep, no KL, no evaluation."""
+    fields = cfg.model_dump(include=set(RLLoopConfig.model_fields))
+    return RLConfig(**{**fields, "remove_constant_reward_groups": True, "eval_every": 0})
 
 
 def reinforcement(
-    cfg: RLConfig, make_dataset: RLDatasetFactory, recipe: str = "reinforcement"
+    cfg: RLConfig | RLLoopConfig, make_dataset: RLDatasetFactory, recipe: str = "reinforcement"
 ) -> Workflow[RLState]:
-    """The RL workflow of `cfg.mode` over the env dataset `make_dataset` builds; the final model
-    is registered as `recipe` (unless --no-register)."""
-    start = start_point(cfg, cfg.load_checkpoint_path)
-    pool: list[Node] = []
-    if cfg.mode == "async":
-        pool = [
+    """The RL workflow of `cfg.mode` over the env dataset `make_dataset` builds (an RLLoopConfig
+    runs as rl_loop's minimal sync loop); the final model is registered as `recipe` (unless
+    --no-register), with the config given."""
+    rl = cfg if isinstance(cfg, RLConfig) else as_sync_loop(cfg)
+    start = start_point(rl, rl.load_checkpoint_path)
+    steps = setup(rl, make_dataset, start, reference_model=kl_reference(rl, start))
+    finally_: list[Node] = []
+    if rl.mode == "sync":
+        train_steps = train(rl, loss_fn_config=rl.loss_fn_config)
+        body = sync_body(rl, train_steps, post_kl=rl.compute_post_kl, evaluation=periodic_eval(rl))
+    elif rl.mode == "streaming":
+        body = streaming_body(rl)
+    else:
+        body = async_body(rl)
+        steps.append(
             StartRolloutPool(
-                cfg.groups_per_batch,
-                cfg.max_steps_off_policy,
-                cfg.max_tokens,
-                cfg.temperature,
-                cfg.coalesce_samples,
+                groups_per_batch=rl.groups_per_batch,
+                max_steps_off_policy=rl.max_steps_off_policy,
+                max_tokens=rl.max_tokens,
+                temperature=rl.temperature,
+                coalesce=rl.coalesce_samples,
             )
-        ]
-    final_eval = [RefreshSampler(), _evaluate(cfg, report=True)] if cfg.eval_every else []
-    # The KL reference is the base the run started from, adapters off (or the model named).
-    reference = (cfg.kl_reference_model or start.model_name) if cfg.kl_penalty_coef > 0 else None
-    return Workflow(
-        f"reinforcement_{cfg.mode}",
-        RLState,
-        steps=[
-            *setup(cfg, make_dataset, start, reference),
-            *pool,
-            Loop("iteration", "n_batches", "batch_idx", steps=True, body=_body(cfg)),
-            *final_eval,
-            SaveFinal(),
-            *register(cfg, recipe, start),
-        ],
-        finally_=[StopRolloutPool()] if cfg.mode == "async" else [],
-    )  # fmt: skip
-
-
-def reinforcement_flat(
-    cfg: RLLoopConfig, make_dataset: RLDatasetFactory, recipe: str = "reinforcement_flat"
-) -> Workflow[RLState]:
-    """The minimal loop (tinker-cookbook's rl_loop): sample with the current weights, centre the
-    rewards per group, drop groups with no signal, one policy-gradient step; log, save."""
-    start = start_point(cfg)
-    return Workflow(
-        "reinforcement_flat",
-        RLState,
-        steps=[
-            *setup(cfg, make_dataset, start),
-            Loop("iteration", "n_batches", "batch_idx", steps=True, body=[
-                RefreshSampler(),
-                DoRollouts(cfg.max_tokens, cfg.temperature, cfg.coalesce_samples),
-                WriteRollouts(),
-                ComputeAdvantages("group_mean"),
-                AssembleData(remove_constant_reward_groups=True),
-                TrainStep(cfg.learning_rate, cfg.loss_fn, cfg.loss_fn_config, 1, cfg.lr_schedule),
-                LogRLStep(),
-                *([When(Every(cfg.save_every, "step"), [SaveCheckpoint()])] if cfg.save_every else []),
-            ]),
-            SaveFinal(),
-            *register(cfg, recipe, start),
-        ],
-    )  # fmt: skip
+        )
+        finally_.append(StopRolloutPool())
+    steps.append(Loop("iteration", "n_batches", "batch_idx", steps=True, body=body))
+    if rl.eval_every:
+        steps += [RefreshSampler(), evaluate(rl, report=True)]
+    steps += [SaveFinal(), *register(cfg, recipe, start)]
+    return Workflow(f"reinforcement_{rl.mode}", RLState, steps=steps, finally_=finally_)
