@@ -32,7 +32,7 @@ import tinker
 
 import kitchen
 from kitchen import Workflow
-from kitchen.workflows.reinforcement import RLLoopConfig, reinforcement_flat
+from kitchen.workflows.reinforcement import RLLoopConfig, reinforcement
 from kitchen.workflows.reinforcement.stages import RLEnvContext
 from kitchen.workflows.reinforcement.state import RLState
 from train_core import renderers
@@ -180,7 +180,7 @@ def build_workflow() -> Workflow[RLState]:
         )
         return await builder()
 
-    return reinforcement_flat(cfg, make_datasets)
+    return reinforcement(cfg, make_datasets)
 
 
 def main(argv: list[str] | None = None) -> kitchen.RunResult:

@@ -10,7 +10,7 @@ from pydantic import Field
 from cookbook.envs import RLEnvFields, env_dataset
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
-from kitchen.workflows.reinforcement import RLLoopConfig, reinforcement_flat
+from kitchen.workflows.reinforcement import RLLoopConfig, reinforcement
 from kitchen.workflows.reinforcement.state import RLState
 
 
@@ -59,4 +59,4 @@ class RLLoop(Recipe[RLLoopRecipeConfig]):
 
     def workflow(self, cfg: RLLoopRecipeConfig) -> Workflow[RLState]:
         make = env_dataset(cfg, cfg.groups_per_batch, cfg.group_size, cfg.num_batches, cfg.seed)
-        return reinforcement_flat(cfg, make, self.name)
+        return reinforcement(cfg, make, self.name)
