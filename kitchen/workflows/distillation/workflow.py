@@ -54,8 +54,12 @@ def on_policy_distillation(
 ) -> Workflow[DistillationState]:
     """`make_dataset` (an RLDatasetFactory) builds the prompt envs; their group builders'
     `dataset_idx` picks the teacher (`teachers[i]` scores dataset i)."""
-    start = start_point(cfg, cfg.load_checkpoint_path)
-    save = [When(Every(cfg.save_every, "step"), [SaveCheckpoint()])] if cfg.save_every else []
+    start = start_point(cfg, cfg.checkpoint.load_path)
+    save = (
+        [When(Every(cfg.checkpoint.save_every, "step"), [SaveCheckpoint()])]
+        if cfg.checkpoint.save_every
+        else []
+    )
     return Workflow(
         "on_policy_distillation",
         DistillationState,
@@ -69,9 +73,9 @@ def on_policy_distillation(
                 DoRollouts(cfg.max_tokens, cfg.temperature, cfg.coalesce_samples),
                 WriteRollouts(),
                 ComputeAdvantages("group_mean"),
-                AddTeacherKL(cfg.kl_penalty_coef, cfg.kl_discount_factor),
-                TrainStep(cfg.learning_rate, cfg.loss_fn, cfg.loss_fn_config, cfg.num_substeps, cfg.lr_schedule),
-                *([ComputePostKL()] if cfg.compute_post_kl else []),
+                AddTeacherKL(cfg.kl.penalty_coef, cfg.kl.discount_factor),
+                TrainStep(cfg.optimizer.learning_rate, cfg.loss_fn, cfg.loss_fn_config, cfg.num_substeps, cfg.optimizer.schedule),
+                *([ComputePostKL()] if cfg.kl.compute_post_kl else []),
                 LogRLStep(),
                 *save,
             ]),
@@ -89,7 +93,7 @@ def prompt_distillation(
 ) -> Workflow[PromptDistillationState]:
     """`convert(row, where) -> prompt text`. The supervised workflow after its data setup: the
     conversations come from the teacher instead of the dataset."""
-    start = start_point(cfg, cfg.load_checkpoint_path)
+    start = start_point(cfg, cfg.checkpoint.load_path)
     label = [LabelWithTeacher("prompts", "conversations", cfg.teacher_max_tokens, cfg.teacher_temperature)]  # fmt: skip
     load = [LoadDataset(cfg.dataset, "prompts", convert=convert, limit=cfg.max_prompts, fingerprint=True)]  # fmt: skip
     if cfg.test_dataset:

@@ -52,27 +52,35 @@ def _advantages(cfg: CodeRLWorkflowConfig) -> list[Node]:
 
 
 def _body(cfg: CodeRLWorkflowConfig) -> list[Node]:
-    evaluate = EvaluateRL(cfg.max_tokens, cfg.eval_temperature)
-    kl = [ApplyKLPenalty(cfg.kl_penalty_coef, cfg.kl_discount_factor)] if cfg.kl_penalty_coef > 0 else []  # fmt: skip
+    evaluate = EvaluateRL(cfg.max_tokens, cfg.evaluation.temperature)
+    kl = [ApplyKLPenalty(cfg.kl.penalty_coef, cfg.kl.discount_factor)] if cfg.kl.penalty_coef > 0 else []  # fmt: skip
     train = TrainEpochs(
-        cfg.learning_rate,
+        cfg.optimizer.learning_rate,
         cfg.loss_fn,
         cfg.effective_loss_fn_config(),
         cfg.num_substeps,
         cfg.ppo_epochs,
-        cfg.lr_schedule,
+        cfg.optimizer.schedule,
     )
     return [
         RefreshSampler(),
-        *([When(Every(cfg.eval_every, "step", offset=0), [evaluate])] if cfg.eval_every else []),
+        *(
+            [When(Every(cfg.evaluation.every, "step", offset=0), [evaluate])]
+            if cfg.evaluation.every
+            else []
+        ),
         DoRollouts(cfg.max_tokens, cfg.temperature, cfg.coalesce_samples),
         WriteRollouts(),
         *_advantages(cfg),
         *kl,
         train,
-        *([ComputePostKL()] if cfg.compute_post_kl else []),
+        *([ComputePostKL()] if cfg.kl.compute_post_kl else []),
         LogRLStep(),
-        *([When(Every(cfg.save_every, "step"), [SaveCheckpoint()])] if cfg.save_every else []),
+        *(
+            [When(Every(cfg.checkpoint.save_every, "step"), [SaveCheckpoint()])]
+            if cfg.checkpoint.save_every
+            else []
+        ),
     ]
 
 
@@ -85,8 +93,8 @@ def code_reinforcement(
 ) -> Workflow[CodeRLState]:
     """Sync RL over the env datasets `make_dataset(env_ctx, sandbox)` builds; with `evaluator`,
     pass@k (each k in `ks`) before training (`humaneval_before/...`) and after (`humaneval/...`)."""
-    start = start_point(cfg, cfg.load_checkpoint_path)
-    reference = (cfg.kl_reference_model or start.model_name) if cfg.kl_penalty_coef > 0 else None
+    start = start_point(cfg, cfg.checkpoint.load_path)
+    reference = (cfg.kl.reference_model or start.model_name) if cfg.kl.penalty_coef > 0 else None
     before: list[Node] = []
     after: list[Node] = []
     if evaluator is not None:
@@ -94,9 +102,9 @@ def code_reinforcement(
         before = [When(FirstStep(), [RefreshSampler(), first])]
         after = [RefreshSampler(), EvaluatePassAtK(evaluator, ks, name="humaneval_after")]
     final_eval: list[Node] = []
-    if cfg.eval_every:
+    if cfg.evaluation.every:
         refresh: list[Node] = [] if after else [RefreshSampler()]
-        final_eval = [*refresh, EvaluateRL(cfg.max_tokens, cfg.eval_temperature, report=True)]
+        final_eval = [*refresh, EvaluateRL(cfg.max_tokens, cfg.evaluation.temperature, report=True)]
     return Workflow(
         "code_rl",
         CodeRLState,

@@ -64,8 +64,8 @@ def setup(
 def _train(cfg: RLConfig) -> list[Node]:
     """Datums from this step's groups, then the policy-gradient update (sync and async)."""
     kl = (
-        [ApplyKLPenalty(cfg.kl_penalty_coef, cfg.kl_discount_factor)]
-        if cfg.kl_penalty_coef > 0
+        [ApplyKLPenalty(cfg.kl.penalty_coef, cfg.kl.discount_factor)]
+        if cfg.kl.penalty_coef > 0
         else []
     )
     return [
@@ -73,22 +73,32 @@ def _train(cfg: RLConfig) -> list[Node]:
         AssembleData(cfg.remove_constant_reward_groups),
         *kl,
         TrainStep(
-            cfg.learning_rate, cfg.loss_fn, cfg.loss_fn_config, cfg.num_substeps, cfg.lr_schedule
+            cfg.optimizer.learning_rate,
+            cfg.loss_fn,
+            cfg.loss_fn_config,
+            cfg.num_substeps,
+            cfg.optimizer.schedule,
         ),
     ]
 
 
 def _evaluate(cfg: RLConfig, report: bool = False) -> EvaluateRL:
-    return EvaluateRL(cfg.max_tokens, cfg.eval_temperature, report=report)
+    return EvaluateRL(cfg.max_tokens, cfg.evaluation.temperature, report=report)
 
 
 def _body(cfg: RLConfig) -> list[Node]:
     rollouts = DoRollouts(cfg.max_tokens, cfg.temperature, cfg.coalesce_samples)
     evaluate = (
-        [When(Every(cfg.eval_every, "step", offset=0), [_evaluate(cfg)])] if cfg.eval_every else []
+        [When(Every(cfg.evaluation.every, "step", offset=0), [_evaluate(cfg)])]
+        if cfg.evaluation.every
+        else []
     )
-    post_kl = [ComputePostKL()] if cfg.compute_post_kl else []
-    save = [When(Every(cfg.save_every, "step"), [SaveCheckpoint()])] if cfg.save_every else []
+    post_kl = [ComputePostKL()] if cfg.kl.compute_post_kl else []
+    save = (
+        [When(Every(cfg.checkpoint.save_every, "step"), [SaveCheckpoint()])]
+        if cfg.checkpoint.save_every
+        else []
+    )
     if cfg.mode == "sync":
         return [
             RefreshSampler(),
@@ -103,19 +113,19 @@ def _body(cfg: RLConfig) -> list[Node]:
     if cfg.mode == "streaming":
         stream = StreamRolloutsAndTrain(
             cfg.max_tokens,
-            cfg.learning_rate,
+            cfg.optimizer.learning_rate,
             cfg.stream_minibatch_size,
             cfg.temperature,
             cfg.coalesce_samples,
             MinibatchRecipe(
                 cfg.advantage_estimator,
                 cfg.remove_constant_reward_groups,
-                cfg.kl_penalty_coef,
-                cfg.kl_discount_factor,
+                cfg.kl.penalty_coef,
+                cfg.kl.discount_factor,
             ),
             cfg.loss_fn,
             cfg.loss_fn_config,
-            cfg.lr_schedule,
+            cfg.optimizer.schedule,
         )
         return [RefreshSampler(), *evaluate, stream, WriteRollouts(), *post_kl, LogRLStep(), *save]
     # async: the sampler is published by the previous step; rollouts never wait for this one.
@@ -136,7 +146,7 @@ def reinforcement(
 ) -> Workflow[RLState]:
     """The RL workflow of `cfg.mode` over the env dataset `make_dataset` builds; the final model
     is registered as `recipe` (unless --no-register)."""
-    start = start_point(cfg, cfg.load_checkpoint_path)
+    start = start_point(cfg, cfg.checkpoint.load_path)
     pool: list[Node] = []
     if cfg.mode == "async":
         pool = [
@@ -148,9 +158,9 @@ def reinforcement(
                 cfg.coalesce_samples,
             )
         ]
-    final_eval = [RefreshSampler(), _evaluate(cfg, report=True)] if cfg.eval_every else []
+    final_eval = [RefreshSampler(), _evaluate(cfg, report=True)] if cfg.evaluation.every else []
     # The KL reference is the base the run started from, adapters off (or the model named).
-    reference = (cfg.kl_reference_model or start.model_name) if cfg.kl_penalty_coef > 0 else None
+    reference = (cfg.kl.reference_model or start.model_name) if cfg.kl.penalty_coef > 0 else None
     return Workflow(
         f"reinforcement_{cfg.mode}",
         RLState,
@@ -171,7 +181,7 @@ def reinforcement_flat(
 ) -> Workflow[RLState]:
     """The minimal loop (tinker-cookbook's rl_loop): sample with the current weights, centre the
     rewards per group, drop groups with no signal, one policy-gradient step; log, save."""
-    start = start_point(cfg)
+    start = start_point(cfg, cfg.checkpoint.load_path)
     return Workflow(
         "reinforcement_flat",
         RLState,
@@ -183,9 +193,9 @@ def reinforcement_flat(
                 WriteRollouts(),
                 ComputeAdvantages("group_mean"),
                 AssembleData(remove_constant_reward_groups=True),
-                TrainStep(cfg.learning_rate, cfg.loss_fn, cfg.loss_fn_config, 1, cfg.lr_schedule),
+                TrainStep(cfg.optimizer.learning_rate, cfg.loss_fn, cfg.loss_fn_config, 1, cfg.optimizer.schedule),
                 LogRLStep(),
-                *([When(Every(cfg.save_every, "step"), [SaveCheckpoint()])] if cfg.save_every else []),
+                *([When(Every(cfg.checkpoint.save_every, "step"), [SaveCheckpoint()])] if cfg.checkpoint.save_every else []),
             ]),
             SaveFinal(),
             *register(cfg, recipe, start),
