@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import Field
-
+from cookbook.recipes import SMOLLM2
 from cookbook.recipes.chat_data import resolve_chat_dataset
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
@@ -14,16 +13,9 @@ from kitchen.workflows.supervised.state import SupervisedState
 
 
 class ChatSLConfig(SupervisedConfig):
-    model_name: str = Field(
-        "HuggingFaceTB/SmolLM2-135M-Instruct", description="Base model to fine-tune"
-    )
-    dataset: str = Field(
-        "bundled:chat",
-        description="no_robots | tulu3 | bundled:NAME | a local JSONL of {messages} | a hub name",
-    )
-    eval_every: int = Field(
-        20, ge=0, description="Evaluate every N steps, on pre-step weights (0 = never)"
-    )
+    """dataset also takes the short names no_robots and tulu3."""
+
+    defaults: ClassVar[dict[str, Any]] = {"model_name": SMOLLM2, "eval_every": 20}
 
 
 class ChatSL(Recipe[ChatSLConfig]):

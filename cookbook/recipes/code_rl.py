@@ -13,17 +13,24 @@ from pydantic import Field, model_validator
 
 from cookbook.envs.code import CodeEnvName, CodeEnvs, CodeEnvSettings
 from cookbook.envs.humaneval import HumanEvalPassAtK
+from cookbook.recipes import SMOLLM2
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
-from kitchen.workflows.reinforcement import RLLossFn
 from kitchen.workflows.reinforcement.code_workflow import CodeRLWorkflowConfig, code_reinforcement
 from kitchen.workflows.reinforcement.state import CodeRLState
 
 
 class CodeRLConfig(CodeRLWorkflowConfig):
-    model_name: str = Field(
-        "HuggingFaceTB/SmolLM2-135M-Instruct", description="Base model to train"
-    )
+    defaults: ClassVar[dict[str, Any]] = {
+        "model_name": SMOLLM2,
+        "groups_per_batch": 1,
+        "num_batches": 5,
+        "max_tokens": 192,
+        "loss_fn": "ppo",
+        "clip_epsilon": 0.2,
+        "advantage_estimator": "gae",
+        "eval_every": 0,
+    }
     env: CodeEnvName = Field(
         "bundled",
         description="bundled (the small problems of bundled:code) | deepcoder "
@@ -48,26 +55,6 @@ class CodeRLConfig(CodeRLWorkflowConfig):
         ge=1,
         description="Rollouts per problem per iteration: another name for group_size (when "
         "given, it sets group_size)",
-    )
-    group_size: int = Field(4, ge=1, description="Rollouts per problem (GRPO group)")
-    groups_per_batch: int = Field(1, ge=1, description="Problems (groups) per training batch")
-    num_batches: int | None = Field(
-        5, ge=1, description="Training iterations; default: every batch of the env dataset"
-    )
-    learning_rate: float = Field(1e-4, gt=0, description="Adam learning rate")
-    max_tokens: int = Field(192, ge=1, description="Max sampled tokens per turn")
-    loss_fn: RLLossFn = Field("ppo", description="Policy-gradient loss")
-    clip_epsilon: float | None = Field(
-        0.2,
-        gt=0,
-        lt=1,
-        description="Clip the ppo/cispo ratio to [1 - e, 1 + e] (sets clip_low/high_threshold); "
-        "None: the loss's own defaults",
-    )
-    advantage_estimator: str = Field(
-        "gae",
-        description="gae (per-turn GAE, see gamma, gae_lambda) | group_mean | any name in "
-        "train_core.rl ADVANTAGE_ESTIMATORS",
     )
     max_turns: int = Field(
         2, ge=1, description="Turns per episode: check_solution calls allowed = max_turns - 1"
@@ -104,12 +91,6 @@ class CodeRLConfig(CodeRLWorkflowConfig):
         0.0, ge=0, description="HumanEval sampling temperature (0 = greedy; > 0 when samples > 1)"
     )
     humaneval_max_tokens: int = Field(256, ge=1, description="Max tokens per HumanEval answer")
-    eval_every: int = Field(
-        0, ge=0, description="Evaluate on test problems every N steps (0 = never)"
-    )
-    save_every: int = Field(
-        20, ge=0, description="Save a resumable checkpoint every N steps (0 = never)"
-    )
 
     @model_validator(mode="before")
     @classmethod
@@ -133,9 +114,9 @@ class CodeRLConfig(CodeRLWorkflowConfig):
                 "humaneval_temperature > 0"
             )
         has_test = self.env == "deepcoder" or self.test_dataset is not None
-        if self.eval_every and (not has_test or self.num_test_problems == 0):
+        if self.evaluation.every and (not has_test or self.num_test_problems == 0):
             raise ValueError(
-                f"eval_every {self.eval_every} needs test problems: env {self.env} with "
+                f"eval_every {self.evaluation.every} needs test problems: env {self.env} with "
                 f"test_dataset {self.test_dataset} and num_test_problems {self.num_test_problems}"
             )
         return self

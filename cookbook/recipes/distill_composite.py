@@ -14,17 +14,24 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from cookbook.envs.prompt_env import PromptSource, prompt_datasets, resolve_system_prompt
+from cookbook.recipes import SMOLLM2
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
 from kitchen.workflows.distillation import DistillationConfig, TeacherSpec, on_policy_distillation
 from kitchen.workflows.distillation.state import DistillationState
 
-SMOLLM2 = "HuggingFaceTB/SmolLM2-135M-Instruct"
 TUTOR = "You are a patient math tutor. Work through the problem step by step, then finish with: The answer is N."  # fmt: skip
 
 
 class DistillCompositeConfig(DistillationConfig):
-    model_name: str = Field(SMOLLM2, description="Student model")
+    # groups_per_batch is unused here: a batch is math_ + chat_groups_per_batch prompts.
+    defaults: ClassVar[dict[str, Any]] = {
+        "model_name": SMOLLM2,
+        "group_size": 4,
+        "num_batches": 10,
+        "max_tokens": 48,
+        "learning_rate": 3e-4,
+    }
     math_dataset: str = Field(
         "bundled:math", description="dataset_0 prompts: deepmath | bundled:math | a JSONL"
     )
@@ -51,15 +58,6 @@ class DistillCompositeConfig(DistillationConfig):
     teacher_renderer_name: str | None = Field(
         None, description="Teachers' chat format; default: each teacher model's recommended one"
     )
-    group_size: int = Field(4, ge=1, description="Rollouts per prompt")
-    groups_per_batch: int = Field(
-        4, ge=1, description="Unused here: the batch is math_ + chat_groups_per_batch"
-    )
-    num_batches: int | None = Field(
-        10, ge=1, description="Training iterations; default: until the shorter dataset runs out"
-    )
-    max_tokens: int = Field(48, ge=1, description="Max sampled tokens per answer")
-    learning_rate: float = Field(3e-4, gt=0, description="Adam learning rate")
 
 
 class DistillComposite(Recipe[DistillCompositeConfig]):
@@ -91,7 +89,6 @@ class DistillComposite(Recipe[DistillCompositeConfig]):
             "num_substeps": 1,
             "loss_fn": "importance_sampling",
             "compute_post_kl": False,
-            "eval_every": 20,
             "save_every": 20,
         }
     }

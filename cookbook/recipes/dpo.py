@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import Field
-
+from cookbook.recipes import SMOLLM2
 from cookbook.recipes.preference_data import resolve_preference_dataset
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
@@ -14,27 +13,18 @@ from kitchen.workflows.preference.state import PreferenceState
 
 
 class DPOConfig(PreferenceConfig):
-    model_name: str = Field(
-        "HuggingFaceTB/SmolLM2-135M-Instruct", description="Base model (policy and reference)"
-    )
-    dataset: str = Field(
-        "bundled:prefs",
-        description="hhh | helpsteer3 | ultrafeedback | bundled:NAME | path.jsonl | a hub name",
-    )
-    test_dataset: str | None = Field(
-        "auto",
-        description="Held-out comparisons: auto (the dataset's own held-out split) | a name | None",
-    )
+    """dataset: hhh | helpsteer3 | ultrafeedback | bundled:NAME | path.jsonl | a hub name;
+    test_dataset: auto (the dataset's own held-out split) | a name | None."""
+
     # Measured on SmolLM2-135M, LoRA rank 32, bundled prefs, 10 steps of 8 pairs, 60 held-out pairs
     # (accuracy / margin / DPO loss; 0.38 / 0 / 0.693 before training): 1e-5 -> 0.92 / 0.16 / 0.62,
     # 1e-4 -> 0.92 / 1.8 / 0.31, 3e-4 -> 0.90 / 5.2 / 0.21 (0.92 / 10.6 / 0.16 after all 50 steps).
     # tinker-cookbook's 1e-5 is sized for 8B+ models; a 135M LoRA needs more to move in minutes.
-    learning_rate: float = Field(
-        3e-4, gt=0, description="Adam learning rate (tinker-cookbook: 1e-5 on large models)"
-    )
-    eval_every: int = Field(
-        10, ge=0, description="Evaluate every N steps, on pre-step weights (0 = never)"
-    )
+    defaults: ClassVar[dict[str, Any]] = {
+        "model_name": SMOLLM2,
+        "test_dataset": "auto",
+        "learning_rate": 3e-4,
+    }
 
 
 class DPO(Recipe[DPOConfig]):

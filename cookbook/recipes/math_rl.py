@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import Field
-
-from cookbook.envs import EnvName, RLEnvFields, env_dataset
+from cookbook.envs import RLEnvFields, env_dataset
+from cookbook.recipes import SMOLLM2
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
 from kitchen.workflows.reinforcement import RLConfig, reinforcement
@@ -15,29 +14,17 @@ from kitchen.workflows.reinforcement.state import RLState
 
 
 class MathRLConfig(RLConfig, RLEnvFields):
-    model_name: str = Field(
-        "HuggingFaceTB/SmolLM2-135M-Instruct", description="Base model to train"
-    )
-    env: EnvName = Field(
-        "math",
-        description="arithmetic | math (GSM8K-style rows of `dataset`) | gsm8k (openai/gsm8k) | guess_number",
-    )
-    group_size: int = Field(4, ge=1, description="Rollouts per problem (GRPO group)")
-    groups_per_batch: int = Field(4, ge=1, description="Problems (groups) per training batch")
-    num_batches: int | None = Field(
-        10, ge=1, description="Training iterations; default: every batch of the env dataset"
-    )
-    learning_rate: float = Field(1e-4, gt=0, description="Adam learning rate")
-    max_tokens: int = Field(96, ge=1, description="Max sampled tokens per turn")
-    num_test_problems: int = Field(
-        8, ge=0, description="Held-out problems evaluated every eval_every steps (0 = none)"
-    )
-    eval_every: int = Field(
-        5, ge=0, description="Evaluate on held-out problems every N steps (0 = never)"
-    )
-    save_every: int = Field(
-        20, ge=0, description="Save a resumable checkpoint every N steps (0 = never)"
-    )
+    defaults: ClassVar[dict[str, Any]] = {
+        "model_name": SMOLLM2,
+        "env": "math",
+        "group_size": 4,
+        "groups_per_batch": 4,
+        "num_batches": 10,
+        "learning_rate": 1e-4,
+        "max_tokens": 96,
+        "num_test_problems": 8,
+        "eval_every": 5,
+    }
 
 
 class MathRL(Recipe[MathRLConfig]):

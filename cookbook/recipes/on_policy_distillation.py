@@ -13,16 +13,22 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from cookbook.envs.prompt_env import PromptSource, prompt_datasets, resolve_system_prompt
+from cookbook.recipes import SMOLLM2
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
 from kitchen.workflows.distillation import DistillationConfig, TeacherSpec, on_policy_distillation
 from kitchen.workflows.distillation.state import DistillationState
 
-SMOLLM2 = "HuggingFaceTB/SmolLM2-135M-Instruct"
-
 
 class OnPolicyDistillationConfig(DistillationConfig):
-    model_name: str = Field(SMOLLM2, description="Student model")
+    defaults: ClassVar[dict[str, Any]] = {
+        "model_name": SMOLLM2,
+        "group_size": 4,
+        "groups_per_batch": 4,
+        "num_batches": 10,
+        "max_tokens": 48,
+        "learning_rate": 3e-4,
+    }
     teacher_model: str = Field(SMOLLM2, description="Teacher model (same tokenizer as the student)")
     teacher_checkpoint: str | None = Field(
         None, description="Teacher weights: a saved sampler path (None = the base teacher_model)"
@@ -37,16 +43,6 @@ class OnPolicyDistillationConfig(DistillationConfig):
     dataset: str = Field(
         "bundled:prompt_distill",
         description="Prompts: deepmath | tulu3 | bundled:NAME | a JSONL of {prompt|question|messages}",
-    )
-    group_size: int = Field(4, ge=1, description="Rollouts per prompt")
-    groups_per_batch: int = Field(4, ge=1, description="Prompts per training batch")
-    num_batches: int | None = Field(
-        10, ge=1, description="Training iterations; default: one pass over the prompts"
-    )
-    max_tokens: int = Field(48, ge=1, description="Max sampled tokens per answer")
-    learning_rate: float = Field(3e-4, gt=0, description="Adam learning rate")
-    save_every: int = Field(
-        20, ge=0, description="Save a resumable checkpoint every N steps (0 = never)"
     )
 
 
@@ -85,7 +81,6 @@ class OnPolicyDistillation(Recipe[OnPolicyDistillationConfig]):
             "loss_fn": "importance_sampling",
             "compute_post_kl": False,
             "max_prompt_tokens": 1024,
-            "eval_every": 20,
             "save_every": 20,
         }
     }

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from cookbook.envs.prompt_env import prompt_of, resolve_system_prompt
+from cookbook.recipes import SMOLLM2
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
 from kitchen.workflows.distillation import (
@@ -24,11 +25,16 @@ from kitchen.workflows.distillation import (
 from kitchen.workflows.distillation import TeacherSpec, prompt_distillation
 from kitchen.workflows.distillation.state import PromptDistillationState
 
-SMOLLM2 = "HuggingFaceTB/SmolLM2-135M-Instruct"
-
 
 class PromptDistillationConfig(BaseConfig):
-    model_name: str = Field(SMOLLM2, description="Student model")
+    defaults: ClassVar[dict[str, Any]] = {
+        "model_name": SMOLLM2,
+        "teacher_max_tokens": 64,
+        "num_epochs": 2,
+        "learning_rate": 3e-4,
+        "max_length": 512,
+        "eval_every": 5,
+    }
     teacher_model: str = Field(SMOLLM2, description="Teacher model (any tokenizer)")
     teacher_checkpoint: str | None = Field(
         None, description="Teacher weights: a saved sampler path (None = the base teacher_model)"
@@ -39,14 +45,6 @@ class PromptDistillationConfig(BaseConfig):
     teacher_system_prompt: str | None = Field(
         "bundled:prompt_distill",
         description="The prompt to distil: bundled:prompt_distill | a .txt path | text",
-    )
-    teacher_max_tokens: int = Field(64, ge=1, description="Max tokens per teacher answer")
-    batch_size: int = Field(8, gt=0, description="Conversations per step")
-    num_epochs: int = Field(2, gt=0, description="Passes over the labelled data")
-    learning_rate: float = Field(3e-4, gt=0, description="Adam learning rate")
-    max_length: int | None = Field(512, gt=0, description="Truncate examples to this many tokens")
-    eval_every: int = Field(
-        5, ge=0, description="Evaluate test NLL every N steps, on pre-step weights (0 = never)"
     )
 
 

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import Field
-
 from cookbook.envs import RLEnvFields, env_dataset
+from cookbook.recipes import SMOLLM2
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
 from kitchen.workflows.reinforcement import RLConfig, reinforcement
@@ -18,30 +17,16 @@ from kitchen.workflows.reinforcement.state import RLState
 
 
 class RLBasicConfig(RLConfig, RLEnvFields):
-    model_name: str = Field(
-        "HuggingFaceTB/SmolLM2-135M-Instruct", description="Base model to train"
-    )
-    arithmetic_max_operand: int = Field(
-        10, ge=1, description="arithmetic: operands drawn from 0..N (the difficulty knob)"
-    )
-    group_size: int = Field(8, ge=1, description="Rollouts per problem (GRPO group)")
-    groups_per_batch: int = Field(8, ge=1, description="Problems (groups) per training batch")
-    num_batches: int | None = Field(
-        12, ge=1, description="Training iterations; default: every batch of the env dataset"
-    )
-    learning_rate: float = Field(3e-4, gt=0, description="Adam learning rate")
-    max_tokens: int = Field(
-        10, ge=1, description="Max sampled tokens per turn (room for '10 + 8 = 18' and the stop)"
-    )
-    remove_constant_reward_groups: bool = Field(
-        True, description="Train only on groups whose rewards differ (the rest carry no signal)"
-    )
-    eval_every: int = Field(
-        0, ge=0, description="Evaluate on held-out problems every N steps (0 = never)"
-    )
-    save_every: int = Field(
-        20, ge=0, description="Save a resumable checkpoint every N steps (0 = never)"
-    )
+    defaults: ClassVar[dict[str, Any]] = {
+        "model_name": SMOLLM2,
+        "arithmetic_max_operand": 10,
+        "group_size": 8,
+        "num_batches": 12,
+        "learning_rate": 3e-4,
+        "max_tokens": 10,  # room for '10 + 8 = 18' and the stop
+        "remove_constant_reward_groups": True,
+        "eval_every": 0,
+    }
 
 
 class RLBasic(Recipe[RLBasicConfig]):

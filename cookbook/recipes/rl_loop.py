@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import Field
-
 from cookbook.envs import RLEnvFields, env_dataset
+from cookbook.recipes import SMOLLM2
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
 from kitchen.workflows.reinforcement import RLLoopConfig, reinforcement
@@ -15,23 +14,16 @@ from kitchen.workflows.reinforcement.state import RLState
 
 
 class RLLoopRecipeConfig(RLLoopConfig, RLEnvFields):
-    model_name: str = Field(
-        "HuggingFaceTB/SmolLM2-135M-Instruct", description="Base model to train"
-    )
-    arithmetic_max_operand: int = Field(
-        10, ge=1, description="arithmetic: operands drawn from 0..N (the difficulty knob)"
-    )
-    group_size: int = Field(8, ge=1, description="Rollouts per problem (GRPO group)")
-    groups_per_batch: int = Field(8, ge=1, description="Problems per batch (rl_loop's batch_size)")
-    num_batches: int | None = Field(
-        10, ge=1, description="Training iterations; default: every batch of the env dataset"
-    )
-    learning_rate: float = Field(3e-4, gt=0, description="Adam learning rate")
-    max_tokens: int = Field(10, ge=1, description="Max sampled tokens per turn")
-    num_test_problems: int = Field(0, ge=0, description="Unused: rl_loop does not evaluate")
-    save_every: int = Field(
-        20, ge=0, description="Save a resumable checkpoint every N steps (0 = never)"
-    )
+    # groups_per_batch is rl_loop's batch_size; the flat loop evaluates nothing: no test problems.
+    defaults: ClassVar[dict[str, Any]] = {
+        "model_name": SMOLLM2,
+        "arithmetic_max_operand": 10,
+        "group_size": 8,
+        "num_batches": 10,
+        "learning_rate": 3e-4,
+        "max_tokens": 10,
+        "num_test_problems": 0,
+    }
 
 
 class RLLoop(Recipe[RLLoopRecipeConfig]):

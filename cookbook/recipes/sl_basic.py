@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import Field
-
+from cookbook.recipes import SMOLLM2
 from cookbook.recipes.chat_data import resolve_chat_dataset
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
@@ -14,13 +13,11 @@ from kitchen.workflows.supervised.state import SupervisedState
 
 
 class SLBasicConfig(SupervisedConfig):
-    model_name: str = Field(
-        "HuggingFaceTB/SmolLM2-135M-Instruct", description="Base model to fine-tune"
-    )
-    learning_rate: float = Field(2e-4, gt=0, description="Adam learning rate")
-    eval_every: int = Field(
-        8, ge=0, description="Evaluate every N steps, on pre-step weights (0 = never)"
-    )
+    defaults: ClassVar[dict[str, Any]] = {
+        "model_name": SMOLLM2,
+        "learning_rate": 2e-4,
+        "eval_every": 8,
+    }
 
 
 class SLBasic(Recipe[SLBasicConfig]):

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import Field
-
+from cookbook.recipes import SMOLLM2
 from cookbook.recipes.chat_data import resolve_chat_dataset
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
@@ -14,11 +13,12 @@ from kitchen.workflows.supervised.state import SupervisedState
 
 
 class SLLoopConfig(SupervisedConfig):
-    model_name: str = Field(
-        "HuggingFaceTB/SmolLM2-135M-Instruct", description="Base model to fine-tune"
-    )
-    test_dataset: str | None = Field(None, description="Unused: sl_loop does not evaluate")
-    num_samples_to_show: int = Field(0, ge=0, description="Unused: sl_loop shows no samples")
+    # supervised_flat evaluates nothing and shows no samples: no test set by default
+    defaults: ClassVar[dict[str, Any]] = {
+        "model_name": SMOLLM2,
+        "test_dataset": None,
+        "num_samples_to_show": 0,
+    }
 
 
 class SLLoop(Recipe[SLLoopConfig]):

@@ -160,7 +160,7 @@ def show(
     STATE["debug"] = debug
     try:
         from kitchen.app.launch import get_recipe
-        from kitchen.app.overrides import ALIASES, flag
+        from kitchen.app.overrides import ALIASES, flag, recipe_options
 
         rec = get_recipe(recipe)
         aliases = {v: k for k, v in ALIASES.items()}
@@ -168,17 +168,11 @@ def show(
         out = console if console.is_terminal else Console(width=240)  # don't wrap into a pipe
         out.print(f"[bold]{rec.name}[/bold]: {rec.summary()}")
         table = Table("flag", "type", "default", *presets, "description", box=None)
-        for name, info in rec.Config.model_fields.items():
-            f = flag(name) + (f", {aliases[name]}" if name in aliases else "")
-            preset_cols = [
-                repr(rec.presets[p][name]) if name in rec.presets[p] else "" for p in presets
-            ]
+        for opt in recipe_options(rec):
+            f = flag(opt.name) + (f", {aliases[opt.name]}" if opt.name in aliases else "")
+            preset_cols = [repr(opt.presets[p]) if p in opt.presets else "" for p in presets]
             table.add_row(
-                f,
-                _type_name(info.annotation),
-                repr(info.default),
-                *preset_cols,
-                info.description or "",
+                f, _type_name(opt.annotation), repr(opt.default), *preset_cols, opt.description
             )
         out.print(table)
     except BaseException as e:

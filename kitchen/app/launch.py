@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 import kitchen.app.builtins  # noqa: F401  (registers the built-in adapters)
 from kitchen.app.rundir import (
@@ -35,7 +35,7 @@ from kitchen.engine.runner import Hook, Runner, RunResult
 from kitchen.engine.stage import Context, Resume
 from kitchen.engine.validate import validate
 from kitchen.ports import BackendSettings, DatasetStore, TrainingBackend
-from kitchen.workflows.common.config import TrainConfig
+from kitchen.workflows.common.config import TrainConfig, flat_name, nest
 
 log = logging.getLogger("kitchen")
 
@@ -48,10 +48,15 @@ def get_recipe(name: str) -> Recipe[Any]:
     return recipe
 
 
-def format_validation_error(err: ValidationError, flag_style: bool = True) -> str:
+def format_validation_error(
+    err: ValidationError, flag_style: bool = True, model: type[BaseModel] | None = None
+) -> str:
+    """One line per error; a nested section's field by its flag (`optimizer.beta1` -> --adam-beta1)."""
     parts = []
     for e in err.errors():
         loc = ".".join(str(x) for x in e["loc"])
+        if model is not None:
+            loc = flat_name(model, loc)
         name = "--" + loc.replace("_", "-") if flag_style and "." not in loc else loc
         got = e.get("input")
         got_text = "" if isinstance(got, dict) else f" (got {got!r})"
@@ -63,18 +68,21 @@ def build_config(
     recipe: Recipe[Any], values: Mapping[str, Any] | None = None, preset: str | None = None
 ) -> TrainConfig:
     """defaults < preset < values; a bad value names the field and the constraint."""
-    merged: dict[str, Any] = {}
+    layers: list[Mapping[str, Any]] = []
     if preset:
         if preset not in recipe.presets:
             raise ConfigError(
                 f"recipe {recipe.name} has no preset {preset!r}; presets: {', '.join(recipe.presets) or 'none'}"
             )
-        merged.update(recipe.presets[preset])
-    merged.update(values or {})
+        layers.append(recipe.presets[preset])
+    layers.append(values or {})
     try:
+        merged = nest(recipe.Config, *map(dict, layers))
         cfg = recipe.Config(**merged)
     except ValidationError as e:
-        raise ConfigError(f"recipe {recipe.name}: {format_validation_error(e)}") from None
+        raise ConfigError(
+            f"recipe {recipe.name}: {format_validation_error(e, model=recipe.Config)}"
+        ) from None
     if not isinstance(cfg, TrainConfig):
         raise ConfigError(f"recipe {recipe.name}: its Config must subclass kitchen.TrainConfig")
     return cfg

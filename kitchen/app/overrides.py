@@ -9,12 +9,16 @@ import json
 import tomllib
 import types
 import typing
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 
 from kitchen.engine.errors import ConfigError
+from kitchen.engine.recipe import Recipe
+from kitchen.workflows.common.config import TrainConfig, flat_fields, flat_name, flat_values, nest
 
 ALIASES = {
     "-m": "model_name",
@@ -102,9 +106,16 @@ def _annotation_for(model: type[BaseModel], dotted: str, recipe: str) -> Any:
     return current
 
 
+def _fields(model: type[BaseModel]) -> dict[str, FieldInfo]:
+    """Every option by its flat (flag) name: a TrainConfig's nested section fields flattened."""
+    if issubclass(model, TrainConfig):
+        return {name: info for name, (_, info) in flat_fields(model).items()}
+    return dict(model.model_fields)
+
+
 def parse_overrides(model: type[BaseModel], args: list[str], recipe: str) -> dict[str, Any]:
-    """Parse the recipe's flags from `args` into nested config overrides."""
-    fields = model.model_fields
+    """Parse the recipe's flags from `args` into config overrides (flat names, dotted keys nested)."""
+    fields = _fields(model)
     flags = {flag(name): name for name in fields}
     out: dict[str, Any] = {}
     i = 0
@@ -145,14 +156,21 @@ def parse_overrides(model: type[BaseModel], args: list[str], recipe: str) -> dic
             out[field] = coerce(annotation, raw)
         elif "=" in word:
             key, _, raw = word.partition("=")
-            annotation = _annotation_for(model, key, recipe)
-            _set_dotted(out, key, coerce(annotation, raw))
+            if key in fields:
+                out[key] = coerce(fields[key].annotation, raw)
+            else:
+                _set_dotted(out, key, coerce(_annotation_for(model, key, recipe), raw))
         else:
             raise ConfigError(
                 f"unexpected argument {word!r}; options are --flag value or key=value"
             )
         i += 1
-    return out
+    return nested(model, out)
+
+
+def nested(model: type[BaseModel], values: dict[str, Any]) -> dict[str, Any]:
+    """Flat and dotted names in the nested shape of `model`, so that layers merge per field."""
+    return nest(model, values) if issubclass(model, TrainConfig) else values
 
 
 def load_config_file(path: Path, model: type[BaseModel], recipe: str) -> dict[str, Any]:
@@ -169,12 +187,13 @@ def load_config_file(path: Path, model: type[BaseModel], recipe: str) -> dict[st
         raise ConfigError(f"config file {path}: {e}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path}: expected a table of fields")
+    known = [*model.model_fields, *_fields(model)]
     for key in data:
-        if key not in model.model_fields:
+        if key.split(".")[0] not in known:
             raise ConfigError(
-                f"config file {path}: {key!r} is not a field of recipe {recipe}{_suggest(key, list(model.model_fields))}"
+                f"config file {path}: {key!r} is not a field of recipe {recipe}{_suggest(key, known)}"
             )
-    return data
+    return nested(model, data)
 
 
 def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -184,3 +203,34 @@ def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
             deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
         )
     return out
+
+
+@dataclass(frozen=True)
+class Option:
+    """One recipe option as `kitchen show` and docs/cli.md list it."""
+
+    name: str  # the flat name: its flag is flag(name)
+    annotation: Any
+    default: Any  # the recipe's own default (its `defaults` applied)
+    presets: dict[str, Any]  # preset name -> value, for the presets that set it
+    description: str
+
+
+def recipe_options(recipe: Recipe[Any]) -> list[Option]:
+    """Every option of a recipe by flat name, with the defaults of a Config built from nothing."""
+    model = recipe.Config
+    defaults = flat_values(model.model_validate({})) if issubclass(model, TrainConfig) else {}
+    presets = {
+        p: {flat_name(model, k): v for k, v in values.items()}
+        for p, values in recipe.presets.items()
+    }
+    return [
+        Option(
+            name,
+            info.annotation,
+            defaults.get(name, info.get_default(call_default_factory=True)),
+            {p: values[name] for p, values in presets.items() if name in values},
+            info.description or "",
+        )
+        for name, info in _fields(model).items()
+    ]

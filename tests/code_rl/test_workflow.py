@@ -181,7 +181,7 @@ def test_knobs_that_would_be_ignored_are_config_errors(overrides, message):
 def test_cookbook_preset_is_tinker_cookbooks_code_rl():
     cfg = build_config(get_recipe("code_rl"), preset="cookbook")
     assert (cfg.model_name, cfg.group_size, cfg.groups_per_batch) == ("Qwen/Qwen3.5-9B", 4, 100)
-    assert (cfg.learning_rate, cfg.max_tokens, cfg.lora_rank) == (1e-5, 4096, 32)
+    assert (cfg.optimizer.learning_rate, cfg.max_tokens, cfg.lora_rank) == (1e-5, 4096, 32)
     assert (cfg.sandbox_backend, cfg.sandbox_timeout, cfg.max_turns) == ("http", 6.0, 2)
     assert (cfg.env, cfg.loss_fn, cfg.advantage_estimator) == ("deepcoder", "importance_sampling", "group_mean")  # fmt: skip
     assert cfg.effective_loss_fn_config() is None

@@ -42,7 +42,7 @@ def test_cookbook_presets_hold_tinker_cookbook_values():
         128,
         4096,
     )
-    assert (opd.learning_rate, opd.kl_penalty_coef, opd.loss_fn) == (
+    assert (opd.optimizer.learning_rate, opd.kl.penalty_coef, opd.loss_fn) == (
         1e-4,
         1.0,
         "importance_sampling",
@@ -56,7 +56,7 @@ def test_cookbook_presets_hold_tinker_cookbook_values():
     assert (pd.model_name, pd.batch_size, pd.num_epochs, pd.max_length) == (
         "Qwen/Qwen3.6-35B-A3B", 128, 4, 32768,
     )  # fmt: skip
-    assert (pd.teacher_temperature, pd.teacher_max_tokens, pd.eval_every) == (0.15, 1000, 5)
+    assert (pd.teacher_temperature, pd.teacher_max_tokens, pd.evaluation.every) == (0.15, 1000, 5)
 
 
 def test_unknown_option_exits_2():

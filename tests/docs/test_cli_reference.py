@@ -48,11 +48,12 @@ def test_recipe_page_exists_and_its_config_table_matches(name: str):
 
 def test_the_reference_lists_every_recipe_flag():
     from kitchen.app.launch import get_recipe
+    from kitchen.workflows.common.config import flat_fields
 
     text = (DOCS / "cli.md").read_text()
     for name in RECIPES.names():
         assert f"### {name}\n" in text
-        for field in get_recipe(name).Config.model_fields:
+        for field in flat_fields(get_recipe(name).Config):
             assert f"`--{field.replace('_', '-')}" in text, (name, field)
 
 

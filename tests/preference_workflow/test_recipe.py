@@ -69,8 +69,8 @@ def test_dry_run_validates_and_prints_the_plan() -> None:
 def test_cookbook_preset_holds_tinker_cookbooks_values() -> None:
     cfg = build_config(DPO(), preset="cookbook")
     assert (cfg.model_name, cfg.dataset, cfg.backend) == ("Qwen/Qwen3.5-9B-Base", "hhh", "tinker")
-    assert (cfg.learning_rate, cfg.dpo_beta, cfg.batch_size) == (1e-5, 0.1, 256)
-    assert (cfg.max_length, cfg.lr_schedule, cfg.save_every, cfg.eval_every) == (
+    assert (cfg.optimizer.learning_rate, cfg.dpo_beta, cfg.batch_size) == (1e-5, 0.1, 256)
+    assert (cfg.max_length, cfg.optimizer.schedule, cfg.checkpoint.save_every, cfg.evaluation.every) == (
         8192, "linear", 20, 10,
     )  # fmt: skip
 

@@ -80,7 +80,7 @@ def test_cookbook_preset_holds_tinker_cookbook_values(recipe):
         cfg.model_name,
         cfg.groups_per_batch,
         cfg.group_size,
-        cfg.learning_rate,
+        cfg.optimizer.learning_rate,
         cfg.max_tokens,
         cfg.env,
     )

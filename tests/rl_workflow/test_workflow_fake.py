@@ -277,7 +277,7 @@ def test_a_loop_config_runs_as_the_minimal_sync_loop():
     from kitchen.workflows.reinforcement import RLLoopConfig
     from kitchen.workflows.reinforcement.stages import AssembleData, ComputeAdvantages
 
-    cfg = RLLoopConfig(groups_per_batch=G, group_size=N, num_batches=2, eval_every=5)
+    cfg = RLLoopConfig(groups_per_batch=G, group_size=N, num_batches=2, save_every=5)
     wf = reinforcement(cfg, ArithmeticEnvs(G, N, n_batches=50, test_problems=2))
     (loop,) = [s for s in wf.steps if getattr(s, "name", "") == "iteration"]
     names = [getattr(s, "name", type(s).__name__) for s in loop.body]
@@ -286,4 +286,4 @@ def test_a_loop_config_runs_as_the_minimal_sync_loop():
     assert ComputeAdvantages(estimator="group_mean") in loop.body
     assert AssembleData(remove_constant_reward_groups=True) in loop.body
     registered = [s for s in wf.steps if getattr(s, "name", "") == "register_model"]
-    assert registered and registered[0].config["eval_every"] == 5  # the config as given
+    assert registered and registered[0].config["checkpoint"]["save_every"] == 5  # as given

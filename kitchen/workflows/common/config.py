@@ -1,15 +1,94 @@
 """Config fields every training recipe shares. Each recipe's Config subclasses TrainConfig and
-adds its own fields, each with a description and validation (`extra="forbid"`)."""
+adds its own fields, each with a description and validation (`extra="forbid"`).
+
+Shared settings are grouped in nested sections (`optimizer`, `checkpoint`, `evaluation`, `kl`).
+Every section field keeps a flat name, its `alias` where that differs from the field name
+(`optimizer.beta1` is `adam_beta1`): flags, key=value, presets, config files and Python callers
+use either the flat or the dotted name. A subclass changes inherited defaults in one place, its
+`defaults` class variable, instead of redeclaring fields.
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+from functools import cache
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic.fields import FieldInfo
+
+LRSchedule = Literal["constant", "linear", "cosine"]
+
+
+class Section(BaseModel):
+    """A group of settings nested on a config; a field's alias is its flat (flag) name."""
+
+    model_config = ConfigDict(
+        extra="forbid", validate_assignment=True, validate_by_name=True, validate_by_alias=True
+    )
+
+
+class OptimizerConfig(Section):
+    learning_rate: float = Field(1e-4, gt=0, description="Adam learning rate")
+    schedule: LRSchedule = Field(
+        "linear", alias="lr_schedule", description="LR schedule over the run"
+    )
+
+
+class AdamConfig(OptimizerConfig):
+    """Every AdamParams field, for the workflows that pass them to optim_step."""
+
+    warmup_steps: int = Field(0, ge=0, description="Linear LR warmup steps before the schedule")
+    beta1: float = Field(0.9, ge=0, lt=1, alias="adam_beta1", description="Adam beta1")
+    beta2: float = Field(0.95, ge=0, lt=1, alias="adam_beta2", description="Adam beta2")
+    eps: float = Field(1e-8, gt=0, alias="adam_eps", description="Adam epsilon")
+    weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay")
+    grad_clip_norm: float = Field(0.0, ge=0, description="Clip the global grad norm (0 = off)")
+
+
+class CheckpointConfig(Section):
+    save_every: int = Field(
+        20, ge=0, description="Save a resumable checkpoint every N steps (0 = never)"
+    )
+    load_path: str | None = Field(
+        None,
+        alias="load_checkpoint_path",
+        description="Start from these saved weights (fresh optimizer)",
+    )
+
+
+class EvalConfig(Section):
+    every: int = Field(
+        10,
+        ge=0,
+        alias="eval_every",
+        description="Evaluate every N steps, on pre-step weights (0 = never)",
+    )
+
+
+class KLConfig(Section):
+    penalty_coef: float = Field(
+        0.0,
+        ge=0,
+        alias="kl_penalty_coef",
+        description="Weight of the KL term in the advantage (0 = off)",
+    )
+    discount_factor: float = Field(
+        0.0,
+        ge=0,
+        lt=1,
+        alias="kl_discount_factor",
+        description="Discount the KL over future tokens (0 = per token)",
+    )
+    compute_post_kl: bool = Field(
+        False, description="Also log KL between pre- and post-update policy (extra scoring pass)"
+    )
 
 
 class TrainConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True, protected_namespaces=())
+
+    # Inherited defaults this class changes, by flat or dotted name; merged down the class tree.
+    defaults: ClassVar[dict[str, Any]] = {}
 
     model_name: str = Field(
         "kitchen/tiny-llama",
@@ -22,15 +101,16 @@ class TrainConfig(BaseModel):
     lora_rank: int = Field(
         32, ge=0, description="LoRA rank; 0 = full fine-tuning (local engine only)"
     )
-    learning_rate: float = Field(1e-4, gt=0, description="Adam learning rate")
-    lr_schedule: Literal["constant", "linear", "cosine"] = Field(
-        "linear", description="LR schedule over the run"
+    renderer_name: str | None = Field(
+        None, description="Chat format; default: the model's recommended renderer"
     )
-    save_every: int = Field(
-        20, ge=0, description="Save a resumable checkpoint every N steps (0 = never)"
+    optimizer: OptimizerConfig = Field(
+        default_factory=lambda: OptimizerConfig.model_validate({}),
+        description="Learning rate and schedule",
     )
-    eval_every: int = Field(
-        10, ge=0, description="Evaluate every N steps, on pre-step weights (0 = never)"
+    checkpoint: CheckpointConfig = Field(
+        default_factory=lambda: CheckpointConfig.model_validate({}),
+        description="Saving and loading checkpoints",
     )
     base_model: str | None = Field(
         None, description="registry:NAME[:VERSION]: start from a registered model's weights"
@@ -49,3 +129,118 @@ class TrainConfig(BaseModel):
         None, description="Also log metrics to this Weights & Biases project"
     )
     wandb_name: str | None = Field(None, description="W&B run name")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nest_and_default(cls, data: Any) -> Any:
+        """defaults < data, both flat or dotted names turned into the nested sections."""
+        if not isinstance(data, dict):
+            return data
+        return nest(cls, all_defaults(cls), data)
+
+
+def section_of(info: FieldInfo) -> type[Section] | None:
+    annotation = info.annotation
+    return annotation if isinstance(annotation, type) and issubclass(annotation, Section) else None
+
+
+@cache
+def flat_fields(model: type[BaseModel]) -> dict[str, tuple[str, FieldInfo]]:
+    """flat name -> (dotted path, FieldInfo) of every leaf field, in declaration order."""
+    out: dict[str, tuple[str, FieldInfo]] = {}
+    for name, info in model.model_fields.items():
+        section = section_of(info)
+        if section is None:
+            out[name] = (name, info)
+            continue
+        for leaf, leaf_info in section.model_fields.items():
+            out[leaf_info.alias or leaf] = (f"{name}.{leaf}", leaf_info)
+    return out
+
+
+@cache
+def _paths(model: type[BaseModel]) -> dict[str, str]:
+    """Every accepted key (flat name, dotted name, dotted alias) -> its dotted path."""
+    paths: dict[str, str] = {}
+    for flat, (dotted, _) in flat_fields(model).items():
+        paths[flat] = paths[dotted] = dotted
+        if "." in dotted:
+            paths[f"{dotted.split('.')[0]}.{flat}"] = dotted
+    return paths
+
+
+def flat_name(model: type[BaseModel], dotted: str) -> str:
+    """The flat (flag) name of a dotted path or alias; unknown names come back unchanged."""
+    path = _paths(model).get(dotted, dotted)
+    return next((f for f, (d, _) in flat_fields(model).items() if d == path), dotted)
+
+
+def all_defaults(model: type[BaseModel]) -> dict[str, Any]:
+    """The `defaults` of every class from the base down, later (more specific) ones winning."""
+    merged: dict[str, Any] = {}
+    for klass in reversed(model.__mro__):
+        merged.update(vars(klass).get("defaults", {}))
+    return merged
+
+
+def nest(model: type[BaseModel], *layers: dict[str, Any]) -> dict[str, Any]:
+    """Merge layers of config values (flat, dotted or nested; later layers win) into the nested
+    shape of `model`. Keys it does not know pass through, for pydantic to reject by name."""
+    paths = _paths(model)
+    out: dict[str, Any] = {}
+    for layer in layers:
+        for key, value in layer.items():
+            info = model.model_fields.get(key)
+            # a section given as a dict merges leaf by leaf; a section object replaces it whole
+            if info is not None and section_of(info) is not None and isinstance(value, dict):
+                for leaf, leaf_value in value.items():
+                    _put(out, paths.get(f"{key}.{leaf}", f"{key}.{leaf}"), leaf_value)
+            else:
+                _put(out, paths.get(key, key), value)
+    return out
+
+
+def _put(out: dict[str, Any], path: str, value: Any) -> None:
+    section, dot, leaf = path.partition(".")
+    if dot and isinstance(out.setdefault(section, {}), dict):
+        out[section][leaf] = value
+    else:
+        out[path] = value
+
+
+def flat_values(cfg: BaseModel) -> dict[str, Any]:
+    """A config's values by flat name."""
+    out: dict[str, Any] = {}
+    for flat, (dotted, _) in flat_fields(type(cfg)).items():
+        value: Any = cfg
+        for part in dotted.split("."):
+            value = getattr(value, part)
+        out[flat] = value
+    return out
+
+
+class EpochTrainConfig(TrainConfig):
+    """Training in epochs over a fixed dataset (supervised, preference): batches of examples, every
+    Adam setting, and a held-out set evaluated every `eval_every` steps."""
+
+    dataset: str = Field(
+        "bundled:chat",
+        description="Training rows: bundled:NAME | a local JSONL/parquet | a hub name",
+    )
+    test_dataset: str | None = Field(
+        None, description="Held-out rows, named as dataset (None = no evaluation)"
+    )
+    test_split: str = Field("test", description="Split of test_dataset to evaluate on")
+    max_length: int | None = Field(
+        1024, gt=0, description="Longest example in tokens (longer ones are cut, see the recipe)"
+    )
+    batch_size: int = Field(8, gt=0, description="Examples (conversations or pairs) per step")
+    num_epochs: int = Field(1, gt=0, description="Passes over the dataset")
+    optimizer: AdamConfig = Field(
+        default_factory=lambda: AdamConfig.model_validate({}),
+        description="Learning rate, schedule, warmup and Adam settings",
+    )
+    evaluation: EvalConfig = Field(
+        default_factory=lambda: EvalConfig.model_validate({}),
+        description="When to evaluate on test_dataset",
+    )

@@ -49,19 +49,19 @@ def on_policy_distillation(
 ) -> Workflow[DistillationState]:
     """`make_dataset` (an RLDatasetFactory) builds the prompt envs; their group builders'
     `dataset_idx` picks the teacher (`teachers[i]` scores dataset i)."""
-    start = start_point(cfg, cfg.load_checkpoint_path)
+    start = start_point(cfg, cfg.checkpoint.load_path)
     train = [
         ComputeAdvantages(estimator="group_mean"),
-        AddTeacherKL(coef=cfg.kl_penalty_coef, discount=cfg.kl_discount_factor),
+        AddTeacherKL(coef=cfg.kl.penalty_coef, discount=cfg.kl.discount_factor),
         TrainStep(
-            learning_rate=cfg.learning_rate,
+            learning_rate=cfg.optimizer.learning_rate,
             loss_fn=cfg.loss_fn,
             loss_fn_config=cfg.loss_fn_config,
             num_substeps=cfg.num_substeps,
-            lr_schedule=cfg.lr_schedule,
+            lr_schedule=cfg.optimizer.schedule,
         ),
     ]
-    body = sync_body(cfg, train, post_kl=cfg.compute_post_kl, evaluation=[])
+    body = sync_body(cfg, train, post_kl=cfg.kl.compute_post_kl, evaluation=[])
     renderer = student_renderer_name(cfg, start.model_name)
     return Workflow(
         "on_policy_distillation",
@@ -135,7 +135,7 @@ def prompt_distillation(
 ) -> Workflow[PromptDistillationState]:
     """`convert(row, where) -> prompt text`. The supervised workflow whose conversations come
     from the teacher (the teacher-data section) instead of the dataset."""
-    start = start_point(cfg, cfg.load_checkpoint_path)
+    start = start_point(cfg, cfg.checkpoint.load_path)
     client, tokenize, training = supervised_sections(cfg, recipe, start)
     return Workflow(
         "prompt_distillation",

@@ -73,10 +73,14 @@ def preference(
     completion_A, completion_B, label), `test_convert` the held-out rows (default: `convert`);
     `recipe` names the run in the model registry."""
     adam = AdamSettings(
-        cfg.adam_beta1, cfg.adam_beta2, cfg.adam_eps, cfg.weight_decay, cfg.grad_clip_norm
+        cfg.optimizer.beta1,
+        cfg.optimizer.beta2,
+        cfg.optimizer.eps,
+        cfg.optimizer.weight_decay,
+        cfg.optimizer.grad_clip_norm,
     )
     evaluate = cfg.test_dataset is not None
-    start = start_point(cfg, cfg.load_checkpoint_path)
+    start = start_point(cfg, cfg.checkpoint.load_path)
     drain: list[Node] = [Await("step_queue", into="step_result"), LogDPOStep()]
     return Workflow(
         "preference",
@@ -87,13 +91,13 @@ def preference(
                 ShufflePairs(seed=cfg.seed),
                 Loop("batch", "n_batches", "batch_idx", steps=True, body=[
                     GetPreferenceBatch(cfg.batch_size),
-                    *([When(Every(cfg.eval_every, "step", offset=0), [EvaluatePreference(cfg.dpo_beta)])] if evaluate else []),
+                    *([When(Every(cfg.evaluation.every, "step", offset=0), [EvaluatePreference(cfg.dpo_beta)])] if evaluate else []),
                     ComputeReferenceLogprobs(),
                     DPOForwardBackward(cfg.dpo_beta),
-                    OptimStep(cfg.learning_rate, cfg.lr_schedule, cfg.warmup_steps, adam),
+                    OptimStep(cfg.optimizer.learning_rate, cfg.optimizer.schedule, cfg.optimizer.warmup_steps, adam),
                     Await("step_queue", into="step_result", keep=1),
                     LogDPOStep(),
-                    When(Every(cfg.save_every, "step"), [*drain, SaveCheckpoint()]),
+                    When(Every(cfg.checkpoint.save_every, "step"), [*drain, SaveCheckpoint()]),
                 ]),
             ]),
             *drain,

@@ -40,7 +40,7 @@ def code_reinforcement(
 ) -> Workflow[CodeRLState]:
     """Sync RL over the env datasets `make_dataset(env_ctx, sandbox)` builds; with `evaluator`,
     pass@k (each k in `ks`) before training (`humaneval_before/...`) and after (`humaneval/...`)."""
-    start = start_point(cfg, cfg.load_checkpoint_path)
+    start = start_point(cfg, cfg.checkpoint.load_path)
     sandbox = OpenSandbox(
         backend=cfg.sandbox_backend,
         url=cfg.sandbox_url,
@@ -62,13 +62,13 @@ def code_reinforcement(
             evaluator=evaluator, ks=ks, result_key="humaneval_before", name="humaneval_before"
         )
         steps.append(When(FirstStep(), [RefreshSampler(), before]))
-    body = sync_body(cfg, ppo, post_kl=cfg.compute_post_kl, evaluation=periodic_eval(cfg))
+    body = sync_body(cfg, ppo, post_kl=cfg.kl.compute_post_kl, evaluation=periodic_eval(cfg))
     loop = Loop("iteration", "n_batches", "batch_idx", steps=True, body=body)
     steps += [loop, SaveFinal()]
     final: list[Node] = []  # on the final weights, after the last checkpoint
     if evaluator is not None:
         final.append(EvaluatePassAtK(evaluator=evaluator, ks=ks, name="humaneval_after"))
-    if cfg.eval_every:
+    if cfg.evaluation.every:
         final.append(evaluate(cfg, report=True))
     if final:
         steps += [RefreshSampler(), *final]

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from kitchen.workflows.common.config import TrainConfig
+from kitchen.workflows.common.config import EvalConfig, KLConfig, TrainConfig
 
 RLMode = Literal["sync", "streaming", "async"]
 
@@ -17,9 +17,8 @@ RLLossFn = Literal["importance_sampling", "ppo", "cispo", "dro", "gspo"]
 class RLLoopConfig(TrainConfig):
     """What every RL loop needs: the batch shape, sampling, and the loss."""
 
-    renderer_name: str | None = Field(
-        None, description="Chat format; default: the model's recommended renderer"
-    )
+    defaults: ClassVar[dict[str, Any]] = {"lr_schedule": "constant"}  # tinker-cookbook RL
+
     group_size: int = Field(4, ge=1, description="Rollouts per problem (GRPO group)")
     groups_per_batch: int = Field(8, ge=1, description="Problems (groups) per training batch")
     num_batches: int | None = Field(
@@ -32,40 +31,75 @@ class RLLoopConfig(TrainConfig):
         None,
         description="Loss options, e.g. clip_low_threshold / clip_high_threshold (ppo, cispo), beta (dro)",
     )
-    lr_schedule: Literal["constant", "linear", "cosine"] = Field(
-        "constant", description="LR schedule over the run (tinker-cookbook RL: constant)"
-    )
     coalesce_samples: bool = Field(
         True, description="Sample a group's identical prompts in one call (num_samples=group_size)"
     )
 
 
-class RLConfig(RLLoopConfig):
-    """The full RL workflow: modes, substeps, KL penalty, evaluation."""
+class RLStepConfig(RLLoopConfig):
+    """An RL loop whose step is split in substeps and carries a KL term (RL, distillation)."""
 
-    mode: RLMode = Field(
-        "sync", description="sync | streaming (train as groups finish) | async (off-policy)"
-    )
     num_substeps: int = Field(
         1, ge=1, description="Optimizer steps per iteration (the batch split in this many parts)"
     )
+    kl: KLConfig = Field(
+        default_factory=lambda: KLConfig.model_validate({}),
+        description="The KL term of the advantage",
+    )
+
+
+class RLKLConfig(KLConfig):
+    reference_model: str | None = Field(
+        None,
+        alias="kl_reference_model",
+        description="Reference model of the KL penalty; default: model_name (adapters off)",
+    )
+
+
+class RLEvalConfig(EvalConfig):
+    temperature: float = Field(
+        0.0,
+        ge=0,
+        alias="eval_temperature",
+        description="Sampling temperature of test-set evaluation (0 = greedy)",
+    )
+
+
+class PolicyGradientConfig(RLStepConfig):
+    """Rewards into advantages, a KL penalty to a reference, test-set evaluation (RL, code RL)."""
+
     advantage_estimator: str = Field(
-        "group_mean", description="Advantage estimator by name (train_core.rl ADVANTAGE_ESTIMATORS)"
+        "group_mean",
+        description="group_mean (reward minus the group mean) | gae (per-turn GAE, code RL) | any "
+        "name in train_core.rl ADVANTAGE_ESTIMATORS",
     )
     remove_constant_reward_groups: bool = Field(
         False, description="Train only on groups whose rewards differ (the rest carry no signal)"
     )
-    kl_penalty_coef: float = Field(
-        0.0, ge=0, description="Penalty on KL to the reference model (0 = off)"
+    kl: RLKLConfig = Field(
+        default_factory=lambda: RLKLConfig.model_validate({}),
+        description="The KL penalty to a reference model",
     )
-    kl_discount_factor: float = Field(
-        0.0, ge=0, lt=1, description="Discount the KL penalty over future tokens (0 = per token)"
+    evaluation: RLEvalConfig = Field(
+        default_factory=lambda: RLEvalConfig.model_validate({}),
+        description="When and how to evaluate on test problems",
     )
-    kl_reference_model: str | None = Field(
-        None, description="Reference model of the KL penalty; default: model_name (adapters off)"
-    )
-    compute_post_kl: bool = Field(
-        False, description="Also log KL between pre- and post-update policy (extra scoring pass)"
+
+    @field_validator("advantage_estimator")
+    @classmethod
+    def _known_estimator(cls, name: str) -> str:
+        import train_core.rl  # noqa: F401  (registers every built-in estimator)
+        from train_core.rl.advantages import get_advantage_estimator
+
+        get_advantage_estimator(name)  # raises listing the known names
+        return name
+
+
+class RLConfig(PolicyGradientConfig):
+    """The full RL workflow: modes, substeps, KL penalty, evaluation."""
+
+    mode: RLMode = Field(
+        "sync", description="sync | streaming (train as groups finish) | async (off-policy)"
     )
     stream_minibatch_size: int = Field(
         2, ge=1, description="streaming: groups per forward_backward minibatch"
@@ -73,20 +107,6 @@ class RLConfig(RLLoopConfig):
     max_steps_off_policy: int = Field(
         1, ge=0, description="async: how many steps behind the learner a trained sample may be"
     )
-    eval_temperature: float = Field(
-        0.0, ge=0, description="Sampling temperature of test-set evaluation (0 = greedy)"
-    )
-    load_checkpoint_path: str | None = Field(
-        None, description="Start from these saved weights (fresh optimizer)"
-    )
-
-    @field_validator("advantage_estimator")
-    @classmethod
-    def known_estimator(cls, name: str) -> str:
-        from train_core.rl.advantages import get_advantage_estimator
-
-        get_advantage_estimator(name)  # raises listing the known names
-        return name
 
     @model_validator(mode="after")
     def check_mode_options(self) -> RLConfig:
@@ -105,14 +125,9 @@ class RLConfig(RLLoopConfig):
 CLIP_LOSSES = ("ppo", "cispo")
 
 
-class CodeRLWorkflowConfig(RLLoopConfig):
+class CodeRLWorkflowConfig(PolicyGradientConfig):
     """The sync RL loop's options, the sandbox, and the PPO-style knobs."""
 
-    num_substeps: int = Field(
-        1,
-        ge=1,
-        description="Optimizer steps per pass over a batch (the batch split in this many parts)",
-    )
     ppo_epochs: int = Field(
         1,
         ge=1,
@@ -126,35 +141,9 @@ class CodeRLWorkflowConfig(RLLoopConfig):
         description="Clip the ppo/cispo ratio to [1 - e, 1 + e] (sets clip_low/high_threshold); "
         "None: the loss's own defaults",
     )
-    advantage_estimator: str = Field(
-        "group_mean",
-        description="group_mean (reward minus the group mean) | gae (per-turn GAE, see gamma, "
-        "gae_lambda) | any name in train_core.rl ADVANTAGE_ESTIMATORS",
-    )
     gamma: float = Field(1.0, ge=0, le=1, description="gae: discount per turn (1 = undiscounted)")
     gae_lambda: float = Field(
         1.0, ge=0, le=1, description="gae: lambda (1 = return minus baseline, 0 = one-step TD)"
-    )
-    remove_constant_reward_groups: bool = Field(
-        False, description="Train only on groups whose rewards differ (the rest carry no signal)"
-    )
-    kl_penalty_coef: float = Field(
-        0.0, ge=0, description="Penalty on KL to the reference model (0 = off)"
-    )
-    kl_discount_factor: float = Field(
-        0.0, ge=0, lt=1, description="Discount the KL penalty over future tokens (0 = per token)"
-    )
-    kl_reference_model: str | None = Field(
-        None, description="Reference model of the KL penalty; default: model_name (adapters off)"
-    )
-    compute_post_kl: bool = Field(
-        False, description="Also log KL between pre- and post-update policy (extra scoring pass)"
-    )
-    eval_temperature: float = Field(
-        0.0, ge=0, description="Sampling temperature of test-set evaluation (0 = greedy)"
-    )
-    load_checkpoint_path: str | None = Field(
-        None, description="Start from these saved weights (fresh optimizer)"
     )
     sandbox_backend: Literal["local", "http"] = Field(
         "local",
@@ -167,15 +156,6 @@ class CodeRLWorkflowConfig(RLLoopConfig):
     sandbox_max_concurrency: int | None = Field(
         None, ge=1, description="Programs run at once (default: local = CPU count)"
     )
-
-    @field_validator("advantage_estimator")
-    @classmethod
-    def _known_estimator(cls, name: str) -> str:
-        import train_core.rl  # noqa: F401  (registers every built-in estimator)
-        from train_core.rl.advantages import get_advantage_estimator
-
-        get_advantage_estimator(name)  # raises listing the known names
-        return name
 
     @model_validator(mode="after")
     def _knobs_apply(self) -> CodeRLWorkflowConfig:

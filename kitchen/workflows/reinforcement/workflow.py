@@ -49,7 +49,7 @@ SyncConfig = RLConfig | CodeRLWorkflowConfig
 
 def kl_reference(cfg: SyncConfig, start: StartPoint) -> str | None:
     """The KL reference: the base the run started from, adapters off (or the model named)."""
-    return (cfg.kl_reference_model or start.model_name) if cfg.kl_penalty_coef > 0 else None
+    return (cfg.kl.reference_model or start.model_name) if cfg.kl.penalty_coef > 0 else None
 
 
 def setup(
@@ -90,30 +90,32 @@ def train(
         ComputeAdvantages(estimator=cfg.advantage_estimator, gamma=gamma, lam=gae_lambda),
         AssembleData(remove_constant_reward_groups=cfg.remove_constant_reward_groups),
     ]
-    if cfg.kl_penalty_coef > 0:
-        steps.append(ApplyKLPenalty(coef=cfg.kl_penalty_coef, discount=cfg.kl_discount_factor))
+    if cfg.kl.penalty_coef > 0:
+        steps.append(ApplyKLPenalty(coef=cfg.kl.penalty_coef, discount=cfg.kl.discount_factor))
     steps.append(
         TrainStep(
-            learning_rate=cfg.learning_rate,
+            learning_rate=cfg.optimizer.learning_rate,
             loss_fn=cfg.loss_fn,
             loss_fn_config=loss_fn_config,
             num_substeps=cfg.num_substeps,
             ppo_epochs=ppo_epochs,
-            lr_schedule=cfg.lr_schedule,
+            lr_schedule=cfg.optimizer.schedule,
         )
     )
     return steps
 
 
 def evaluate(cfg: SyncConfig, *, report: bool = False) -> EvaluateRL:
-    return EvaluateRL(max_tokens=cfg.max_tokens, temperature=cfg.eval_temperature, report=report)
+    return EvaluateRL(
+        max_tokens=cfg.max_tokens, temperature=cfg.evaluation.temperature, report=report
+    )
 
 
 def periodic_eval(cfg: SyncConfig) -> list[Node]:
     """Test-set evaluation every `eval_every` steps, from step 0, on pre-step weights."""
-    if not cfg.eval_every:
+    if not cfg.evaluation.every:
         return []
-    return [When(Every(cfg.eval_every, "step", offset=0), [evaluate(cfg)])]
+    return [When(Every(cfg.evaluation.every, "step", offset=0), [evaluate(cfg)])]
 
 
 def log_step(*, post_kl: bool) -> list[Node]:
@@ -125,9 +127,9 @@ def log_step(*, post_kl: bool) -> list[Node]:
 
 def save(cfg: RLLoopConfig) -> list[Node]:
     """A resumable checkpoint every `save_every` steps."""
-    if not cfg.save_every:
+    if not cfg.checkpoint.save_every:
         return []
-    return [When(Every(cfg.save_every, "step"), [SaveCheckpoint()])]
+    return [When(Every(cfg.checkpoint.save_every, "step"), [SaveCheckpoint()])]
 
 
 def rollouts(cfg: RLLoopConfig) -> DoRollouts:
@@ -155,26 +157,26 @@ def streaming_body(cfg: RLConfig) -> list[Node]:
     recipe = MinibatchRecipe(
         estimator=cfg.advantage_estimator,
         remove_constant_reward_groups=cfg.remove_constant_reward_groups,
-        kl_penalty_coef=cfg.kl_penalty_coef,
-        kl_discount_factor=cfg.kl_discount_factor,
+        kl_penalty_coef=cfg.kl.penalty_coef,
+        kl_discount_factor=cfg.kl.discount_factor,
     )
     stream = StreamRolloutsAndTrain(
         max_tokens=cfg.max_tokens,
-        learning_rate=cfg.learning_rate,
+        learning_rate=cfg.optimizer.learning_rate,
         minibatch_size=cfg.stream_minibatch_size,
         temperature=cfg.temperature,
         coalesce=cfg.coalesce_samples,
         recipe=recipe,
         loss_fn=cfg.loss_fn,
         loss_fn_config=cfg.loss_fn_config,
-        lr_schedule=cfg.lr_schedule,
+        lr_schedule=cfg.optimizer.schedule,
     )
     return [
         RefreshSampler(),
         *periodic_eval(cfg),
         stream,
         WriteRollouts(),
-        *log_step(post_kl=cfg.compute_post_kl),
+        *log_step(post_kl=cfg.kl.compute_post_kl),
         *save(cfg),
     ]
 
@@ -186,7 +188,7 @@ def async_body(cfg: RLConfig) -> list[Node]:
         CollectGroups(groups_per_batch=cfg.groups_per_batch),
         WriteRollouts(),
         *train(cfg, loss_fn_config=cfg.loss_fn_config),
-        *log_step(post_kl=cfg.compute_post_kl),
+        *log_step(post_kl=cfg.kl.compute_post_kl),
         PublishSampler(),
         *save(cfg),
     ]
@@ -206,12 +208,14 @@ def reinforcement(
     runs as rl_loop's minimal sync loop); the final model is registered as `recipe` (unless
     --no-register), with the config given."""
     rl = cfg if isinstance(cfg, RLConfig) else as_sync_loop(cfg)
-    start = start_point(rl, rl.load_checkpoint_path)
+    start = start_point(rl, rl.checkpoint.load_path)
     steps = setup(rl, make_dataset, start, reference_model=kl_reference(rl, start))
     finally_: list[Node] = []
     if rl.mode == "sync":
         train_steps = train(rl, loss_fn_config=rl.loss_fn_config)
-        body = sync_body(rl, train_steps, post_kl=rl.compute_post_kl, evaluation=periodic_eval(rl))
+        body = sync_body(
+            rl, train_steps, post_kl=rl.kl.compute_post_kl, evaluation=periodic_eval(rl)
+        )
     elif rl.mode == "streaming":
         body = streaming_body(rl)
     else:
@@ -227,7 +231,7 @@ def reinforcement(
         )
         finally_.append(StopRolloutPool())
     steps.append(Loop("iteration", "n_batches", "batch_idx", steps=True, body=body))
-    if rl.eval_every:
+    if rl.evaluation.every:
         steps += [RefreshSampler(), evaluate(rl, report=True)]
     steps += [SaveFinal(), *register(cfg, recipe, start)]
     return Workflow(f"reinforcement_{rl.mode}", RLState, steps=steps, finally_=finally_)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from kitchen.workflows.common.config import TrainConfig
+from kitchen.workflows.common.config import EpochTrainConfig
 
 TrainOnWhatName = Literal[
     "last_assistant_message",
@@ -18,32 +18,11 @@ TrainOnWhatName = Literal[
 ]
 
 
-class SupervisedConfig(TrainConfig):
-    dataset: str = Field(
-        "bundled:chat",
-        description="bundled:NAME | a local JSONL/parquet of {messages} | a hub name",
-    )
-    test_dataset: str | None = Field(
-        "bundled:chat", description="Held-out conversations (None = no evaluation)"
-    )
-    test_split: str = Field("test", description="Split of test_dataset to evaluate on")
-    renderer_name: str | None = Field(
-        None, description="Chat format; default: the model's recommended renderer"
-    )
+class SupervisedConfig(EpochTrainConfig):
+    defaults: ClassVar[dict[str, Any]] = {"test_dataset": "bundled:chat"}
+
     train_on_what: TrainOnWhatName = Field(
         "all_assistant_messages", description="Which tokens carry loss"
-    )
-    max_length: int | None = Field(1024, gt=0, description="Truncate examples to this many tokens")
-    batch_size: int = Field(8, gt=0, description="Conversations per step")
-    num_epochs: int = Field(1, gt=0, description="Passes over the dataset")
-    warmup_steps: int = Field(0, ge=0, description="Linear LR warmup steps before the schedule")
-    adam_beta1: float = Field(0.9, ge=0, lt=1, description="Adam beta1")
-    adam_beta2: float = Field(0.95, ge=0, lt=1, description="Adam beta2")
-    adam_eps: float = Field(1e-8, gt=0, description="Adam epsilon")
-    weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay")
-    grad_clip_norm: float = Field(0.0, ge=0, description="Clip the global grad norm (0 = off)")
-    load_checkpoint_path: str | None = Field(
-        None, description="Start from these saved weights (fresh optimizer)"
     )
     eval_labels: bool = Field(
         False,

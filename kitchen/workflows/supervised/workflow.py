@@ -54,10 +54,14 @@ def supervised(
     cfg: SupervisedConfig, convert: RowConverter | None = None, recipe: str = "supervised"
 ) -> Workflow[SupervisedState]:
     adam = AdamSettings(
-        cfg.adam_beta1, cfg.adam_beta2, cfg.adam_eps, cfg.weight_decay, cfg.grad_clip_norm
+        cfg.optimizer.beta1,
+        cfg.optimizer.beta2,
+        cfg.optimizer.eps,
+        cfg.optimizer.weight_decay,
+        cfg.optimizer.grad_clip_norm,
     )
     show = cfg.num_samples_to_show > 0 and cfg.test_dataset is not None
-    start = start_point(cfg, cfg.load_checkpoint_path)
+    start = start_point(cfg, cfg.checkpoint.load_path)
     drain: list[Node] = [Await("step_queue", into="step_result"), LogTrainStep()]
     return Workflow(
         "supervised",
@@ -69,11 +73,11 @@ def supervised(
                 ShuffleEpoch(seed=cfg.seed),
                 Loop("batch", "n_batches", "batch_idx", steps=True, body=[
                     GetBatch(cfg.batch_size),
-                    *([When(Every(cfg.eval_every, "step", offset=0), [EvaluateNLL()])] if cfg.test_dataset else []),
-                    SubmitTrainStep(cfg.learning_rate, cfg.lr_schedule, cfg.warmup_steps, adam),
+                    *([When(Every(cfg.evaluation.every, "step", offset=0), [EvaluateNLL()])] if cfg.test_dataset else []),
+                    SubmitTrainStep(cfg.optimizer.learning_rate, cfg.optimizer.schedule, cfg.optimizer.warmup_steps, adam),
                     Await("step_queue", into="step_result", keep=1),
                     LogTrainStep(),
-                    When(Every(cfg.save_every, "step"), [*drain, SaveCheckpoint()]),
+                    When(Every(cfg.checkpoint.save_every, "step"), [*drain, SaveCheckpoint()]),
                 ]),
             ]),
             *drain,
@@ -92,9 +96,13 @@ def supervised_flat(
     """The minimal loop (tinker-cookbook's sl_loop): submit a step, await it, log, save. No
     pipelining and no evaluation, so it reads as the algorithm and nothing else."""
     adam = AdamSettings(
-        cfg.adam_beta1, cfg.adam_beta2, cfg.adam_eps, cfg.weight_decay, cfg.grad_clip_norm
+        cfg.optimizer.beta1,
+        cfg.optimizer.beta2,
+        cfg.optimizer.eps,
+        cfg.optimizer.weight_decay,
+        cfg.optimizer.grad_clip_norm,
     )
-    start = start_point(cfg, cfg.load_checkpoint_path)
+    start = start_point(cfg, cfg.checkpoint.load_path)
     return Workflow(
         "supervised_flat",
         SupervisedState,
@@ -104,10 +112,10 @@ def supervised_flat(
                 ShuffleEpoch(seed=cfg.seed),
                 Loop("batch", "n_batches", "batch_idx", steps=True, body=[
                     GetBatch(cfg.batch_size),
-                    SubmitTrainStep(cfg.learning_rate, cfg.lr_schedule, cfg.warmup_steps, adam),
+                    SubmitTrainStep(cfg.optimizer.learning_rate, cfg.optimizer.schedule, cfg.optimizer.warmup_steps, adam),
                     Await("step_queue", into="step_result"),
                     LogTrainStep(),
-                    When(Every(cfg.save_every, "step"), [SaveCheckpoint()]),
+                    When(Every(cfg.checkpoint.save_every, "step"), [SaveCheckpoint()]),
                 ]),
             ]),
             SaveFinal(),
