@@ -12,7 +12,7 @@ from kitchen.engine.stage import Context, Metrics
 from train_core.evaluation.labels import content_text, prompt_and_reference
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SamplePrompts:
     """Greedy answers from the current weights to the first `n` conversations of `source`."""
 
@@ -59,7 +59,7 @@ class SamplePrompts:
         return None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ShowSamples:
     """Print before/after answers side by side and keep them in samples.jsonl."""
 

@@ -81,7 +81,8 @@ def supervised_sections(
     drain: list[Node] = [Await("step_queue", into="step_result"), LogTrainStep()]
     train: list[Node] = [
         _tokenize(cfg),
-        *optional(show, SamplePrompts("samples_before", cfg.num_samples_to_show, cfg.sample_max_tokens)),
+        *optional(show, SamplePrompts(into="samples_before", n=cfg.num_samples_to_show,
+                                      max_tokens=cfg.sample_max_tokens)),
         Loop("epoch", cfg.num_epochs, "epoch_idx", [
             ShuffleEpoch(seed=cfg.seed),
             Loop("batch", "n_batches", "batch_idx", steps=True, body=[
@@ -101,7 +102,8 @@ def supervised_sections(
     finish: list[Node] = [
         SaveFinal(),
         *register(cfg, recipe, start),
-        *optional(show, SamplePrompts("samples_after", cfg.num_samples_to_show, cfg.sample_max_tokens), ShowSamples()),
+        *optional(show, SamplePrompts(into="samples_after", n=cfg.num_samples_to_show,
+                                      max_tokens=cfg.sample_max_tokens), ShowSamples()),
     ]  # fmt: skip
     return Sections(_client(cfg, start), _data(cfg, convert), train, finish)
 
