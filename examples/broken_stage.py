@@ -18,14 +18,10 @@ from __future__ import annotations
 
 import kitchen
 from kitchen import Await, Context, Loop, Workflow
+from kitchen.workflows.common.batches import GetBatch, ShuffleEpoch
 from kitchen.workflows.common.setup import InitTrainingClient, LoadDataset
-from kitchen.workflows.supervised.stages import (
-    GetBatch,
-    LogTrainStep,
-    ShuffleEpoch,
-    SubmitTrainStep,
-    TokenizeConversations,
-)
+from kitchen.workflows.common.train_step import LogTrainStep, SubmitTrainStep
+from kitchen.workflows.supervised.stages import CrossEntropyLoss, TokenizeConversations
 from kitchen.workflows.supervised.state import SupervisedState
 
 
@@ -46,7 +42,7 @@ def build_workflow() -> Workflow[SupervisedState]:
             Loop("batch", "n_batches", "batch_idx", steps=True, body=[
                 print_batch_size,  # the mistake: reads `batch` before GetBatch writes it
                 GetBatch(batch_size=4),
-                SubmitTrainStep(learning_rate=1e-3),
+                SubmitTrainStep(loss=CrossEntropyLoss(), learning_rate=1e-3),
                 Await("step_queue", into="step_result"),
                 LogTrainStep(),
             ]),

@@ -24,15 +24,11 @@ from tinker.types import Datum
 
 import kitchen
 from kitchen import Await, Context, Loop, Metrics, Workflow
+from kitchen.workflows.common.batches import GetBatch, ShuffleEpoch
 from kitchen.workflows.common.checkpoint import SaveFinal
 from kitchen.workflows.common.setup import InitTrainingClient, LoadDataset
-from kitchen.workflows.supervised.stages import (
-    GetBatch,
-    LogTrainStep,
-    ShuffleEpoch,
-    SubmitTrainStep,
-    TokenizeConversations,
-)
+from kitchen.workflows.common.train_step import LogTrainStep, SubmitTrainStep
+from kitchen.workflows.supervised.stages import CrossEntropyLoss, TokenizeConversations
 from kitchen.workflows.supervised.state import SupervisedState
 from train_core import datum_weights
 
@@ -83,13 +79,13 @@ def build_workflow(
             InitTrainingClient(model, lora_rank=8),
             LoadDataset("bundled:chat", "conversations", limit=rows),
             KeepShortConversations(max_messages=2),
-            TokenizeConversations(BATCH_SIZE, max_length=128, with_test=False),
+            TokenizeConversations(batch_size=BATCH_SIZE, max_length=128, with_test=False),
             Loop("epoch", 1, "epoch_idx", [
                 ShuffleEpoch(seed=0),
                 Loop("batch", "n_batches", "batch_idx", steps=True, body=[
-                    GetBatch(BATCH_SIZE),
+                    GetBatch(batch_size=BATCH_SIZE),
                     count_loss_tokens,
-                    SubmitTrainStep(learning_rate, lr_schedule="constant"),
+                    SubmitTrainStep(loss=CrossEntropyLoss(), learning_rate=learning_rate, lr_schedule="constant"),
                     Await("step_queue", into="step_result", keep=1),
                     LogTrainStep(),
                 ]),

@@ -69,6 +69,12 @@ class Every:
     def reads(self) -> frozenset[str]:
         return frozenset({self.index})
 
+    @classmethod
+    def before_step(cls, n: int) -> Every:
+        """True before steps 0, n, 2n, ... (0-based `step`): a stage under it sees the weights
+        the step starts from, e.g. a pre-step evaluation."""
+        return cls(n, "step", offset=0)
+
     def __call__(self, state: Any) -> bool:
         return self.n > 0 and (getattr(state, self.index) + self.offset) % self.n == 0
 

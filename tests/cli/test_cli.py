@@ -25,8 +25,8 @@ def test_dry_run_validates_prints_plan_and_exits_zero():
     result = runner.invoke(app, ["run", "sl_basic", "--dry-run", "-b", "4", "learning_rate=3e-4"])
     assert result.exit_code == 0, result.output
     assert "config valid" in result.output
-    assert "submit_train_step(learning_rate=0.0003" in result.output
-    assert "get_batch(batch_size=4)" in result.output
+    assert "submit_train_step(loss=CrossEntropyLoss(), learning_rate=0.0003" in result.output
+    assert "get_batch(batch_size=4, group_size=1)" in result.output
 
 
 def test_unknown_flag_suggests_the_closest_option():
@@ -61,7 +61,10 @@ def test_precedence_defaults_then_config_file_then_flags(tmp_path):
     cfg.write_text("learning_rate = 5e-4\nbatch_size = 2\n")
     result = runner.invoke(app, ["graph", "sl_basic", "--config", str(cfg), "--batch-size", "6"])
     assert result.exit_code == 0, result.output
-    assert "learning_rate=0.0005" in result.output and "get_batch(batch_size=6)" in result.output
+    assert (
+        "learning_rate=0.0005" in result.output
+        and "get_batch(batch_size=6, group_size=1)" in result.output
+    )
 
 
 def test_config_file_with_unknown_field(tmp_path):

@@ -83,4 +83,4 @@ def test_graph_of_a_recipe_is_unchanged() -> None:
     result = RUNNER.invoke(app, ["graph", "sl_loop", "--batch-size", "4"])
     assert result.exit_code == 0, result.output
     assert result.output.startswith("workflow supervised_flat")
-    assert "get_batch(batch_size=4)" in result.output
+    assert "get_batch(batch_size=4, group_size=1)" in result.output

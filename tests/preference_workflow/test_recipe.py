@@ -12,8 +12,8 @@ from cookbook.recipes.preference_data import resolve_preference_dataset
 from kitchen.app.cli import app
 from kitchen.app.launch import build_config, get_recipe
 from kitchen.engine.validate import walk
+from kitchen.workflows.common.evaluate import Evaluate
 from kitchen.workflows.common.setup import LoadDataset
-from kitchen.workflows.preference.stages import EvaluatePreference
 
 runner = CliRunner()
 
@@ -55,15 +55,15 @@ def test_held_out_set_follows_the_dataset_or_the_flags(tmp_path: Path) -> None:
         "test_comparisons", "argilla/ultrafeedback-binarized-preferences", "train[:64]",
     )  # fmt: skip
     no_eval = get_recipe("dpo").workflow(build_config(get_recipe("dpo"), {"test_dataset": None}))
-    assert not any(isinstance(n, EvaluatePreference) for n, _ in walk(no_eval.steps))
+    assert not any(isinstance(n, Evaluate) for n, _ in walk(no_eval.steps))
 
 
 def test_dry_run_validates_and_prints_the_plan() -> None:
     result = runner.invoke(app, ["run", "dpo", "--dry-run", "--dpo-beta", "0.1", "-b", "3"])
     assert result.exit_code == 0, result.output
     assert "config valid" in result.output
-    assert "dpo_forward_backward(beta=0.1)" in result.output
-    assert "get_preference_batch(batch_size=3)" in result.output
+    assert "submit_train_step(loss=DPOLoss(beta=0.1)" in result.output
+    assert "get_batch(batch_size=3, group_size=2)" in result.output
 
 
 def test_cookbook_preset_holds_tinker_cookbooks_values() -> None:

@@ -15,7 +15,7 @@ from kitchen.app.launch import run
 from kitchen.engine.errors import DataError
 from kitchen.engine.runner import RunResult
 from kitchen.engine.stage import Context
-from kitchen.workflows.preference.stages import GetPreferenceBatch, ShufflePairs
+from kitchen.workflows.common.batches import GetBatch, ShuffleEpoch
 from kitchen.workflows.preference.state import PreferenceState
 
 from .helpers import comparison, write_jsonl
@@ -136,11 +136,11 @@ def test_reference_is_the_base_model_or_the_named_reference(tmp_path: Path) -> N
 def test_batches_keep_chosen_and_rejected_side_by_side() -> None:
     state = PreferenceState(train_data=[f"c{i}" if j == 0 else f"r{i}" for i in range(5) for j in (0, 1)], n_pairs=5)  # fmt: skip
     ctx = Context(state=state)
-    ShufflePairs(seed=3)(ctx)
+    ShuffleEpoch(seed=3, group_size=2)(ctx)
     seen = []
     for batch_idx in range(2):
         state.batch_idx = batch_idx
-        GetPreferenceBatch(2)(ctx)
+        GetBatch(batch_size=2, group_size=2)(ctx)
         batch = state.batch
         assert batch is not None and len(batch) == 4
         assert [b[1:] for b in batch[0::2]] == [b[1:] for b in batch[1::2]]

@@ -9,6 +9,7 @@ from train_core.preference.dpo import (
     weighted_logprob_sums,
 )
 from train_core.preference.evaluator import (
+    PreferenceEvaluator,
     evaluate_preference_async,
     pairwise_accuracy,
     preference_metrics,
@@ -35,6 +36,7 @@ __all__ = [
     "LabeledComparison",
     "Overflow",
     "PairStats",
+    "PreferenceEvaluator",
     "build_dpo_data",
     "comparison_to_datum_pair",
     "datum_pair_or_drop_reason",

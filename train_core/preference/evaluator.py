@@ -7,13 +7,15 @@ passed in; the policy's come from a training client's forward (pre-step weights)
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 from tinker import types
 
+from train_core.evaluation.evaluator import EvaluatorClient, resolve_future
 from train_core.preference.dpo import dpo_loss, weighted_logprob_sums
-from train_core.supervised.evaluator import ForwardClient, forward_logprobs, resolve_future
+from train_core.supervised.evaluator import ForwardClient, forward_logprobs
 from train_core.supervised.nll import as_array, compute_mean_nll
 
 
@@ -72,6 +74,39 @@ async def evaluate_preference_async(
     beta: float,
     name: str = "test",
 ) -> dict[str, float]:
-    """One cross_entropy forward of the policy over the pairs, then `preference_metrics`."""
+    """One cross_entropy forward of the policy over the pairs: `preference_metrics` plus
+    `{name}/nll`, the NLL of all responses (0.6.1's evaluator key)."""
     output = await resolve_future(training_client.forward(list(data), "cross_entropy"))
-    return preference_metrics(forward_logprobs(output), reference_logprobs_D, data, beta, name)
+    logprobs_D = forward_logprobs(output)
+    metrics = preference_metrics(logprobs_D, reference_logprobs_D, data, beta, name)
+    metrics[f"{name}/nll"] = compute_mean_nll(
+        logprobs_D, [d.loss_fn_inputs["weights"] for d in data]
+    )
+    return metrics
+
+
+@dataclass(frozen=True, kw_only=True)
+class PreferenceEvaluator:
+    """An Evaluator: held-out pairwise accuracy, DPO loss, margin, rewards and NLLs of the
+    interleaved pairs under the training client's current weights, against the frozen
+    reference's logprobs of the same pairs (computed once)."""
+
+    beta: float
+    prefix: str = "test"
+    name: ClassVar[str] = "preference"
+    client: ClassVar[EvaluatorClient] = "training"
+    inputs: ClassVar[tuple[str, ...]] = ("test_data", "test_reference_logprobs")
+
+    async def __call__(
+        self,
+        client: ForwardClient,
+        /,
+        *,
+        test_data: Sequence[types.Datum] | None,
+        test_reference_logprobs: Sequence[Any],
+    ) -> dict[str, float]:
+        if not test_data:
+            return {}
+        return await evaluate_preference_async(
+            client, test_data, test_reference_logprobs, self.beta, self.prefix
+        )

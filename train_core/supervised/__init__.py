@@ -11,6 +11,7 @@ from train_core.supervised.datum import (
     shift_chunks,
 )
 from train_core.supervised.evaluator import (
+    NLLEvaluator,
     evaluate_nll,
     evaluate_nll_async,
     evaluate_nll_with_sampler,
@@ -26,6 +27,7 @@ from train_core.supervised.nll import (
 )
 
 __all__ = [
+    "NLLEvaluator",
     "Reduction",
     "SupervisedRenderer",
     "as_array",

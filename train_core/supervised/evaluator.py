@@ -8,12 +8,13 @@ Two ways to get the logprobs, same math after: a training client's `forward(data
 from __future__ import annotations
 
 import asyncio
-import inspect
 from collections.abc import Sequence
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
 
 from tinker import types
 
+from train_core.evaluation.evaluator import EvaluatorClient, resolve_future
 from train_core.supervised.datum import full_sequence_from_datum, logprobs_aligned_to_targets
 from train_core.supervised.nll import compute_bpb, compute_mean_nll
 
@@ -63,13 +64,6 @@ def evaluate_nll(
     return nll_metrics(forward_logprobs(output), data, name, tokenizer)
 
 
-async def resolve_future(future: Any) -> Any:
-    """Await an awaitable future; otherwise block on its .result()."""
-    if inspect.isawaitable(future):
-        return await future
-    return future.result()
-
-
 async def evaluate_nll_async(
     training_client: ForwardClient,
     data: Sequence[types.Datum],
@@ -99,3 +93,21 @@ async def evaluate_nll_with_sampler(
         ]
     )
     return nll_metrics([logprobs_aligned_to_targets(r) for r in raw], data, name, tokenizer)
+
+
+@dataclass(frozen=True, kw_only=True)
+class NLLEvaluator:
+    """An Evaluator: `{prefix}/nll` and `{prefix}/bpb` of the held-out datums under the training
+    client's current weights (one cross_entropy forward)."""
+
+    prefix: str = "test"
+    name: ClassVar[str] = "nll"
+    client: ClassVar[EvaluatorClient] = "training"
+    inputs: ClassVar[tuple[str, ...]] = ("test_data", "tokenizer")
+
+    async def __call__(
+        self, client: ForwardClient, /, *, test_data: Sequence[types.Datum] | None, tokenizer: Any
+    ) -> dict[str, float]:
+        if not test_data:
+            return {}
+        return await evaluate_nll_async(client, test_data, self.prefix, tokenizer)

@@ -24,7 +24,7 @@ def _record(
     append_checkpoint_record(ctx.log_dir, record)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SaveCheckpoint:
     """Save a resumable state after this step's optim_step (the pipeline must be drained first)."""
 
@@ -41,7 +41,7 @@ class SaveCheckpoint:
         return None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SaveFinal:
     """Save the final state and sampler weights; recorded with final=true."""
 

@@ -1,50 +1,71 @@
-"""Sampling-based evaluation for label-style tasks: greedy answers to held-out prompts, parsed by
-the renderer and compared with the reference answer (exact match), with macro precision / recall /
-F1 over the reference labels."""
+"""One Evaluate stage over train_core's evaluator protocol (train_core/evaluation/evaluator.py):
+the evaluator computes held-out metrics from a client of the current weights and the state fields
+it names; this stage picks the client and owns where the metrics go (the report switch)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from tinker import types
-
 from kitchen.engine.stage import Context, Metrics
-from kitchen.workflows.common.sampling import message_text, prompt_and_reference
+from train_core.evaluation.evaluator import Evaluator
 
 
-@dataclass(frozen=True)
-class EvaluateLabels:
-    source: str = "test_conversations"
-    prefix: str = "test"
-    max_tokens: int = 32
-    limit: int | None = 64
-    name: str = "evaluate_labels"
-    writes: frozenset[str] = frozenset({"eval_results"})
+@dataclass(frozen=True, kw_only=True)
+class Evaluate:
+    """Run `evaluator` on the current weights.
+
+    Inside a training loop (`report=False`) the metrics go to `into` ("eval_metrics": a pipelined
+    step submitted next carries them into its own record, so they describe the weights before
+    that step; None: returned as this step's metrics, for loops that are not pipelined). At the
+    end of a run (`report=True`) they are merged into `eval_results` (what the model registry
+    records) and logged at the current step.
+
+    The client: the training client for a "training" evaluator; for a "sampling" one, the
+    sampling client in the state field `sampler` when given (e.g. RL's `sampling_client`, already
+    on the current weights), else a fresh snapshot of the training client's weights.
+    """
+
+    evaluator: Evaluator
+    report: bool = False
+    into: str | None = "eval_metrics"
+    sampler: str | None = None
+    name: str = field(default="", repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            object.__setattr__(self, "name", f"evaluate_{self.evaluator.name}")
+
+    @property
+    def _client_field(self) -> str:
+        if self.evaluator.client == "sampling" and self.sampler:
+            return self.sampler
+        return "training_client"
 
     @property
     def reads(self) -> frozenset[str]:
-        return frozenset({"training_client", "renderer", "eval_results", self.source})
+        merged = {"eval_results"} if self.report else set()
+        return frozenset({self._client_field, *self.evaluator.inputs} | merged)
+
+    @property
+    def writes(self) -> frozenset[str]:
+        if self.report:
+            return frozenset({"eval_results"})
+        return frozenset({self.into} if self.into else ())
 
     async def __call__(self, ctx: Context[Any]) -> Metrics | None:
-        from train_core.evaluation.classification import classification_metrics
-
-        items = (getattr(ctx.state, self.source) or [])[: self.limit]
-        renderer = ctx.state.renderer
-        sampler = ctx.state.training_client.save_weights_and_get_sampling_client()
-        params = types.SamplingParams(
-            max_tokens=self.max_tokens, temperature=0.0, stop=renderer.get_stop_sequences()
-        )
-        cases = [prompt_and_reference(item["messages"]) for item in items]
-        futures = [
-            sampler.sample(renderer.build_generation_prompt(prompt), 1, params)
-            for prompt, _ in cases
-        ]
-        predictions = []
-        for future in futures:
-            message, _ = renderer.parse_response((await future).sequences[0].tokens)
-            predictions.append(message_text(message))
-        result = classification_metrics(predictions, [ref for _, ref in cases])
-        metrics = result.as_dict(f"{self.prefix}/")
-        ctx.state.eval_results = {**ctx.state.eval_results, **metrics}
-        return {"step": ctx.state.step, **metrics}
+        state = ctx.state
+        client = getattr(state, self._client_field)
+        if self.evaluator.client == "sampling" and not self.sampler:
+            client = client.save_weights_and_get_sampling_client()
+        inputs = {name: getattr(state, name) for name in self.evaluator.inputs}
+        metrics = await self.evaluator(client, **inputs)
+        if not metrics:
+            return None
+        if self.report:
+            state.eval_results = {**state.eval_results, **metrics}
+            return {"step": state.step, **metrics}
+        if self.into is None:
+            return metrics
+        setattr(state, self.into, metrics)
+        return None

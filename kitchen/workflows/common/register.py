@@ -16,7 +16,7 @@ def _dataset_ref(key: str, fingerprint: str) -> Any:
     return DatasetRef(name=source, fingerprint=fingerprint, split=split or None)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RegisterModel:
     model_name: str  # the registered name; versions auto-increment per name
     base_model: str

@@ -9,28 +9,10 @@ from typing import Any
 from tinker import types
 
 from kitchen.engine.stage import Context, Metrics
+from train_core.evaluation.labels import content_text, prompt_and_reference
 
 
-def message_text(message: Any) -> str:
-    return _text(message.get("content", "")).strip()
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-
-
-def prompt_and_reference(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
-    """The conversation up to its last assistant message, and that message's text."""
-    last = max(
-        (i for i, m in enumerate(messages) if m["role"] == "assistant"), default=len(messages)
-    )
-    reference = _text(messages[last]["content"]) if last < len(messages) else ""
-    return messages[:last], reference
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SamplePrompts:
     """Greedy answers from the current weights to the first `n` conversations of `source`."""
 
@@ -66,16 +48,18 @@ class SamplePrompts:
             message, _ = renderer.parse_response(response.sequences[0].tokens)
             out.append(
                 {
-                    "prompt": _text(prompt_messages[-1]["content"]) if prompt_messages else "",
+                    "prompt": content_text(prompt_messages[-1]["content"])
+                    if prompt_messages
+                    else "",
                     "reference": reference,
-                    "answer": _text(message["content"]),
+                    "answer": content_text(message["content"]),
                 }
             )
         setattr(ctx.state, self.into, out)
         return None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ShowSamples:
     """Print before/after answers side by side and keep them in samples.jsonl."""
 

@@ -33,7 +33,13 @@ def register(cfg: TrainConfig, recipe: str, start: StartPoint) -> list[Node]:
         return []
     config = json.loads(cfg.model_dump_json())
     return [
-        RegisterModel(cfg.registry_name or recipe, start.model_name, recipe, config, start.parent)
+        RegisterModel(
+            model_name=cfg.registry_name or recipe,
+            base_model=start.model_name,
+            recipe=recipe,
+            config=config,
+            parent=start.parent,
+        )
     ]
 
 

@@ -3,6 +3,6 @@ frozen reference."""
 
 from kitchen.workflows.preference.config import PreferenceConfig
 from kitchen.workflows.preference.state import PreferenceState
-from kitchen.workflows.preference.workflow import preference, setup
+from kitchen.workflows.preference.workflow import preference, preference_sections, setup
 
-__all__ = ["PreferenceConfig", "PreferenceState", "preference", "setup"]
+__all__ = ["PreferenceConfig", "PreferenceState", "preference", "preference_sections", "setup"]

@@ -41,4 +41,6 @@ class PreferenceState(TrainState):
         default_factory=dict, description="Pre-step evaluation of the current step"
     )
     step_queue: PendingQueue[Any]
-    step_result: Any = Field(None, description="The last awaited SubmittedDPOStep")
+    step_result: Any = Field(
+        None, description="The last awaited SubmittedStep (common/train_step.py)"
+    )

@@ -7,42 +7,29 @@ once more at the end; the pipeline is drained before each checkpoint."""
 from __future__ import annotations
 
 from kitchen.engine.graph import Await, Every, Loop, Node, When, Workflow
+from kitchen.workflows.common.batches import GetBatch, ShuffleEpoch
 from kitchen.workflows.common.checkpoint import SaveCheckpoint, SaveFinal
+from kitchen.workflows.common.clients import OpenSamplingClient
+from kitchen.workflows.common.evaluate import Evaluate
+from kitchen.workflows.common.sections import Sections, optional
 from kitchen.workflows.common.setup import InitTrainingClient, LoadDataset, RowConverter
 from kitchen.workflows.common.start import StartPoint, register, start_point
+from kitchen.workflows.common.train_step import AdamSettings, LogTrainStep, SubmitTrainStep
 from kitchen.workflows.preference.config import PreferenceConfig
 from kitchen.workflows.preference.stages import (
     BuildPreferenceDataset,
     ComputeReferenceLogprobs,
-    DPOForwardBackward,
-    EvaluatePreference,
-    GetPreferenceBatch,
-    InitReference,
-    LogDPOStep,
-    OptimStep,
-    ShufflePairs,
+    DPOLoss,
 )
 from kitchen.workflows.preference.state import PreferenceState
-from kitchen.workflows.supervised.stages import AdamSettings
+from train_core.preference.evaluator import PreferenceEvaluator
+
+PAIR = 2  # a batch's unit: an interleaved (chosen, rejected) datum pair
 
 
-def setup(
-    cfg: PreferenceConfig,
-    convert: RowConverter | None,
-    test_convert: RowConverter | None,
-    start: StartPoint,
-) -> list[Node]:
-    """Training client and frozen reference, comparisons (train and held-out), datum pairs, and
-    the reference's logprobs of the held-out pairs (computed once: the reference never changes)."""
-    test: list[Node] = []
-    if cfg.test_dataset:
-        test = [
-            LoadDataset(cfg.test_dataset, "test_comparisons", split=cfg.test_split,
-                        convert=test_convert, limit=cfg.test_size, fingerprint=True,
-                        name="load_test_dataset"),
-        ]  # fmt: skip
-    with_test = bool(cfg.test_dataset)
-    # The policy's starting weights are the reference unless another model is named.
+def _clients(cfg: PreferenceConfig, start: StartPoint) -> list[Node]:
+    """The policy's training client and the frozen reference: the policy's starting weights
+    unless another model is named."""
     reference_state = None if cfg.reference_model_name else start.load_checkpoint_path
     return [
         InitTrainingClient(
@@ -52,15 +39,88 @@ def setup(
             seed=cfg.seed,
             load_checkpoint_path=start.load_checkpoint_path,
         ),
-        InitReference(cfg.reference_model_name or start.model_name, reference_state),
+        OpenSamplingClient(
+            base_model=cfg.reference_model_name or start.model_name,
+            initial_state_path=reference_state,
+        ),
+    ]
+
+
+def _data(
+    cfg: PreferenceConfig, convert: RowConverter | None, test_convert: RowConverter | None
+) -> list[Node]:
+    """Comparisons, train and (when a test dataset is named) held-out."""
+    return [
         LoadDataset(cfg.dataset, "comparisons", split=cfg.dataset_split, convert=convert,
                     fingerprint=True),
-        *test,
-        BuildPreferenceDataset(
-            cfg.batch_size, cfg.max_length, cfg.overflow, cfg.num_epochs, with_test
-        ),
-        *([ComputeReferenceLogprobs("test_data", "test_reference_logprobs", name="reference_test")] if with_test else []),
+        *optional(bool(cfg.test_dataset),
+                  LoadDataset(cfg.test_dataset or "", "test_comparisons", split=cfg.test_split,
+                              convert=test_convert, limit=cfg.test_size, fingerprint=True,
+                              name="load_test_dataset")),
     ]  # fmt: skip
+
+
+def _pairs(cfg: PreferenceConfig) -> list[Node]:
+    """Datum pairs, and the reference's logprobs of the held-out pairs (computed once: the
+    reference never changes)."""
+    test = bool(cfg.test_dataset)
+    return [
+        BuildPreferenceDataset(batch_size=cfg.batch_size, max_length=cfg.max_length,
+                               overflow=cfg.overflow, num_epochs=cfg.num_epochs, with_test=test),
+        *optional(test, ComputeReferenceLogprobs(source="test_data", into="test_reference_logprobs",
+                                                 name="reference_test")),
+    ]  # fmt: skip
+
+
+def setup(
+    cfg: PreferenceConfig,
+    convert: RowConverter | None,
+    test_convert: RowConverter | None,
+    start: StartPoint,
+) -> list[Node]:
+    """Training client and frozen reference, comparisons (train and held-out), datum pairs, and
+    the reference's logprobs of the held-out pairs."""
+    return [*_clients(cfg, start), *_data(cfg, convert, test_convert), *_pairs(cfg)]
+
+
+def preference_sections(
+    cfg: PreferenceConfig,
+    convert: RowConverter | None = None,
+    test_convert: RowConverter | None = None,
+    recipe: str = "preference",
+) -> Sections:
+    """The DPO workflow by sections; `train` starts from `comparisons` (and `test_comparisons`)."""
+    start = start_point(cfg, cfg.checkpoint.load_path)
+    test = cfg.test_dataset is not None
+    adam = AdamSettings(
+        cfg.optimizer.beta1,
+        cfg.optimizer.beta2,
+        cfg.optimizer.eps,
+        cfg.optimizer.weight_decay,
+        cfg.optimizer.grad_clip_norm,
+    )
+    evaluator = PreferenceEvaluator(beta=cfg.dpo_beta)
+    drain: list[Node] = [Await("step_queue", into="step_result"), LogTrainStep()]
+    train: list[Node] = [
+        *_pairs(cfg),
+        Loop("epoch", cfg.num_epochs, "epoch_idx", [
+            ShuffleEpoch(seed=cfg.seed, group_size=PAIR),
+            Loop("batch", "n_batches", "batch_idx", steps=True, body=[
+                GetBatch(batch_size=cfg.batch_size, group_size=PAIR),
+                *optional(test, When(Every.before_step(cfg.evaluation.every), [Evaluate(evaluator=evaluator)])),
+                ComputeReferenceLogprobs(),
+                SubmitTrainStep(loss=DPOLoss(beta=cfg.dpo_beta), learning_rate=cfg.optimizer.learning_rate,
+                                lr_schedule=cfg.optimizer.schedule, warmup_steps=cfg.optimizer.warmup_steps, adam=adam),
+                Await("step_queue", into="step_result", keep=1),
+                LogTrainStep(),
+                When(Every(cfg.checkpoint.save_every, "step"), [*drain, SaveCheckpoint()]),
+            ]),
+        ]),
+        *drain,
+        *optional(test, Evaluate(evaluator=evaluator, report=True)),
+    ]  # fmt: skip
+    finish = [SaveFinal(), *register(cfg, recipe, start)]
+    return Sections(_clients(cfg, start), _data(cfg, convert, test_convert), train, finish)
 
 
 def preference(
@@ -72,38 +132,7 @@ def preference(
     """The DPO workflow; `convert` turns dataset rows into comparison rows (prompt_conversation,
     completion_A, completion_B, label), `test_convert` the held-out rows (default: `convert`);
     `recipe` names the run in the model registry."""
-    adam = AdamSettings(
-        cfg.optimizer.beta1,
-        cfg.optimizer.beta2,
-        cfg.optimizer.eps,
-        cfg.optimizer.weight_decay,
-        cfg.optimizer.grad_clip_norm,
-    )
-    evaluate = cfg.test_dataset is not None
-    start = start_point(cfg, cfg.checkpoint.load_path)
-    drain: list[Node] = [Await("step_queue", into="step_result"), LogDPOStep()]
+    sections = preference_sections(cfg, convert, test_convert or convert, recipe)
     return Workflow(
-        "preference",
-        PreferenceState,
-        steps=[
-            *setup(cfg, convert, test_convert or convert, start),
-            Loop("epoch", cfg.num_epochs, "epoch_idx", [
-                ShufflePairs(seed=cfg.seed),
-                Loop("batch", "n_batches", "batch_idx", steps=True, body=[
-                    GetPreferenceBatch(cfg.batch_size),
-                    *([When(Every(cfg.evaluation.every, "step", offset=0), [EvaluatePreference(cfg.dpo_beta)])] if evaluate else []),
-                    ComputeReferenceLogprobs(),
-                    DPOForwardBackward(cfg.dpo_beta),
-                    OptimStep(cfg.optimizer.learning_rate, cfg.optimizer.schedule, cfg.optimizer.warmup_steps, adam),
-                    Await("step_queue", into="step_result", keep=1),
-                    LogDPOStep(),
-                    When(Every(cfg.checkpoint.save_every, "step"), [*drain, SaveCheckpoint()]),
-                ]),
-            ]),
-            *drain,
-            *([EvaluatePreference(cfg.dpo_beta, report=True)] if evaluate else []),
-            SaveFinal(),
-            *register(cfg, recipe, start),
-        ],
-        description=__doc__ or "",
-    )  # fmt: skip
+        "preference", PreferenceState, steps=sections.steps(), description=__doc__ or ""
+    )

@@ -2,7 +2,12 @@
 
 from kitchen.workflows.supervised.config import SupervisedConfig, TrainOnWhatName
 from kitchen.workflows.supervised.state import SupervisedState
-from kitchen.workflows.supervised.workflow import setup, supervised, supervised_flat
+from kitchen.workflows.supervised.workflow import (
+    setup,
+    supervised,
+    supervised_flat,
+    supervised_sections,
+)
 
 __all__ = [
     "SupervisedConfig",
@@ -11,4 +16,5 @@ __all__ = [
     "setup",
     "supervised",
     "supervised_flat",
+    "supervised_sections",
 ]

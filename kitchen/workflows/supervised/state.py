@@ -30,6 +30,8 @@ class SupervisedState(TrainState):
         default_factory=dict, description="Pre-step evaluation of the current step"
     )
     step_queue: PendingQueue[Any]
-    step_result: Any = Field(None, description="The last awaited SubmittedStep outcome")
+    step_result: Any = Field(
+        None, description="The last awaited SubmittedStep (common/train_step.py)"
+    )
     samples_before: list[dict[str, str]] | None = None
     samples_after: list[dict[str, str]] | None = None

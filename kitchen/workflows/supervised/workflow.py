@@ -5,37 +5,22 @@ drained before each checkpoint so a resume neither replays nor skips a batch."""
 from __future__ import annotations
 
 from kitchen.engine.graph import Await, Every, Loop, Node, When, Workflow
+from kitchen.workflows.common.batches import GetBatch, ShuffleEpoch
 from kitchen.workflows.common.checkpoint import SaveCheckpoint, SaveFinal
-from kitchen.workflows.common.evaluate import EvaluateLabels
+from kitchen.workflows.common.evaluate import Evaluate
 from kitchen.workflows.common.sampling import SamplePrompts, ShowSamples
+from kitchen.workflows.common.sections import Sections, optional
 from kitchen.workflows.common.setup import InitTrainingClient, LoadDataset, RowConverter
 from kitchen.workflows.common.start import StartPoint, register, start_point
+from kitchen.workflows.common.train_step import AdamSettings, LogTrainStep, SubmitTrainStep
 from kitchen.workflows.supervised.config import SupervisedConfig
-from kitchen.workflows.supervised.stages import (
-    AdamSettings,
-    EvaluateNLL,
-    GetBatch,
-    LogTrainStep,
-    ShuffleEpoch,
-    SubmitTrainStep,
-    TokenizeConversations,
-)
+from kitchen.workflows.supervised.stages import CrossEntropyLoss, TokenizeConversations
 from kitchen.workflows.supervised.state import SupervisedState
+from train_core.evaluation.labels import LabelEvaluator
+from train_core.supervised.evaluator import NLLEvaluator
 
 
-def setup(cfg: SupervisedConfig, convert: RowConverter | None, start: StartPoint) -> list[Node]:
-    """Training client, conversations (train and held-out), datums."""
-    test: list[Node] = []
-    if cfg.test_dataset:
-        test = [
-            LoadDataset(
-                cfg.test_dataset,
-                "test_conversations",
-                split=cfg.test_split,
-                convert=convert,
-                fingerprint=True,
-            )
-        ]
+def _client(cfg: SupervisedConfig, start: StartPoint) -> list[Node]:
     return [
         InitTrainingClient(
             start.model_name,
@@ -43,65 +28,104 @@ def setup(cfg: SupervisedConfig, convert: RowConverter | None, start: StartPoint
             renderer_name=cfg.renderer_name,
             seed=cfg.seed,
             load_checkpoint_path=start.load_checkpoint_path,
-        ),
+        )
+    ]
+
+
+def _data(cfg: SupervisedConfig, convert: RowConverter | None) -> list[Node]:
+    """Conversations (train, and held-out when a test dataset is named)."""
+    return [
         LoadDataset(cfg.dataset, "conversations", convert=convert, fingerprint=True),
-        *test,
-        TokenizeConversations(cfg.batch_size, cfg.max_length, cfg.train_on_what, cfg.num_epochs, with_test=bool(cfg.test_dataset)),
+        *optional(bool(cfg.test_dataset),
+                  LoadDataset(cfg.test_dataset or "", "test_conversations", split=cfg.test_split,
+                              convert=convert, fingerprint=True)),
     ]  # fmt: skip
+
+
+def _tokenize(cfg: SupervisedConfig) -> TokenizeConversations:
+    return TokenizeConversations(
+        batch_size=cfg.batch_size,
+        max_length=cfg.max_length,
+        train_on_what=cfg.train_on_what,
+        num_epochs=cfg.num_epochs,
+        with_test=bool(cfg.test_dataset),
+    )
+
+
+def _submit(cfg: SupervisedConfig) -> SubmitTrainStep:
+    adam = AdamSettings(
+        cfg.optimizer.beta1,
+        cfg.optimizer.beta2,
+        cfg.optimizer.eps,
+        cfg.optimizer.weight_decay,
+        cfg.optimizer.grad_clip_norm,
+    )
+    return SubmitTrainStep(
+        loss=CrossEntropyLoss(),
+        learning_rate=cfg.optimizer.learning_rate,
+        lr_schedule=cfg.optimizer.schedule,
+        warmup_steps=cfg.optimizer.warmup_steps,
+        adam=adam,
+    )
+
+
+def setup(cfg: SupervisedConfig, convert: RowConverter | None, start: StartPoint) -> list[Node]:
+    """Training client, conversations (train and held-out), datums."""
+    return [*_client(cfg, start), *_data(cfg, convert), _tokenize(cfg)]
+
+
+def supervised_sections(
+    cfg: SupervisedConfig, convert: RowConverter | None = None, recipe: str = "supervised"
+) -> Sections:
+    """The supervised workflow by sections. `train` starts from `conversations` (and
+    `test_conversations` when cfg.test_dataset is set), whoever wrote them."""
+    start = start_point(cfg, cfg.checkpoint.load_path)
+    test = bool(cfg.test_dataset)
+    show = cfg.num_samples_to_show > 0 and cfg.test_dataset is not None
+    drain: list[Node] = [Await("step_queue", into="step_result"), LogTrainStep()]
+    train: list[Node] = [
+        _tokenize(cfg),
+        *optional(show, SamplePrompts(into="samples_before", n=cfg.num_samples_to_show,
+                                      max_tokens=cfg.sample_max_tokens)),
+        Loop("epoch", cfg.num_epochs, "epoch_idx", [
+            ShuffleEpoch(seed=cfg.seed),
+            Loop("batch", "n_batches", "batch_idx", steps=True, body=[
+                GetBatch(batch_size=cfg.batch_size),
+                *optional(test, When(Every.before_step(cfg.evaluation.every), [Evaluate(evaluator=NLLEvaluator())])),
+                _submit(cfg),
+                Await("step_queue", into="step_result", keep=1),
+                LogTrainStep(),
+                When(Every(cfg.checkpoint.save_every, "step"), [*drain, SaveCheckpoint()]),
+            ]),
+        ]),
+        *drain,
+        *optional(test, Evaluate(evaluator=NLLEvaluator(), report=True)),
+        *optional(test and cfg.eval_labels,
+                  Evaluate(evaluator=LabelEvaluator(max_tokens=cfg.sample_max_tokens), report=True)),
+    ]  # fmt: skip
+    finish: list[Node] = [
+        SaveFinal(),
+        *register(cfg, recipe, start),
+        *optional(show, SamplePrompts(into="samples_after", n=cfg.num_samples_to_show,
+                                      max_tokens=cfg.sample_max_tokens), ShowSamples()),
+    ]  # fmt: skip
+    return Sections(_client(cfg, start), _data(cfg, convert), train, finish)
 
 
 def supervised(
     cfg: SupervisedConfig, convert: RowConverter | None = None, recipe: str = "supervised"
 ) -> Workflow[SupervisedState]:
-    adam = AdamSettings(
-        cfg.optimizer.beta1,
-        cfg.optimizer.beta2,
-        cfg.optimizer.eps,
-        cfg.optimizer.weight_decay,
-        cfg.optimizer.grad_clip_norm,
-    )
-    show = cfg.num_samples_to_show > 0 and cfg.test_dataset is not None
-    start = start_point(cfg, cfg.checkpoint.load_path)
-    drain: list[Node] = [Await("step_queue", into="step_result"), LogTrainStep()]
     return Workflow(
-        "supervised",
-        SupervisedState,
-        steps=[
-            *setup(cfg, convert, start),
-            *([SamplePrompts("samples_before", cfg.num_samples_to_show, cfg.sample_max_tokens)] if show else []),
-            Loop("epoch", cfg.num_epochs, "epoch_idx", [
-                ShuffleEpoch(seed=cfg.seed),
-                Loop("batch", "n_batches", "batch_idx", steps=True, body=[
-                    GetBatch(cfg.batch_size),
-                    *([When(Every(cfg.evaluation.every, "step", offset=0), [EvaluateNLL()])] if cfg.test_dataset else []),
-                    SubmitTrainStep(cfg.optimizer.learning_rate, cfg.optimizer.schedule, cfg.optimizer.warmup_steps, adam),
-                    Await("step_queue", into="step_result", keep=1),
-                    LogTrainStep(),
-                    When(Every(cfg.checkpoint.save_every, "step"), [*drain, SaveCheckpoint()]),
-                ]),
-            ]),
-            *drain,
-            *([EvaluateNLL(report=True)] if cfg.test_dataset else []),
-            *([EvaluateLabels(max_tokens=cfg.sample_max_tokens)] if cfg.eval_labels and cfg.test_dataset else []),
-            SaveFinal(),
-            *register(cfg, recipe, start),
-            *([SamplePrompts("samples_after", cfg.num_samples_to_show, cfg.sample_max_tokens), ShowSamples()] if show else []),
-        ],
-    )  # fmt: skip
+        "supervised", SupervisedState, steps=supervised_sections(cfg, convert, recipe).steps()
+    )
 
 
 def supervised_flat(
     cfg: SupervisedConfig, convert: RowConverter | None = None, recipe: str = "supervised_flat"
 ) -> Workflow[SupervisedState]:
-    """The minimal loop (tinker-cookbook's sl_loop): submit a step, await it, log, save. No
-    pipelining and no evaluation, so it reads as the algorithm and nothing else."""
-    adam = AdamSettings(
-        cfg.optimizer.beta1,
-        cfg.optimizer.beta2,
-        cfg.optimizer.eps,
-        cfg.optimizer.weight_decay,
-        cfg.optimizer.grad_clip_norm,
-    )
+    """The minimal loop (tinker-cookbook's sl_loop), kept flat as a teaching copy: submit a step,
+    await it, log, save. No pipelining and no evaluation, so it reads as the algorithm and nothing
+    else; `supervised` is the same steps with those added."""
     start = start_point(cfg, cfg.checkpoint.load_path)
     return Workflow(
         "supervised_flat",
@@ -111,8 +135,8 @@ def supervised_flat(
             Loop("epoch", cfg.num_epochs, "epoch_idx", [
                 ShuffleEpoch(seed=cfg.seed),
                 Loop("batch", "n_batches", "batch_idx", steps=True, body=[
-                    GetBatch(cfg.batch_size),
-                    SubmitTrainStep(cfg.optimizer.learning_rate, cfg.optimizer.schedule, cfg.optimizer.warmup_steps, adam),
+                    GetBatch(batch_size=cfg.batch_size),
+                    _submit(cfg),
                     Await("step_queue", into="step_result"),
                     LogTrainStep(),
                     When(Every(cfg.checkpoint.save_every, "step"), [SaveCheckpoint()]),

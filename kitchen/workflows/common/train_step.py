@@ -1,0 +1,132 @@
+"""The pipelined train step of SFT and DPO, with the loss as a parameter.
+
+`SubmitTrainStep` submits the loss's forward_backward and an optim_step for this batch without
+waiting; the step joins `step_queue`, so step N+1 is submitted before step N is awaited
+(tinker-cookbook's SL loop). `Await("step_queue", into="step_result")` collects a step and
+`LogTrainStep` reports it under its own step number, with the loss's tinker-cookbook keys.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
+
+from tinker import types
+
+from kitchen.engine.futures import gather
+from kitchen.engine.stage import Context, Metrics
+
+
+class StepLoss(Protocol):
+    """What a train step trains on, and what it reports; cross entropy and DPO are the two."""
+
+    # State fields `submit` reads besides the batch (e.g. the reference's logprobs).
+    reads: ClassVar[frozenset[str]]
+    # tinker-cookbook's SL loop reports progress after the step ((step + 1) / total), its DPO
+    # loop before it (step / total); each loss keeps its reference's number.
+    progress_after_step: ClassVar[bool]
+
+    def submit(self, client: Any, batch: list[types.Datum], state: Any) -> tuple[list[Any], Any]:
+        """Submit forward_backward; returns (the datums trained on, its future)."""
+        ...
+
+    def metrics(
+        self, data: list[types.Datum], fb: types.ForwardBackwardOutput, tokenizer: Any
+    ) -> Metrics:
+        """The step's loss metrics once its forward_backward resolved."""
+        ...
+
+
+@dataclass(frozen=True)
+class AdamSettings:
+    beta1: float = 0.9
+    beta2: float = 0.95
+    eps: float = 1e-8
+    weight_decay: float = 0.0
+    grad_clip_norm: float = 0.0
+
+
+@dataclass
+class SubmittedStep:
+    """What a train step needs for its metrics once its futures resolve."""
+
+    step: int
+    epoch: int
+    learning_rate: float
+    loss: StepLoss
+    data: list[types.Datum]
+    eval_metrics: dict[str, float]
+    fb: types.ForwardBackwardOutput | None = None
+    optim: types.OptimStepResponse | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class SubmitTrainStep:
+    """Submit the loss's forward_backward and optim_step at this step's scheduled learning rate;
+    the step (with the pre-step `eval_metrics`) joins `step_queue` unawaited."""
+
+    loss: StepLoss
+    learning_rate: float
+    lr_schedule: str = "linear"
+    warmup_steps: int = 0
+    adam: AdamSettings = field(default_factory=AdamSettings)
+    name: str = "submit_train_step"
+    writes: frozenset[str] = frozenset({"step_queue", "eval_metrics"})
+
+    @property
+    def reads(self) -> frozenset[str]:
+        own = {"training_client", "batch", "total_steps", "eval_metrics", "step_queue", "epoch_idx"}
+        return frozenset(own | self.loss.reads)
+
+    def __call__(self, ctx: Context[Any]) -> Metrics | None:
+        from train_core.schedules import lr_at
+
+        state = ctx.state
+        lr = lr_at(
+            state.step, state.total_steps, self.learning_rate, self.lr_schedule, self.warmup_steps
+        )
+        adam = types.AdamParams(
+            learning_rate=lr,
+            beta1=self.adam.beta1,
+            beta2=self.adam.beta2,
+            eps=self.adam.eps,
+            weight_decay=self.adam.weight_decay,
+            grad_clip_norm=self.adam.grad_clip_norm,
+        )
+        data, fb = self.loss.submit(state.training_client, state.batch, state)
+        optim = state.training_client.optim_step(adam)
+        submitted = SubmittedStep(
+            state.step, state.epoch_idx, lr, self.loss, data, dict(state.eval_metrics)
+        )
+
+        def finish(results: tuple[Any, ...]) -> SubmittedStep:
+            submitted.fb, submitted.optim = results
+            return submitted
+
+        state.step_queue = [*state.step_queue, gather(fb, optim).map(finish)]
+        state.eval_metrics = {}
+        return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class LogTrainStep:
+    """Metrics of the step just awaited, with tinker-cookbook's keys, reported under its own step."""
+
+    name: str = "log_train_step"
+    reads: frozenset[str] = frozenset({"step_result", "tokenizer", "total_steps"})
+    writes: frozenset[str] = frozenset()
+
+    def __call__(self, ctx: Context[Any]) -> Metrics | None:
+        done: SubmittedStep | None = ctx.state.step_result
+        if done is None or done.fb is None:
+            return None
+        steps_done = done.step + (1 if done.loss.progress_after_step else 0)
+        return {
+            "step": done.step,
+            "epoch": done.epoch,
+            "progress": steps_done / max(ctx.state.total_steps or 1, 1),
+            "learning_rate": done.learning_rate,
+            **done.loss.metrics(done.data, done.fb, ctx.state.tokenizer),
+            **((done.optim.metrics or {}) if done.optim else {}),
+            **done.eval_metrics,
+        }

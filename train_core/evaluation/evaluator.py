@@ -1,0 +1,43 @@
+"""The evaluator protocol: held-out metrics of the current weights.
+
+Shaped like tinker-cookbook 0.6.1's TrainingClientEvaluator / SamplingClientEvaluator (an async
+call with a client, returning flat metrics), with the held-out data passed per call instead of held
+from construction, because a workflow only has the data once its setup has run:
+
+    class NLLEvaluator:
+        name = "nll"                          # the stage that runs it is "evaluate_nll"
+        client = "training"                   # or "sampling"
+        inputs = ("test_data", "tokenizer")   # names of the keyword arguments it is called with
+        async def __call__(self, client, *, test_data, tokenizer) -> dict[str, float]: ...
+
+Options (prefix, beta, limits) are constructor arguments. `client` says which client of the
+current weights the evaluator scores: "training" (forward passes on the training client: in a
+pipelined loop these see the weights before the step) or "sampling" (generation on a sampling
+client of those weights). An evaluator with nothing to score (empty data) returns {}.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import Any, ClassVar, Literal, Protocol
+
+EvaluatorClient = Literal["training", "sampling"]
+
+
+class Evaluator(Protocol):
+    name: ClassVar[str]
+    client: ClassVar[EvaluatorClient]
+    inputs: ClassVar[tuple[str, ...]]
+
+    # async (client, /, **inputs) -> metrics, called with the fields `inputs` names. Typed loosely
+    # (a read-only member) because each evaluator spells out its own keyword-only inputs.
+    @property
+    def __call__(self) -> Callable[..., Awaitable[dict[str, float]]]: ...
+
+
+async def resolve_future(future: Any) -> Any:
+    """Await an awaitable future; otherwise block on its .result()."""
+    if inspect.isawaitable(future):
+        return await future
+    return future.result()

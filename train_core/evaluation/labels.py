@@ -1,0 +1,68 @@
+"""Sampling-based evaluation for label-style tasks: greedy answers to held-out prompts, parsed by
+the renderer and compared with the reference answer (exact match), with macro precision / recall /
+F1 over the reference labels."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from tinker import types
+
+from train_core.evaluation.classification import classification_metrics
+from train_core.evaluation.evaluator import EvaluatorClient, resolve_future
+
+
+def content_text(content: Any) -> str:
+    """A message's content as text: a string, or the text parts of a list of parts."""
+    if isinstance(content, str):
+        return content
+    return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+
+
+def message_text(message: Any) -> str:
+    return content_text(message.get("content", "")).strip()
+
+
+def prompt_and_reference(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
+    """The conversation up to its last assistant message, and that message's text."""
+    last = max(
+        (i for i, m in enumerate(messages) if m["role"] == "assistant"), default=len(messages)
+    )
+    reference = content_text(messages[last]["content"]) if last < len(messages) else ""
+    return messages[:last], reference
+
+
+@dataclass(frozen=True, kw_only=True)
+class LabelEvaluator:
+    """An Evaluator: greedy answers (sampling client) to the first `limit` held-out conversations,
+    scored against each conversation's last assistant message: `{prefix}/accuracy`, macro
+    precision / recall / F1, num_examples, frac_missing."""
+
+    prefix: str = "test"
+    max_tokens: int = 32
+    limit: int | None = 64
+    name: ClassVar[str] = "labels"
+    client: ClassVar[EvaluatorClient] = "sampling"
+    inputs: ClassVar[tuple[str, ...]] = ("test_conversations", "renderer")
+
+    async def __call__(
+        self, client: Any, /, *, test_conversations: list[dict[str, Any]] | None, renderer: Any
+    ) -> dict[str, float]:
+        items = (test_conversations or [])[: self.limit]
+        if not items:
+            return {}
+        params = types.SamplingParams(
+            max_tokens=self.max_tokens, temperature=0.0, stop=renderer.get_stop_sequences()
+        )
+        cases = [prompt_and_reference(item["messages"]) for item in items]
+        futures = [
+            client.sample(renderer.build_generation_prompt(prompt), 1, params)
+            for prompt, _ in cases
+        ]
+        predictions = []
+        for future in futures:
+            message, _ = renderer.parse_response((await resolve_future(future)).sequences[0].tokens)
+            predictions.append(message_text(message))
+        result = classification_metrics(predictions, [ref for _, ref in cases])
+        return result.as_dict(f"{self.prefix}/")
