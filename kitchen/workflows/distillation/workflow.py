@@ -17,7 +17,7 @@ from typing import Any
 from kitchen.engine.graph import Loop, Node, Workflow
 from kitchen.workflows.common.checkpoint import SaveFinal
 from kitchen.workflows.common.setup import LoadDataset
-from kitchen.workflows.common.start import StartPoint, register, start_point
+from kitchen.workflows.common.start import register, start_point
 from kitchen.workflows.distillation.config import DistillationConfig, PromptDistillationConfig
 from kitchen.workflows.distillation.stages import (
     AddTeacherKL,
@@ -30,8 +30,8 @@ from kitchen.workflows.reinforcement import RLLoopConfig
 from kitchen.workflows.reinforcement.stages import ComputeAdvantages
 from kitchen.workflows.reinforcement.train import TrainStep
 from kitchen.workflows.reinforcement.workflow import setup, sync_body
-from kitchen.workflows.supervised import SupervisedConfig, supervised
-from kitchen.workflows.supervised import setup as supervised_setup
+from kitchen.workflows.supervised import SupervisedConfig
+from kitchen.workflows.supervised.workflow import supervised_sections
 from train_core.distillation.teacher import TeacherSpec
 
 
@@ -112,21 +112,6 @@ def teacher_data(
     return [*loads, InitTeacher(spec=teacher), *labels]
 
 
-def supervised_sections(
-    cfg: SupervisedConfig, recipe: str, start: StartPoint
-) -> tuple[Node, Node, list[Node]]:
-    """(training client, tokenize, training section) of today's supervised workflow, which is
-    its data setup (client, dataset loads, tokenize) followed by the training section. A stand-in
-    until kitchen.workflows.supervised names its sections; checked, so a change there fails here
-    at build time rather than training on the wrong data."""
-    data = supervised_setup(cfg, None, start)
-    steps = supervised(cfg, None, recipe).steps
-    if steps[: len(data)] != data:
-        raise TypeError("prompt_distillation: supervised() no longer starts with its setup()")
-    client, *_dataset_loads, tokenize = data
-    return client, tokenize, steps[len(data) :]
-
-
 def prompt_distillation(
     cfg: PromptDistillationConfig,
     teacher: TeacherSpec,
@@ -135,10 +120,14 @@ def prompt_distillation(
 ) -> Workflow[PromptDistillationState]:
     """`convert(row, where) -> prompt text`. The supervised workflow whose conversations come
     from the teacher (the teacher-data section) instead of the dataset."""
-    start = start_point(cfg, cfg.checkpoint.load_path)
-    client, tokenize, training = supervised_sections(cfg, recipe, start)
+    supervised = supervised_sections(cfg, recipe=recipe)
     return Workflow(
         "prompt_distillation",
         PromptDistillationState,
-        steps=[client, *teacher_data(cfg, teacher, convert), tokenize, *training],
+        steps=[
+            *supervised.client,
+            *teacher_data(cfg, teacher, convert),
+            *supervised.train,
+            *supervised.finish,
+        ],
     )
