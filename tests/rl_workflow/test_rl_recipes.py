@@ -46,7 +46,7 @@ def test_dry_run_with_kl_penalty_and_options_shows_the_reference():
     args += ["loss_fn=ppo", "loss_fn_config.clip_low_threshold=0.7", "num_substeps=2"]
     result = runner.invoke(app, args, terminal_width=300)
     assert result.exit_code == 0, result.output
-    assert "init_reference_client" in result.output and "apply_kl_penalty" in result.output
+    assert "open_reference_client" in result.output and "apply_kl_penalty" in result.output
     assert "loss_fn='ppo'" in result.output and "num_substeps=2" in result.output
 
 

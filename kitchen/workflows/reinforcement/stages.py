@@ -61,22 +61,6 @@ class BuildRLDataset:
 
 
 @dataclass(frozen=True, kw_only=True)
-class InitReferenceClient:
-    """A sampler on the base model (adapters off): the reference of the KL penalty."""
-
-    base_model: str
-    name: str = "init_reference_client"
-    reads: frozenset[str] = frozenset()
-    writes: frozenset[str] = frozenset({"reference_client"})
-    ports: frozenset[str] = frozenset({"backend"})
-
-    def __call__(self, ctx: Context[Any]) -> Metrics | None:
-        backend = ctx.require_backend()
-        ctx.state.reference_client = backend.create_sampling_client(base_model=self.base_model)
-        return None
-
-
-@dataclass(frozen=True, kw_only=True)
 class RefreshSampler:
     """A sampler on the current weights: every rollout of this step is on-policy
     (policy_version == step)."""

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 
 from kitchen.engine.graph import Every, Loop, Node, When, Workflow
 from kitchen.workflows.common.checkpoint import SaveCheckpoint, SaveFinal
+from kitchen.workflows.common.clients import OpenSamplingClient
 from kitchen.workflows.common.setup import InitTrainingClient
 from kitchen.workflows.common.start import StartPoint, register, start_point
 from kitchen.workflows.reinforcement.async_pool import (
@@ -29,7 +30,6 @@ from kitchen.workflows.reinforcement.stages import (
     AssembleData,
     BuildRLDataset,
     ComputeAdvantages,
-    InitReferenceClient,
     LogRLStep,
     RefreshSampler,
     RLDatasetFactory,
@@ -73,7 +73,7 @@ def setup(
         BuildRLDataset(make=make_dataset, num_batches=cfg.num_batches, sandboxed=sandboxed),
     ]
     if reference_model:
-        steps.append(InitReferenceClient(base_model=reference_model))
+        steps.append(OpenSamplingClient(base_model=reference_model, into="reference_client"))
     return steps
 
 
