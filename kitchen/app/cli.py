@@ -268,6 +268,8 @@ def _mount_optional() -> None:
         ("kitchen.app.cli_sandbox", "sandbox"),
         ("kitchen.app.cli_models", "models"),
         ("kitchen.app.cli_serve", "serve"),
+        ("kitchen.app.report.cli", "report"),
+        ("kitchen.app.play", "play"),
     ):
         try:
             mod = __import__(module, fromlist=["app"])
