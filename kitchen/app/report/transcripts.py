@@ -36,6 +36,7 @@ class GroupView:
     policy_version: Any
     mean_reward: float
     trajectories: list[TrajectoryView]
+    prompt: str = ""  # the first observation, when every trajectory of the group shares it
 
 
 @dataclass
@@ -74,13 +75,19 @@ def _group(record: dict[str, Any]) -> GroupView:
         TrajectoryView(r, r - mean, "", _turns(t.get("turns") or []))
         for t, r in zip(trajectories, rewards, strict=True)
     ]
-    return GroupView(
+    group = GroupView(
         int(record.get("group", 0)),
         [str(t) for t in record.get("tags") or []],
         record.get("policy_version"),
         mean,
         views,
     )
+    firsts = {v.turns[0].observation for v in views if v.turns}
+    if len(views) > 1 and len(firsts) == 1 and all(v.turns for v in views):
+        group.prompt = firsts.pop()
+        for v in views:
+            v.turns[0].observation = ""
+    return group
 
 
 def _spread(items: list[int], limit: int) -> list[int]:
