@@ -280,7 +280,7 @@ def _mount_optional() -> None:
         if hasattr(mod, "app"):
             app.add_typer(mod.app, name=name)
         elif hasattr(mod, "command"):
-            app.command(name)(mod.command)
+            app.command(name, context_settings=getattr(mod, "CONTEXT_SETTINGS", None))(mod.command)
 
 
 _mount_optional()
