@@ -16,7 +16,6 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
-from pydantic import TypeAdapter, ValidationError
 
 from kitchen.engine.errors import ConfigError
 
@@ -26,6 +25,8 @@ FIXED = {"groups_per_batch": 1, "group_size": 1, "n_batches": 1, "test_problems"
 
 def parse_options(factory: type, args: list[str]) -> dict[str, Any]:
     """`--max-operand 10` and `max_operand=10` into the factory's typed fields."""
+    from pydantic import TypeAdapter, ValidationError
+
     if not dataclasses.is_dataclass(factory):
         raise ConfigError(
             f"env factory {factory!r} is not a dataclass; kitchen play cannot build it"
