@@ -13,10 +13,12 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --upgrade pip
 
-# The code sandbox runs programs under bubblewrap; GNU time reports their peak memory.
+# The code sandbox runs programs under bubblewrap; GNU time reports their peak memory. The report
+# is tested in headless chromium, `kitchen play` in a terminal under tmux.
 system-deps:
-	@command -v bwrap >/dev/null && test -x /usr/bin/time && test -x /usr/bin/python3 || \
-	  { apt-get update -qq && apt-get install -y -qq bubblewrap time python3 >/dev/null; }
+	@command -v bwrap >/dev/null && test -x /usr/bin/time && test -x /usr/bin/python3 && \
+	  command -v chromium >/dev/null && command -v tmux >/dev/null || \
+	  { apt-get update -qq && apt-get install -y -qq bubblewrap time python3 chromium tmux >/dev/null; }
 
 # torch is pinned and installed first: any other spec resolves to a multi-GB CUDA build.
 $(STAMP): $(BIN)/python pyproject.toml | system-deps

@@ -262,6 +262,8 @@ def _mount_optional() -> None:
         ("kitchen.app.cli_sandbox", "sandbox"),
         ("kitchen.app.cli_models", "models"),
         ("kitchen.app.cli_serve", "serve"),
+        ("kitchen.app.report.cli", "report"),
+        ("kitchen.app.play", "play"),
     ):
         try:
             mod = __import__(module, fromlist=["app"])
@@ -272,7 +274,7 @@ def _mount_optional() -> None:
         if hasattr(mod, "app"):
             app.add_typer(mod.app, name=name)
         elif hasattr(mod, "command"):
-            app.command(name)(mod.command)
+            app.command(name, context_settings=getattr(mod, "CONTEXT_SETTINGS", None))(mod.command)
 
 
 _mount_optional()

@@ -1,0 +1,188 @@
+"""`kitchen play ENV`: a person acts as the policy in a registered env. The terminal shows the
+rendered observation (the tokens the model would see, decoded); the typed answer is tokenized,
+ended with the stop sequence the env asked for, and stepped; reward and metrics follow, until
+the episode ends.
+
+An ENVS entry (entry-point group `kitchen.envs`) is an env dataset factory class: a dataclass
+with `groups_per_batch` and `group_size` fields, called with an RLEnvContext to give (train, test)
+datasets. Its other fields are the options: `kitchen play arithmetic --max-operand 10`."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import typing
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+
+from kitchen.engine.errors import ConfigError
+
+CONTEXT_SETTINGS = {"allow_extra_args": True, "ignore_unknown_options": True}  # env options
+FIXED = {"groups_per_batch": 1, "group_size": 1, "n_batches": 1, "test_problems": 0}
+
+
+def parse_options(factory: type, args: list[str]) -> dict[str, Any]:
+    """`--max-operand 10` and `max_operand=10` into the factory's typed fields."""
+    from pydantic import TypeAdapter, ValidationError
+
+    if not dataclasses.is_dataclass(factory):
+        raise ConfigError(
+            f"env factory {factory!r} is not a dataclass; kitchen play cannot build it"
+        )
+    fields = {f.name: f for f in dataclasses.fields(factory) if f.name not in FIXED}
+    hints = typing.get_type_hints(factory)  # field types written as strings, resolved
+    known = ", ".join("--" + n.replace("_", "-") for n in fields) or "none"
+    values: dict[str, Any] = {}
+    rest = list(args)
+    while rest:
+        arg = rest.pop(0)
+        if "=" in arg:
+            key, text = arg.lstrip("-").split("=", 1)
+        elif arg.startswith("--") and rest:
+            key, text = arg[2:], rest.pop(0)
+        else:
+            raise ConfigError(f"unexpected argument {arg!r}; env options: {known}")
+        name = key.replace("-", "_")
+        if name not in fields:
+            raise ConfigError(f"--{key} is not an option of this env; options: {known}")
+        adapter: TypeAdapter[Any] = TypeAdapter(hints[name])
+        try:
+            values[name] = adapter.validate_strings(text)
+        except (ValidationError, TypeError):
+            try:
+                values[name] = adapter.validate_python(text)
+            except ValidationError as e:
+                raise ConfigError(f"--{key}: {e.errors()[0]['msg']} (got {text!r})") from None
+    missing = [
+        n
+        for n, f in fields.items()
+        if n not in values
+        and f.default is dataclasses.MISSING
+        and f.default_factory is dataclasses.MISSING
+    ]
+    if missing:
+        raise ConfigError(
+            f"this env needs {', '.join('--' + m.replace('_', '-') for m in missing)}"
+        )
+    present = {f.name for f in dataclasses.fields(factory)}
+    return {**{k: v for k, v in FIXED.items() if k in present}, **values}
+
+
+def stop_tokens(tokenizer: Any, stop: Any) -> list[int]:
+    """The tokens that end a turn for this stop condition (its first stop sequence)."""
+    if not stop:
+        return []
+    first = stop[0]
+    return (
+        [first]
+        if isinstance(first, int)
+        else list(tokenizer.encode(first, add_special_tokens=False))
+    )
+
+
+def _decode(tokenizer: Any, model_input: Any) -> str:
+    try:
+        return str(tokenizer.decode(model_input.to_ints()))
+    except ValueError:
+        return "<non-text observation>"
+
+
+async def play_episode(
+    env_factory: Any,
+    context: Any,
+    read: Callable[[str], str],
+    write: Callable[[str], None],
+) -> float:
+    """One episode with `read` as the policy; returns the total reward (steps plus group reward)."""
+    from train_core.completers import TokensWithLogprobs
+    from train_core.rl.types import InitialObservationOverflow, Trajectory, Transition
+
+    made = env_factory(context)
+    train, _ = await made if asyncio.iscoroutine(made) else made
+    builder = train.get_batch(0)[0]
+    envs = await builder.make_envs()
+    env, tokenizer = envs[0], context.tokenizer
+    first = await env.initial_observation()
+    if isinstance(first, InitialObservationOverflow):
+        raise ConfigError("the env's first observation is longer than its token budget")
+    ob, stop = first
+    transitions, seen, total = [], "", 0.0
+    while True:
+        text = _decode(tokenizer, ob)
+        write(text[len(seen) :] if text.startswith(seen) else text)
+        answer = read("your answer> ")
+        tokens = list(tokenizer.encode(answer, add_special_tokens=False)) + stop_tokens(
+            tokenizer, stop
+        )
+        result = await env.step(tokens)
+        total += result.reward
+        # logs (the env's diagnostics, e.g. guess_number's secret) only once the episode is over
+        shown_items = {**result.metrics, **(result.logs if result.episode_done else {})}
+        shown = ", ".join(f"{k} {v}" for k, v in shown_items.items())
+        write(f"\n[reward {result.reward:g}{'; ' + shown if shown else ''}]\n")
+        transitions.append(
+            Transition(
+                ob,
+                TokensWithLogprobs(tokens, None),
+                result.reward,
+                result.episode_done,
+                result.metrics,
+            )
+        )
+        seen = _decode(tokenizer, ob) + tokenizer.decode(tokens)
+        if result.episode_done:
+            break
+        ob, stop = result.next_observation, result.next_stop_condition
+    trajectory = Trajectory(transitions, result.next_observation)
+    ((group_reward, group_metrics),) = await builder.compute_group_rewards([trajectory], envs)
+    total += group_reward
+    extra = "".join(f", {k} {v}" for k, v in group_metrics.items())
+    write(f"episode done: total reward {total:g} (group reward {group_reward:g}{extra})\n")
+    return total
+
+
+def command(
+    ctx: typer.Context,
+    env: Annotated[str, typer.Argument(help="Env name (registered in kitchen.envs)")],
+    model: Annotated[
+        str, typer.Option("--model", help="Model whose tokenizer renders the observation")
+    ] = "kitchen/tiny-llama",
+    renderer: Annotated[str | None, typer.Option("--renderer", help="Renderer name")] = None,
+    backend: Annotated[str, typer.Option("--backend", help="local | tinker | fake")] = "local",
+    seed: Annotated[int, typer.Option("--seed", help="Which problem (the env's seed)")] = 0,
+) -> None:
+    """Play an env yourself: read the observation, type the answer, see the reward.
+    Env options follow as --name value (e.g. `kitchen play guess_number --high 8`)."""
+    import kitchen.app.builtins  # noqa: F401  (registers the built-in backends)
+    from kitchen.app.launch import make_backend
+    from kitchen.engine.registry import DATASET_STORES, ENVS
+    from kitchen.ports import BackendSettings
+    from kitchen.workflows.reinforcement.stages import RLEnvContext
+    from train_core.renderers import get_recommended_renderer_name, get_renderer
+
+    try:
+        factory_cls = ENVS.get(env)
+        options = parse_options(
+            factory_cls, [*ctx.args, f"--seed={seed}"] if _has(factory_cls, "seed") else ctx.args
+        )
+        training = make_backend(backend, BackendSettings(seed=seed))
+        tokenizer = training.create_lora_training_client(model).get_tokenizer()
+        chat = get_renderer(renderer or get_recommended_renderer_name(model), tokenizer)
+        context = RLEnvContext(chat, tokenizer, DATASET_STORES.get("hf")())
+        asyncio.run(
+            play_episode(factory_cls(**options), context, input, lambda s: typer.echo(s, nl=False))
+        )
+    except (EOFError, KeyboardInterrupt):
+        typer.echo("\nstopped")
+        raise typer.Exit(130) from None
+    except ConfigError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(e.exit_code) from None
+
+
+def _has(factory: Any, name: str) -> bool:
+    return dataclasses.is_dataclass(factory) and any(
+        f.name == name for f in dataclasses.fields(factory)
+    )

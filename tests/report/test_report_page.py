@@ -1,0 +1,108 @@
+import re
+
+from typer.testing import CliRunner
+
+from kitchen.app.cli import app
+from kitchen.app.report import load_run, render
+from kitchen.app.report.transcripts import rollout_views
+
+
+def families(page: str) -> list[str]:
+    return re.findall(r'class="chart" id="chart-\d+" data-family="([^"]+)"', page)
+
+
+def test_report_command_overlays_runs_with_their_config_diff(runs, tmp_path):
+    out = tmp_path / "cmp.html"
+    result = CliRunner().invoke(
+        app, ["report", str(runs["sl"]), str(runs["sl_fast"]), "-o", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    page = out.read_text()
+    assert families(page) == ["Loss / NLL", "Learning rate", "Tokens and data", "Progress"]
+    assert '"name": "sl_fast \\u00b7 train_mean_nll"' in page  # both runs in one chart
+    assert "1 fields differ" in page
+    diff = re.search(r'<section id="config">.*?</section>', page, re.S).group(0)
+    assert "<td>learning_rate</td><td>0.0002</td><td>0.0003</td>" in diff
+    assert "<td>batch_size</td>" not in diff  # equal in both runs: not repeated
+    assert "<td>test/nll</td>" in page  # the final evaluation table
+    assert "Tell me the capital of Jamaica." in page  # SFT before/after samples
+    assert "workflow supervised" in page  # the plan
+
+
+def test_page_needs_no_network(runs):
+    page = render([load_run(runs["rl"])])
+    assert not re.search(r"<script[^>]+src=|<link\b|<img\b|<iframe\b", page)
+    assert "Plotly.newPlot" in page and len(page) > 3_000_000  # plotly.js itself is inlined
+
+
+def test_default_output_is_report_html_in_the_run_dir(runs):
+    result = CliRunner().invoke(app, ["report", str(runs["rl"])])
+    assert result.exit_code == 0, result.output
+    assert (runs["rl"] / "report.html").is_file()
+
+
+def test_rl_rollouts_are_browsable_and_shaded_by_advantage(runs):
+    page = render([load_run(runs["rl"])])
+    assert {"Reward", "KL", "Entropy", "Step time"} <= set(families(page))
+    for iteration in range(3):
+        assert f"iteration {iteration}: mean reward 0.500, 8 groups" in page
+    assert "16&lt;|im_end|&gt;" in page  # the response text, escaped
+    assert "advantage +0.500" in page and "advantage -0.500" in page
+    assert "background: rgba(46,160,67,0.53)" in page and "background: rgba(214,39,40,0.53)" in page
+
+
+def test_advantage_is_reward_minus_group_mean():
+    def traj(reward):
+        return {"reward": reward, "turns": [{"prompt": "p", "response": "r", "reward": reward}]}
+
+    record = {
+        "group": 0,
+        "tags": [],
+        "policy_version": 0,
+        "trajectories": [traj(1.0), traj(0.0), traj(0.0), traj(0.0)],
+    }
+    (view,) = rollout_views({0: [record]})
+    advantages = [t.advantage for t in view.groups[0].trajectories]
+    assert advantages == [0.75, -0.25, -0.25, -0.25]
+    shades = [t.shade for t in view.groups[0].trajectories]
+    assert shades[0].startswith("rgba(46,160,67") and shades[1].startswith("rgba(214,39,40")
+
+
+def test_multi_turn_shows_only_what_each_turn_added():
+    turns = [
+        {"prompt": "Guess.", "response": " 8", "reward": 0.0},
+        {"prompt": "Guess. 8 Higher.", "response": " 12", "reward": 1.0},
+    ]
+    record = {"group": 0, "trajectories": [{"reward": 1.0, "turns": turns}]}
+    (view,) = rollout_views({0: [record]})
+    assert [t.observation for t in view.groups[0].trajectories[0].turns] == ["Guess.", " Higher."]
+
+
+def test_dpo_pairs_are_shown_only_when_the_run_dir_has_them(runs, tmp_path):
+    import json
+    import shutil
+
+    run_dir = tmp_path / "dpo_like"
+    shutil.copytree(runs["sl"], run_dir)
+    assert "preference pairs" not in render([load_run(run_dir)])
+    pair = {
+        "prompt": "Hi",
+        "chosen": "Hello!",
+        "rejected": "Go away.",
+        "chosen_reward": 0.3,
+        "rejected_reward": -0.2,
+    }
+    (run_dir / "pairs.jsonl").write_text(json.dumps(pair) + "\n")
+    page = render([load_run(run_dir)])
+    assert "preference pairs" in page and "<td>Go away.</td><td>0.3</td><td>-0.2</td>" in page
+
+
+def test_a_prompt_shared_by_the_group_is_shown_once():
+    def traj(response):
+        return {"reward": 0.0, "turns": [{"prompt": "What is 2 + 2?", "response": response}]}
+
+    record = {"group": 0, "trajectories": [traj("4"), traj("5")]}
+    (view,) = rollout_views({0: [record]})
+    group = view.groups[0]
+    assert group.prompt == "What is 2 + 2?"
+    assert [t.turns[0].observation for t in group.trajectories] == ["", ""]

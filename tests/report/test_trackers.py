@@ -1,0 +1,123 @@
+"""Trackio and Neptune sinks in their offline modes, fed a real run's metrics: each keeps the keys
+and steps metrics.jsonl has. Each runs in a fresh interpreter (trackio reads TRACKIO_DIR at
+import; neptune writes .neptune/ into the working directory). Skipped where the package is absent."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kitchen.app.report.rundata import read_jsonl
+from kitchen.app.trackers import NeptuneSink, TrackioSink, numeric, open_trackers
+from kitchen.engine.errors import ConfigError
+
+FEED = """
+import json, sys
+from kitchen.app.trackers import open_trackers
+config = json.loads(sys.argv[1])
+(sink,) = open_trackers(config)
+for line in open(sys.argv[2]):
+    record = json.loads(line)
+    sink.log({k: v for k, v in record.items() if k != "step"}, record["step"])
+sink.close()
+"""
+
+
+def expected(metrics: Path) -> dict[str, list[tuple[int, float]]]:
+    out: dict[str, list[tuple[int, float]]] = {}
+    for record in read_jsonl(metrics).records:
+        for key, value in numeric({k: v for k, v in record.items() if k != "step"}).items():
+            out.setdefault(key, []).append((record["step"], value))
+    return out
+
+
+def feed(config: dict, metrics: Path, cwd: Path, **env: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", FEED, json.dumps(config), str(metrics)],
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(Path.cwd()), **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("trackio") is None,
+    reason="trackio is not installed (pip install 'kitchen[trackio]')",
+)
+def test_trackio_keeps_the_metrics_jsonl_keys_and_steps(runs, tmp_path):
+    metrics = runs["sl"] / "metrics.jsonl"
+    config = {"trackio_project": "kitchen-test", "wandb_name": "sl", "learning_rate": 2e-4}
+    feed(config, metrics, tmp_path, TRACKIO_DIR=str(tmp_path / "trackio"))
+    read = (
+        "import json; from trackio.sqlite_storage import SQLiteStorage as S; "
+        "print(json.dumps([S.get_logs('kitchen-test', 'sl'), S.get_run_config('kitchen-test', 'sl')]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", read],
+        env={**os.environ, "TRACKIO_DIR": str(tmp_path / "trackio")},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    logs, run_config = json.loads(out.stdout.splitlines()[-1])
+    got: dict[str, list[tuple[int, float]]] = {}
+    for row in logs:
+        for key, value in row.items():
+            if key not in ("step", "timestamp"):
+                got.setdefault(key, []).append((row["step"], value))
+    assert got == expected(metrics)
+    assert run_config["learning_rate"] == 2e-4
+
+
+READ_NEPTUNE = """
+import json, sys
+from pathlib import Path
+from neptune_scale.sync.operations_repository import OperationsRepository
+metrics, configs = {}, {}
+for op in OperationsRepository(Path(sys.argv[1])).get_operations(10**9):
+    update = op.operation
+    for key, value in getattr(update, "append", {}).items():
+        metrics.setdefault(key, []).append((update.step.whole, value.float64))
+    for key, value in getattr(update, "assign", {}).items():
+        configs[key] = getattr(value, value.WhichOneof("value"))
+print(json.dumps([metrics, configs]))
+"""
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("neptune_scale") is None,
+    reason="neptune-scale is not installed (pip install 'kitchen[neptune]')",
+)
+def test_neptune_offline_keeps_the_metrics_jsonl_keys_and_steps(runs, tmp_path):
+    metrics = runs["rl"] / "metrics.jsonl"  # has both `progress` and `progress/batch`
+    config = {"neptune_project": "kitchen/test", "wandb_name": "rl", "group_size": 8}
+    feed(config, metrics, tmp_path, NEPTUNE_MODE="offline")
+    (db,) = (tmp_path / ".neptune").glob("*/run_operations.sqlite3")
+    out = subprocess.run(
+        [sys.executable, "-c", READ_NEPTUNE, str(db)], capture_output=True, text=True, check=True
+    )
+    got, configs = json.loads(out.stdout)
+    assert {k: [tuple(p) for p in v] for k, v in got.items()} == expected(metrics)
+    assert configs["group_size"] == 8
+
+
+def test_no_project_no_tracker():
+    assert open_trackers({"trackio_project": None, "neptune_project": None}) == []
+
+
+def test_a_missing_package_is_a_clear_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "trackio", None)  # import trackio now raises
+    monkeypatch.setitem(sys.modules, "neptune_scale", None)
+    with pytest.raises(ConfigError, match=r"pip install 'kitchen\[trackio\]'"):
+        TrackioSink("p", None, {})
+    with pytest.raises(ConfigError, match=r"pip install 'kitchen\[neptune\]'"):
+        NeptuneSink("p", None, {})
