@@ -128,7 +128,14 @@ class TrainConfig(BaseModel):
     wandb_project: str | None = Field(
         None, description="Also log metrics to this Weights & Biases project"
     )
-    wandb_name: str | None = Field(None, description="W&B run name")
+    wandb_name: str | None = Field(None, description="Run name for W&B, Trackio and Neptune")
+    trackio_project: str | None = Field(
+        None, description="Also log metrics to this Trackio project (local-first)"
+    )
+    neptune_project: str | None = Field(
+        None,
+        description="Also log metrics to this Neptune project (workspace/name; NEPTUNE_MODE=offline keeps it local)",
+    )
 
     @model_validator(mode="before")
     @classmethod
