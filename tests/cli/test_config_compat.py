@@ -25,6 +25,8 @@ REMOVED = {
 }
 # Fields a recipe gained: rl_loop now starts from load_checkpoint_path as sl_loop does.
 ADDED = {"rl_loop": {"load_checkpoint_path"}}
+# Fields every recipe gained since the recording (the trackers beside W&B).
+ADDED_EVERYWHERE = {"trackio_project", "neptune_project"}
 # Unused by distill_composite (its batch is math_ + chat_groups_per_batch); its default moved.
 CHANGED = {("distill_composite", "groups_per_batch")}
 
@@ -39,7 +41,8 @@ def test_every_flag_of_before_still_parses(name: str) -> None:
     flags = {flag(f) for f in flat_fields(model)}
     before = set(BEFORE[name]["flags"])
     removed = {flag(f) for f in REMOVED.get(name, set())}
-    assert flags == (before - removed) | {flag(f) for f in ADDED.get(name, set())}
+    added = {flag(f) for f in ADDED.get(name, set()) | ADDED_EVERYWHERE}
+    assert flags == (before - removed) | added
     for f in sorted(before - removed):  # the parser knows each flag (values are checked later)
         assert parse_overrides(model, [f"{f}=1"], name)
 
@@ -50,7 +53,7 @@ def test_defaults_and_presets_are_unchanged(name: str) -> None:
     for key, before in BEFORE[name]["values"].items():
         now = _json(flat_values(build_config(rec, {}, None if key == "default" else key)))
         for field in set(before) | set(now):
-            if field in REMOVED.get(name, set()) | ADDED.get(name, set()):
+            if field in REMOVED.get(name, set()) | ADDED.get(name, set()) | ADDED_EVERYWHERE:
                 continue
             if (name, field) not in CHANGED:
                 assert now[field] == before[field], (name, key, field)

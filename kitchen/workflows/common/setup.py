@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kitchen.engine.errors import DataError
+from kitchen.engine.errors import ConfigError, DataError
 from kitchen.engine.stage import Context, Metrics
 
 RowConverter = Callable[[dict[str, Any], str], dict[str, Any] | None]
@@ -17,7 +17,11 @@ RowConverter = Callable[[dict[str, Any], str], dict[str, Any] | None]
 @dataclass(frozen=True)
 class InitTrainingClient:
     """A LoRA training client on the base model, or the one restored from the resume checkpoint
-    (weights and optimizer), plus its tokenizer and renderer."""
+    (weights and optimizer), plus its tokenizer and renderer.
+
+    The renderer is resolved when the workflow is built (the model's recommended one unless
+    `renderer_name` is given), so the plan names it and a model without a known chat format is a
+    config error on `--dry-run` rather than a failure after the training client opened."""
 
     base_model: str
     lora_rank: int = 32
@@ -32,8 +36,17 @@ class InitTrainingClient:
     writes: frozenset[str] = frozenset({"training_client", "tokenizer", "renderer"})
     ports: frozenset[str] = frozenset({"backend"})
 
+    def __post_init__(self) -> None:
+        from train_core.renderers import RendererError, resolve_renderer_name
+
+        try:
+            resolved = resolve_renderer_name(self.base_model, self.renderer_name)
+        except RendererError as e:
+            raise ConfigError(str(e)) from None
+        object.__setattr__(self, "renderer_name", resolved)
+
     def __call__(self, ctx: Context[Any]) -> Metrics | None:
-        from train_core.renderers import get_recommended_renderer_name, get_renderer
+        from train_core.renderers import get_renderer
 
         backend = ctx.require_backend()
         if ctx.resume is not None and ctx.resume.state_path:
@@ -51,11 +64,11 @@ class InitTrainingClient:
             if self.load_checkpoint_path:
                 client.load_state(self.load_checkpoint_path).result()
         tokenizer = client.get_tokenizer()
-        renderer_name = self.renderer_name or get_recommended_renderer_name(self.base_model)
+        assert self.renderer_name is not None  # resolved in __post_init__
         ctx.state.training_client = client
         ctx.state.tokenizer = tokenizer
-        ctx.state.renderer = get_renderer(renderer_name, tokenizer)
-        ctx.logger.info("training client on %s (renderer %s)", self.base_model, renderer_name)
+        ctx.state.renderer = get_renderer(self.renderer_name, tokenizer)
+        ctx.logger.info("training client on %s (renderer %s)", self.base_model, self.renderer_name)
         return None
 
 
