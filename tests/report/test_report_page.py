@@ -22,7 +22,7 @@ def test_report_command_overlays_runs_with_their_config_diff(runs, tmp_path):
     assert '"name": "sl_fast \\u00b7 train_mean_nll"' in page  # both runs in one chart
     assert "1 fields differ" in page
     diff = re.search(r'<section id="config">.*?</section>', page, re.S).group(0)
-    assert "<td>learning_rate</td><td>0.0002</td><td>0.0003</td>" in diff
+    assert "<td>optimizer.learning_rate</td><td>0.0002</td><td>0.0003</td>" in diff
     assert "<td>batch_size</td>" not in diff  # equal in both runs: not repeated
     assert "<td>test/nll</td>" in page  # the final evaluation table
     assert "Tell me the capital of Jamaica." in page  # SFT before/after samples
