@@ -46,6 +46,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from sides import (  # noqa: E402
     StagePhases,
     TokenCount,
+    add_time,
     emit,
     lora_model,
     median_phases,
@@ -58,12 +59,6 @@ SIDES = ("kitchen", "trl", "loop")
 PHASES = ["reference", "update", "other"]
 
 PREFS = ROOT / "cookbook" / "data" / "prefs.jsonl"
-
-
-def dpo_phase(stage: str) -> str:
-    if "reference" in stage:
-        return "reference"
-    return "update" if any(k in stage for k in ("forward", "optim", "train")) else "other"
 
 
 def comparisons(n: int) -> list[dict[str, Any]]:
@@ -106,6 +101,8 @@ def trl_rows(
 def kitchen_run(args: argparse.Namespace, data_path: Path, log_dir: Path) -> dict[str, Any]:
     from kitchen.adapters.local import forward as local_forward
     from kitchen.adapters.local.backend import LocalBackend
+    from kitchen.adapters.local.sampling_client import LocalSamplingClient
+    from kitchen.adapters.local.training_client import LocalTrainingClient
     from kitchen.app.launch import Launch, build_config, get_recipe, run_launch
     from kitchen.ports import BackendSettings
     from kitchen.workflows.common.setup import InitTrainingClient
@@ -121,6 +118,12 @@ def kitchen_run(args: argparse.Namespace, data_path: Path, log_dir: Path) -> dic
         return batches
 
     local_forward.plan_microbatches = counted_plan  # type: ignore[assignment]
+    # The dpo workflow pipelines (a step's forward_backward resolves while the next step's stages
+    # run), so stage wall times are no breakdown: time the engine's own work instead.
+    times = StagePhases(lambda stage: "stages")
+    add_time(LocalSamplingClient, "_compute_logprobs", lambda: times.current, "reference")
+    add_time(LocalTrainingClient, "_run_custom", lambda: times.current, "update")
+    add_time(LocalTrainingClient, "_optim_step", lambda: times.current, "update")
     recipe = get_recipe("dpo")
     cfg = build_config(
         recipe,
@@ -144,7 +147,6 @@ def kitchen_run(args: argparse.Namespace, data_path: Path, log_dir: Path) -> dic
         replace(s, train_unembed=False) if isinstance(s, InitTrainingClient) else s
         for s in workflow.steps
     ]
-    times = StagePhases(dpo_phase)
     backend = LocalBackend(BackendSettings(log_dir=log_dir, seed=0, dtype=args.dtype))
     run_launch(
         workflow,
@@ -152,6 +154,8 @@ def kitchen_run(args: argparse.Namespace, data_path: Path, log_dir: Path) -> dic
     )
     counts = tokens.per_step(args.steps)
     counts["update_real"] = planned[0] / args.steps
+    for seconds, step in zip(times.seconds, times.steps, strict=True):
+        step["other"] = seconds - step.get("reference", 0.0) - step.get("update", 0.0)
     return {
         "seconds": times.seconds,
         "cpu": times.cpu,
@@ -178,13 +182,15 @@ def trl_run(args: argparse.Namespace, rows: list[dict[str, Any]], out_dir: Path)
             self.cpu: list[float] = []
 
         def on_step_begin(self, *a: Any, **k: Any) -> None:
-            steps.append({"reference": 0.0})
             self.start, self.cpu0 = time.perf_counter(), time.process_time()
+            self.nograd0 = tokens.nograd_seconds
 
         def on_step_end(self, *a: Any, **k: Any) -> None:
             self.seconds.append(time.perf_counter() - self.start)
             self.cpu.append(time.process_time() - self.cpu0)
-            steps[-1]["update"] = self.seconds[-1] - steps[-1]["reference"]
+            # TRL scores the reference inline in _compute_loss: its no-grad decoder forwards
+            reference = tokens.nograd_seconds - self.nograd0
+            steps.append({"reference": reference, "update": self.seconds[-1] - reference})
 
     timer = Timer()
     config = DPOConfig(
@@ -219,16 +225,6 @@ def trl_run(args: argparse.Namespace, rows: list[dict[str, Any]], out_dir: Path)
         peft_config=lora,
         callbacks=[timer],
     )
-    reference = trainer.compute_ref_log_probs
-
-    def timed_reference(*a: Any, **k: Any) -> Any:
-        t0 = time.perf_counter()
-        try:
-            return reference(*a, **k)
-        finally:
-            steps[-1]["reference"] += time.perf_counter() - t0
-
-    trainer.compute_ref_log_probs = timed_reference  # type: ignore[method-assign]
     trainer.train()
     return {
         "seconds": timer.seconds,

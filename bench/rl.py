@@ -50,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sides import (
     StagePhases,
     TokenCount,
+    add_time,
     emit,
     lora_model,
     median_phases,
@@ -266,20 +267,6 @@ def arithmetic_reward(texts: list[str], answers: list[str], stopped: list[bool])
     ]
 
 
-def timed(obj: Any, method: str, steps: list[dict[str, float]], phase: str) -> None:
-    """Wrap obj.method so its wall time adds to `phase` of the step running."""
-    inner = getattr(obj, method)
-
-    def wrapper(*a: Any, **k: Any) -> Any:
-        t0 = time.perf_counter()
-        try:
-            return inner(*a, **k)
-        finally:
-            steps[-1][phase] = steps[-1].get(phase, 0.0) + time.perf_counter() - t0
-
-    setattr(obj, method, wrapper)
-
-
 def trl_side(s: StepSettings) -> dict[str, Any]:
     """TRL's GRPOTrainer on the same prompts, group size, prompts per step, completion cap,
     learning rate, LoRA and compute dtype. sample = its generate; score = the rest of
@@ -352,8 +339,8 @@ def trl_side(s: StepSettings) -> dict[str, Any]:
             peft_config=lora,
             callbacks=[StepTimer()],
         )
-        timed(trainer, "_generate_and_score_completions", steps, "prepare")
-        timed(trainer, "_generate", steps, "sample")
+        add_time(trainer, "_generate_and_score_completions", lambda: steps[-1], "prepare")
+        add_time(trainer, "_generate", lambda: steps[-1], "sample")
         generate = trainer._generate
 
         def generate_counted(prompts: list[Any]) -> Any:

@@ -29,6 +29,7 @@ class TokenCount:
     grad: list[int] = field(default_factory=lambda: [0, 0])
     no_grad: list[int] = field(default_factory=lambda: [0, 0])
     passes: list[int] = field(default_factory=lambda: [0, 0])  # grad, no-grad forward calls
+    nograd_seconds: float = 0.0  # wall time inside no-grad decoder forwards
 
     def install(self) -> TokenCount:
         import torch
@@ -49,7 +50,11 @@ class TokenCount:
             counts[0] += real
             counts[1] += b * t
             self.passes[0 if grad else 1] += 1
-            return inner(model, input_ids=input_ids, attention_mask=attention_mask, **kw)
+            t0 = time.perf_counter()
+            out = inner(model, input_ids=input_ids, attention_mask=attention_mask, **kw)
+            if not grad:
+                self.nograd_seconds += time.perf_counter() - t0
+            return out
 
         modeling_llama.LlamaModel.forward = forward  # type: ignore[method-assign]
         return self
@@ -176,3 +181,19 @@ def run_sides(script: str, sides: list[str], argv: list[str]) -> dict[str, dict[
             flush=True,
         )
     return results
+
+
+def add_time(obj: Any, method: str, current: Callable[[], dict[str, float]], phase: str) -> None:
+    """Wrap obj.method (an instance's or a class's) so its wall time adds to `phase` of the
+    dict `current()` returns (the step running)."""
+    inner = getattr(obj, method)
+
+    def timed(*a: Any, **k: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return inner(*a, **k)
+        finally:
+            step = current()
+            step[phase] = step.get(phase, 0.0) + time.perf_counter() - t0
+
+    setattr(obj, method, timed)
