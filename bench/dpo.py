@@ -1,32 +1,38 @@
-"""Seconds per DPO step: Kitchen's `dpo` workflow on the local engine against TRL's DPOTrainer, on
-the same model, the same (chosen, rejected) token sequences and the same LoRA, in one bench run.
+"""Seconds per DPO step: Kitchen's `dpo` workflow on the local engine, TRL's DPOTrainer and a
+hand-written loop, on the same model, the same (chosen, rejected) token sequences and the same LoRA.
 
-    .venv/bin/pip install trl                      # bench only; never a Kitchen dependency
+    .venv/bin/pip install trl --no-deps            # bench only; never a Kitchen dependency
     .venv/bin/python bench/dpo.py                  # SmolLM2-135M, 8 pairs a step
     .venv/bin/python bench/dpo.py --model kitchen/tiny-llama --pairs 4 --steps 4
 
-Both sides put LoRA on the attention and MLP projections (TRL cannot train one on lm_head), score
-the reference with the adapter disabled (no second model) and take one AdamW step per batch. TRL
-is handed Kitchen's rendered token ids (prompt / chosen / rejected split where the loss weights
-start), so neither side tokenizes differently. A step's time excludes model loading; the first
-step of each run is warm-up and left out, and a run counts its median step. Each run is a fresh
-process (no shared memory, threads or caches); runs alternate Kitchen, TRL, Kitchen, ... and each
-side's best run counts: outside load only ever slows a run down.
+Every side puts LoRA rank 32 on the attention and MLP projections (TRL cannot train one on lm_head),
+scores the reference with the adapter disabled (no second model), takes one AdamW step per batch and
+computes in the same dtype (--dtype; auto = bf16 autocast over fp32 weights where the CPU has bf16
+units, as the engine chooses). TRL and the loop are handed Kitchen's rendered token ids (prompt /
+chosen / rejected split where the loss weights start), so no side tokenizes differently.
+    kitchen  the dpo recipe on the local engine (reference logprobs, forward_backward_custom, optim)
+    trl      DPOTrainer: chosen + rejected in one padded batch, reference forward, no checkpointing
+    loop     the limit: one padded batch of chosen + rejected, reference forward (adapter off, no
+             grad), policy forward + backward, AdamW
+Each side runs in a fresh process (bench/sides.py); a step's time excludes model loading and the
+first step is warm-up. Printed per side: s/step (wall and CPU), reference / update seconds, the real
+and padded tokens pushed through the model per step (update = passes with grad), torch threads, the
+load average and peak RSS; and the mean prompt and response tokens of the data.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -35,20 +41,24 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
-from kitchen.engine.runner import BaseHook  # noqa: E402
+from sides import (  # noqa: E402
+    StagePhases,
+    TokenCount,
+    add_time,
+    emit,
+    lora_model,
+    median_phases,
+    run_sides,
+    steady,
+    table,
+)
+
+SIDES = ("kitchen", "trl", "loop")
+PHASES = ["reference", "update", "other"]
 
 PREFS = ROOT / "cookbook" / "data" / "prefs.jsonl"
-
-
-class StepTimes(BaseHook):
-    """Wall time of every training step of a Kitchen run."""
-
-    def __init__(self) -> None:
-        self.seconds: list[float] = []
-
-    def on_step_end(self, step: int, metrics: dict[str, Any]) -> None:
-        self.seconds.append(float(metrics["time/total"]))
 
 
 def comparisons(n: int) -> list[dict[str, Any]]:
@@ -56,40 +66,6 @@ def comparisons(n: int) -> list[dict[str, Any]]:
     if n > len(rows):
         raise SystemExit(f"bench: {n} pairs asked for, {PREFS.name} has {len(rows)}")
     return rows[:n]
-
-
-def kitchen_run(args: argparse.Namespace, data_path: Path, log_dir: Path) -> list[float]:
-    from kitchen.app.launch import Launch, build_config, get_recipe, run_launch
-    from kitchen.workflows.common.setup import InitTrainingClient
-
-    recipe = get_recipe("dpo")
-    cfg = build_config(
-        recipe,
-        {
-            "model_name": args.model,
-            "dataset": str(data_path),
-            "test_dataset": None,
-            "batch_size": args.pairs,
-            "max_length": args.max_length,
-            "lora_rank": args.lora_rank,
-            "learning_rate": args.learning_rate,
-            "dpo_beta": 0.1,
-            "save_every": 0,
-            "num_epochs": 1,
-            "no_register": True,
-        },
-    )
-    workflow = recipe.workflow(cfg)
-    # TRL cannot put LoRA on lm_head (it computes logprobs from lm_head.weight), so neither side does.
-    workflow.steps = [
-        replace(s, train_unembed=False) if isinstance(s, InitTrainingClient) else s
-        for s in workflow.steps
-    ]
-    times = StepTimes()
-    run_launch(
-        workflow, Launch(backend="local", log_dir=log_dir, if_exists="delete", hooks=[times])
-    )
-    return times.seconds
 
 
 def trl_rows(
@@ -122,33 +98,99 @@ def trl_rows(
     return out
 
 
-def trl_run(args: argparse.Namespace, rows: list[dict[str, Any]], out_dir: Path) -> list[float]:
+def kitchen_run(args: argparse.Namespace, data_path: Path, log_dir: Path) -> dict[str, Any]:
+    from kitchen.adapters.local import forward as local_forward
+    from kitchen.adapters.local.backend import LocalBackend
+    from kitchen.adapters.local.sampling_client import LocalSamplingClient
+    from kitchen.adapters.local.training_client import LocalTrainingClient
+    from kitchen.app.launch import Launch, build_config, get_recipe, run_launch
+    from kitchen.ports import BackendSettings
+    from kitchen.workflows.common.setup import InitTrainingClient
+
+    tokens = TokenCount().install()
+    planned = [0, 0]  # the update's real / padded tokens (its passes carry no attention mask)
+    plan = local_forward.plan_microbatches
+
+    def counted_plan(*a: Any, **k: Any) -> Any:
+        batches = plan(*a, **k)
+        planned[0] += sum(sum(b.lengths) for b in batches)
+        planned[1] += sum(b.tokens.numel() for b in batches)
+        return batches
+
+    local_forward.plan_microbatches = counted_plan  # type: ignore[assignment]
+    # The dpo workflow pipelines (a step's forward_backward resolves while the next step's stages
+    # run), so stage wall times are no breakdown: time the engine's own work instead.
+    times = StagePhases(lambda stage: "stages")
+    add_time(LocalSamplingClient, "_compute_logprobs", lambda: times.current, "reference")
+    add_time(LocalTrainingClient, "_run_custom", lambda: times.current, "update")
+    add_time(LocalTrainingClient, "_optim_step", lambda: times.current, "update")
+    recipe = get_recipe("dpo")
+    cfg = build_config(
+        recipe,
+        {
+            "model_name": args.model,
+            "dataset": str(data_path),
+            "test_dataset": None,
+            "batch_size": args.pairs,
+            "max_length": args.max_length,
+            "lora_rank": args.lora_rank,
+            "learning_rate": args.learning_rate,
+            "dpo_beta": 0.1,
+            "save_every": 0,
+            "num_epochs": 1,
+            "no_register": True,
+        },
+    )
+    workflow = recipe.workflow(cfg)
+    # TRL cannot put LoRA on lm_head (it computes logprobs from lm_head.weight), so neither side does.
+    workflow.steps = [
+        replace(s, train_unembed=False) if isinstance(s, InitTrainingClient) else s
+        for s in workflow.steps
+    ]
+    backend = LocalBackend(BackendSettings(log_dir=log_dir, seed=0, dtype=args.dtype))
+    run_launch(
+        workflow,
+        Launch(backend=backend, log_dir=log_dir, if_exists="delete", hooks=[cast(Any, times)]),
+    )
+    counts = tokens.per_step(args.steps)
+    counts["update_real"] = planned[0] / args.steps
+    for seconds, step in zip(times.seconds, times.steps, strict=True):
+        step["other"] = seconds - step.get("reference", 0.0) - step.get("update", 0.0)
+    return {
+        "seconds": times.seconds,
+        "cpu": times.cpu,
+        "phases": median_phases(times.steps, PHASES),
+        "tokens": counts,
+        "dtype": backend.dtype_name,
+    }
+
+
+def trl_run(args: argparse.Namespace, rows: list[dict[str, Any]], out_dir: Path) -> dict[str, Any]:
     import torch
     from datasets import Dataset
-    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
+    from transformers import TrainerCallback
     from trl import DPOConfig, DPOTrainer
 
-    from kitchen.adapters.local import resolve_model
-    from kitchen.adapters.local.lora import LoraSpec, peft_config
-
-    path = resolve_model(args.model)
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
-    lora = peft_config(model, LoraSpec(rank=args.lora_rank, train_unembed=False))
+    tokens = TokenCount().install()
+    model, tokenizer, lora = lora_model(args.model, args.lora_rank)
     dataset = Dataset.from_list(trl_rows(args, rows, tokenizer))
+    steps: list[dict[str, float]] = []
 
     class Timer(TrainerCallback):
         def __init__(self) -> None:
             self.seconds: list[float] = []
-            self.start = 0.0
+            self.cpu: list[float] = []
 
         def on_step_begin(self, *a: Any, **k: Any) -> None:
-            self.start = time.perf_counter()
+            self.start, self.cpu0 = time.perf_counter(), time.process_time()
+            self.nograd0 = tokens.nograd_seconds
 
         def on_step_end(self, *a: Any, **k: Any) -> None:
             self.seconds.append(time.perf_counter() - self.start)
+            self.cpu.append(time.process_time() - self.cpu0)
+            # TRL scores the reference inline in _compute_loss: its no-grad decoder forwards
+            reference = tokens.nograd_seconds - self.nograd0
+            steps.append({"reference": reference, "update": self.seconds[-1] - reference})
 
     timer = Timer()
     config = DPOConfig(
@@ -162,7 +204,7 @@ def trl_run(args: argparse.Namespace, rows: list[dict[str, Any]], out_dir: Path)
         beta=0.1,
         max_length=None,  # the sequences are already Kitchen's, truncated to max_length
         use_cpu=not torch.cuda.is_available(),
-        bf16=False,
+        bf16=args.dtype == "bfloat16",  # autocast over fp32 weights, as Kitchen's engine
         report_to="none",
         save_strategy="no",
         logging_steps=10_000,
@@ -184,92 +226,149 @@ def trl_run(args: argparse.Namespace, rows: list[dict[str, Any]], out_dir: Path)
         callbacks=[timer],
     )
     trainer.train()
-    return timer.seconds
+    return {
+        "seconds": timer.seconds,
+        "cpu": timer.cpu,
+        "phases": median_phases(steps, PHASES),
+        "tokens": tokens.per_step(args.steps),
+        "dtype": args.dtype,
+    }
 
 
-def steady(seconds: list[float]) -> float:
-    """Median seconds per step after the warm-up step (robust to a burst of outside load)."""
-    return statistics.median(seconds[1:] if len(seconds) > 1 else seconds)
+def loop_run(args: argparse.Namespace, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The limit: per step one right-padded batch of the chosen and rejected sequences, a
+    reference forward with the adapter off (no grad), a policy forward + backward, AdamW."""
+    import torch
+    import torch.nn.functional as F
+    from peft import get_peft_model
+
+    tokens = TokenCount().install()
+    base, tokenizer, lora = lora_model(args.model, args.lora_rank)
+    model = get_peft_model(base, lora)
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=args.learning_rate, betas=(0.9, 0.95), weight_decay=0)
+    pairs = trl_rows(args, rows, tokenizer)
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.dtype == "bfloat16")
+    seconds: list[float] = []
+    cpu: list[float] = []
+    steps: list[dict[str, float]] = []
+
+    def sequence_logprobs(ids: Any, attention: Any, weights: Any) -> Any:
+        with autocast:
+            hidden = model(input_ids=ids, attention_mask=attention).logits[:, :-1]
+        logprobs = torch.log_softmax(hidden.float(), -1).gather(-1, ids[:, 1:, None])[..., 0]
+        return (logprobs * weights).sum(1)
+
+    for step in range(args.steps):
+        batch = pairs[step * args.pairs : (step + 1) * args.pairs]
+        seqs = [r["prompt_ids"] + r[k] for k in ("chosen_ids", "rejected_ids") for r in batch]
+        starts = [len(r["prompt_ids"]) for _ in range(2) for r in batch]
+        width = max(len(x) for x in seqs)
+        ids = torch.tensor([x + [tokenizer.pad_token_id] * (width - len(x)) for x in seqs])
+        attention = torch.tensor([[1] * len(x) + [0] * (width - len(x)) for x in seqs])
+        position = torch.arange(1, width)[None]
+        weights = ((position >= torch.tensor(starts)[:, None]) & (attention[:, 1:] == 1)).float()
+        t0, cpu0 = time.perf_counter(), time.process_time()
+        with torch.no_grad(), model.disable_adapter():
+            reference = sequence_logprobs(ids, attention, weights)
+        t1 = time.perf_counter()
+        policy = sequence_logprobs(ids, attention, weights)
+        margin = (policy - reference).view(2, -1)
+        loss = -F.logsigmoid(0.1 * (margin[0] - margin[1])).mean()
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        t2 = time.perf_counter()
+        seconds.append(t2 - t0)
+        cpu.append(time.process_time() - cpu0)
+        steps.append({"reference": t1 - t0, "update": t2 - t1})
+    return {
+        "seconds": seconds,
+        "cpu": cpu,
+        "phases": median_phases(steps, PHASES),
+        "tokens": tokens.per_step(args.steps),
+        "dtype": args.dtype,
+    }
+
+
+def data_lengths(args: argparse.Namespace, rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Mean prompt and response (chosen and rejected) tokens of the pairs every side trains on."""
+    from transformers import AutoTokenizer
+
+    from kitchen.adapters.local import resolve_model
+
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model(args.model))
+    pairs = trl_rows(args, rows, tokenizer)
+    responses = [len(r[k]) for r in pairs for k in ("chosen_ids", "rejected_ids")]
+    return {
+        "prompt_tokens": statistics.mean(len(r["prompt_ids"]) for r in pairs),
+        "completion_tokens": statistics.mean(responses),
+    }
 
 
 def one_side(args: argparse.Namespace) -> None:
-    """Child process: one run of one side; prints {"seconds": [...], "peak_rss_gb", "threads"}."""
-    import resource
-
-    import torch
-
+    """Child process: one run of one side; prints its RESULT line."""
     rows = comparisons(args.pairs * args.steps)
     with tempfile.TemporaryDirectory(prefix="bench-dpo-") as tmp:
         if args.side == "kitchen":
             data_path = Path(tmp) / "pairs.jsonl"
             data_path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-            seconds = kitchen_run(args, data_path, Path(tmp) / "run")
+            result = kitchen_run(args, data_path, Path(tmp) / "run")
+        elif args.side == "trl":
+            result = trl_run(args, rows, Path(tmp) / "run")
         else:
-            seconds = trl_run(args, rows, Path(tmp) / "run")
-    peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux
-    result = {"seconds": seconds, "peak_rss_gb": peak_gb, "threads": torch.get_num_threads()}
-    print("RESULT " + json.dumps(result))
-
-
-def run_side(side: str, argv: list[str]) -> dict[str, Any]:
-    """A fresh process per run: neither side inherits the other's memory, threads or caches."""
-    cmd = [sys.executable, __file__, *argv, "--side", side]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    lines = [line for line in out.stdout.splitlines() if line.startswith("RESULT ")]
-    if out.returncode != 0 or not lines:
-        raise SystemExit(
-            f"bench: the {side} run failed (exit {out.returncode}):\n{out.stderr[-3000:]}"
-        )
-    return dict(json.loads(lines[-1][len("RESULT ") :]))
+            result = loop_run(args, rows)
+    emit({**result, **data_lengths(args, rows)})
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="HuggingFaceTB/SmolLM2-135M-Instruct")
     parser.add_argument("--pairs", type=int, default=8, help="comparison pairs per step")
-    parser.add_argument("--steps", type=int, default=6, help="steps per run (first is warm-up)")
-    parser.add_argument("--repeats", type=int, default=2, help="runs per side, alternating")
+    parser.add_argument("--steps", type=int, default=3, help="steps per run (first is warm-up)")
     parser.add_argument("--max-length", type=int, default=1024)
     parser.add_argument("--lora-rank", type=int, default=32)
     parser.add_argument("--learning-rate", type=float, default=1e-5)
+    parser.add_argument("--dtype", choices=["auto", "bfloat16", "float32"], default="auto")
     parser.add_argument(
         "--trl-gradient-checkpointing", action="store_true", help="TRL's default; slower"
     )
-    parser.add_argument("--side", choices=["kitchen", "trl"], help=argparse.SUPPRESS)
+    parser.add_argument("--sides", default=",".join(SIDES), help=f"comma-separated, of {SIDES}")
+    parser.add_argument("--side", choices=SIDES, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    try:
-        import trl
-    except ImportError:
-        print(
-            "bench/dpo.py: skipped, TRL is not installed (`.venv/bin/pip install trl`, bench only)"
-        )
-        return
+    if args.dtype == "auto":
+        from kitchen.adapters.local.settings import cpu_has_native_bf16
+
+        args.dtype = "bfloat16" if cpu_has_native_bf16() else "float32"
     if args.side:
         one_side(args)
         return
-    argv = [a for a in sys.argv[1:] if a not in ("--repeats", str(args.repeats))]
-    runs: dict[str, list[dict[str, Any]]] = {"kitchen": [], "trl": []}
-    for _ in range(args.repeats):
-        for side in runs:
-            runs[side].append(run_side(side, argv))
-            print(
-                f"  {side:8s} " + ", ".join(f"{x:.2f}" for x in runs[side][-1]["seconds"]),
-                flush=True,
-            )
-    rows = comparisons(args.pairs * args.steps)
+    sides = [x for x in args.sides.split(",") if x]
+    if set(sides) - set(SIDES):
+        raise SystemExit(f"bench/dpo.py: unknown sides {sorted(set(sides) - set(SIDES))}")
+    if "trl" in sides and importlib.util.find_spec("trl") is None:
+        print("bench/dpo.py: TRL is not installed (`.venv/bin/pip install trl --no-deps`): skipped")
+        sides.remove("trl")
+    argv = [
+        *("--model", args.model, "--pairs", str(args.pairs), "--steps", str(args.steps)),
+        *("--max-length", str(args.max_length), "--lora-rank", str(args.lora_rank)),
+        *("--learning-rate", str(args.learning_rate), "--dtype", args.dtype),
+        *(["--trl-gradient-checkpointing"] if args.trl_gradient_checkpointing else []),
+    ]
     print(
-        f"model {args.model}  pairs/step {args.pairs}  steps {args.steps}  LoRA rank "
-        f"{args.lora_rank}  trl {trl.__version__} (gradient checkpointing "
-        f"{'on' if args.trl_gradient_checkpointing else 'off'})  {len(rows)} comparisons"
+        f"DPO step on {args.model}: {args.pairs} pairs/step, {args.steps} steps per side (first "
+        f"excluded), LoRA rank {args.lora_rank}, dtype {args.dtype}, TRL gradient checkpointing "
+        f"{'on' if args.trl_gradient_checkpointing else 'off'}, load {os.getloadavg()[0]:.1f} on "
+        f"{os.cpu_count()} CPUs"
     )
-    best = {side: min(steady(r["seconds"]) for r in results) for side, results in runs.items()}
-    for side, results in runs.items():
-        rss = max(r["peak_rss_gb"] for r in results)
-        print(
-            f"{side:8s} {best[side]:.3f} s/step  (torch threads {results[0]['threads']}, "
-            f"peak RSS {rss:.2f} GB)"
-        )
-    print(f"ratio kitchen / TRL: {best['kitchen'] / best['trl']:.2f}x (target <= 1.0x)")
+    results = run_sides(__file__, sides, argv)
+    print("s/step: median after the first step; phases in s; tokens through the model per step")
+    table(results, PHASES)
+    if "kitchen" in results:
+        for other in results:
+            if other != "kitchen":
+                ratio = steady(results["kitchen"]["seconds"]) / steady(results[other]["seconds"])
+                print(f"kitchen / {other} = {ratio:.2f}x")
 
 
 if __name__ == "__main__":

@@ -1,30 +1,41 @@
-"""RL rollout concurrency, and seconds per RL step against TRL's GRPOTrainer (same run).
+"""RL rollout concurrency, and seconds per RL step: Kitchen against TRL's GRPOTrainer and a loop.
 
-    .venv/bin/python bench/rl.py                      # (a) only takes seconds; (b) minutes on CPU
-    .venv/bin/python bench/rl.py --skip-trl           # (a) and the local engine's step time
+    .venv/bin/python bench/rl.py                      # (a) seconds; (b) a few minutes on 2 cores
+    .venv/bin/python bench/rl.py --sides kitchen,loop # (b) without TRL or the fp32 serial engine
     .venv/bin/python bench/rl.py --steps 4 --groups 4 --group-size 8 --max-tokens 8
 
 (a) A sampler that takes a fixed latency per call: a batch of G groups of N envs should finish in
     about one latency (every group is its own task, a group's N prompts one call), not G*N.
-(b) Seconds per RL step: Kitchen's rl_basic workflow on the local engine against TRL's GRPOTrainer,
-    same model (SmolLM2-135M-Instruct), LoRA (rank 32, alpha 32, same modules but lm_head, which
-    TRL cannot adapt), the same prompt
-    text (the arithmetic env's rendered prompts), group size, prompts per step, completion length,
-    learning rate, temperature 1, no KL. A step = sample G*N completions, score, one update.
-    TRL is not a dependency of Kitchen: install it into the venv for this bench only
-    (`.venv/bin/pip install trl`); without it (b) prints a note and runs the Kitchen side only.
-Target: Kitchen's step time at most 1.0x TRL's.
+(b) Seconds per RL step (sample G*N completions, score them, one update), each side in a fresh
+    process (bench/sides.py), same model (SmolLM2-135M-Instruct), same prompt ids (the arithmetic
+    env's rendered few-shot prompts), group size, prompts per step, completion cap, learning rate,
+    temperature 1, no KL, LoRA rank 32 on attention + MLP, compute dtype (--dtype; auto = bf16
+    autocast where the CPU has bf16 units, as the engine chooses):
+      kitchen              rl_basic on the local engine (it also adapts lm_head: ~1% more FLOPs)
+      kitchen-fp32-serial  the same, emulating the old engine: fp32, one prompt per sample call,
+                           each call awaited before the next (no shared decode batch)
+      trl                  TRL's GRPOTrainer, one generation batch of G*N per optimizer step,
+                           no gradient checkpointing, no reference model
+      loop                 the limit: HF generate + reward + one policy-gradient forward/backward
+    Printed per side: s/step, sample / score / update seconds, the mean prompt and completion tokens,
+    the real and padded tokens pushed through the model per step (update = passes with grad),
+    torch threads and the load average. TRL is not a Kitchen dependency: install it into the venv
+    for this bench only (`.venv/bin/pip install trl --no-deps`).
+Targets: kitchen <= 0.5x kitchen-fp32-serial and <= 0.6x trl, same run.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import os
 import statistics
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, cast
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -32,6 +43,21 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np
 from tinker import types
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from sides import (
+    StagePhases,
+    TokenCount,
+    add_time,
+    emit,
+    lora_model,
+    median_phases,
+    run_sides,
+    steady,
+    table,
+)
 
 MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"
 
@@ -99,7 +125,10 @@ def bench_concurrency(groups: int, group_size: int, latency: float) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# (b) seconds per RL step: Kitchen local engine vs TRL GRPOTrainer
+# (b) seconds per RL step, four sides, each in a fresh process (bench/sides.py)
+
+SIDES = ("kitchen", "kitchen-fp32-serial", "trl", "loop")
+PHASES = ["sample", "score", "update", "other"]
 
 
 @dataclass
@@ -110,13 +139,73 @@ class StepSettings:
     steps: int
     learning_rate: float
     max_operand: int
+    dtype: str  # "bfloat16" | "float32": the compute dtype of the Kitchen, TRL and loop sides
 
 
-def kitchen_step_seconds(s: StepSettings) -> list[float]:
+@dataclass
+class Lengths:
+    """Prompt and completion tokens of every sampled sequence (a prompt counts once per sample)."""
+
+    prompt: list[int] = field(default_factory=list)
+    completion: list[int] = field(default_factory=list)
+
+    def means(self) -> dict[str, float]:
+        return {
+            "prompt_tokens": statistics.mean(self.prompt) if self.prompt else 0.0,
+            "completion_tokens": statistics.mean(self.completion) if self.completion else 0.0,
+        }
+
+
+def rl_phase(stage: str) -> str:
+    if "rollout" in stage:
+        return "sample"
+    return "update" if any(k in stage for k in ("train", "forward", "optim")) else "other"
+
+
+def kitchen_side(s: StepSettings, serial: bool) -> dict[str, Any]:
+    """rl_basic on the local engine. `serial` emulates the old engine: fp32 and one prompt per
+    sample call, each call awaited before the next is issued (no shared decode batch)."""
+    from kitchen.adapters.local import forward as local_forward
+    from kitchen.adapters.local.backend import LocalBackend
+    from kitchen.adapters.local.sampling_client import LocalSamplingClient
     from kitchen.app.launch import run
+    from kitchen.ports import BackendSettings
 
+    tokens = TokenCount().install()
+    lengths = Lengths()
+    planned = [0, 0]  # the update's real / padded tokens (its passes carry no attention mask)
+    sample, respond, plan = (
+        LocalSamplingClient.sample,
+        LocalSamplingClient._response,
+        local_forward.plan_microbatches,
+    )
+
+    def counted_sample(self: Any, prompt: Any, num_samples: int, *a: Any, **k: Any) -> Any:
+        lengths.prompt.extend([prompt.length] * num_samples)
+        future = sample(self, prompt, num_samples, *a, **k)
+        if serial:
+            future.result()
+        return future
+
+    def counted_response(self: Any, done: Any) -> Any:
+        out = respond(self, done)
+        lengths.completion.extend(len(seq.tokens) for seq in out.sequences)
+        return out
+
+    def counted_plan(*a: Any, **k: Any) -> Any:
+        batches = plan(*a, **k)
+        planned[0] += sum(sum(b.lengths) for b in batches)
+        planned[1] += sum(b.tokens.numel() for b in batches)
+        return batches
+
+    LocalSamplingClient.sample = counted_sample  # type: ignore[method-assign]
+    LocalSamplingClient._response = counted_response  # type: ignore[method-assign]
+    local_forward.plan_microbatches = counted_plan  # type: ignore[assignment]
+    dtype = "float32" if serial else s.dtype
+    phases = StagePhases(rl_phase)
     with tempfile.TemporaryDirectory() as log_dir:
-        result = run(
+        backend = LocalBackend(BackendSettings(log_dir=Path(log_dir), seed=0, dtype=dtype))
+        run(
             "rl_basic",
             {
                 "model_name": MODEL,
@@ -130,14 +219,24 @@ def kitchen_step_seconds(s: StepSettings) -> list[float]:
                 "eval_every": 0,
                 "save_every": 0,
             },
-            backend="local",
+            backend=backend,
             log_dir=log_dir,
+            hooks=[cast(Any, phases)],
         )
-    return [m["time/total"] for m in result.metrics if "time/total" in m]
+    counts = tokens.per_step(s.steps)
+    counts["update_real"] = planned[0] / s.steps
+    return {
+        "seconds": phases.seconds,
+        "cpu": phases.cpu,
+        "phases": median_phases(phases.steps, PHASES),
+        "tokens": counts,
+        "dtype": backend.dtype_name,
+        **lengths.means(),
+    }
 
 
 def arithmetic_prompts(s: StepSettings, tokenizer: Any) -> list[dict[str, Any]]:
-    """The rl_basic prompts (few-shot + question) as the text our chatml renderer produces."""
+    """The rl_basic prompts (few-shot + question) as token ids, one row per group, in step order."""
     from cookbook.envs.arithmetic import ArithmeticEnvs
     from kitchen.workflows.reinforcement.stages import RLEnvContext
     from train_core.renderers import get_renderer
@@ -151,64 +250,63 @@ def arithmetic_prompts(s: StepSettings, tokenizer: Any) -> list[dict[str, Any]]:
         for builder in train.get_batch(i):
             env = cast(Any, builder).env_thunk()
             prompt = renderer.build_generation_prompt(env._conversation())
+            ids = prompt.to_ints()
             rows.append(
-                {
-                    "prompt": tokenizer.decode(prompt.to_ints()),
-                    "answer": env.get_reference_answer(),
-                }
+                {"prompt": tokenizer.decode(ids), "ids": ids, "answer": env.get_reference_answer()}
             )
     return rows
 
 
-def trl_step_seconds(s: StepSettings) -> list[float] | None:
-    try:
-        import trl  # noqa: F401
-    except ImportError:
-        print(
-            "(b) TRL is not installed: skipping the TRL side. Install it for this bench only with "
-            "`.venv/bin/pip install trl` (never a Kitchen dependency)."
-        )
-        return None
+def arithmetic_reward(texts: list[str], answers: list[str], stopped: list[bool]) -> list[float]:
+    """The arithmetic env's reward: correct, minus 0.1 without the stop token."""
+    from cookbook.envs.arithmetic import extract_final_int
+
+    return [
+        float(extract_final_int(t) == int(a)) + 0.1 * (float(stop) - 1)
+        for t, a, stop in zip(texts, answers, stopped, strict=True)
+    ]
+
+
+def trl_side(s: StepSettings) -> dict[str, Any]:
+    """TRL's GRPOTrainer on the same prompts, group size, prompts per step, completion cap,
+    learning rate, LoRA and compute dtype. sample = its generate; score = the rest of
+    _generate_and_score_completions (rewards, advantages); update = the rest of the step."""
     import datasets
-    from peft import LoraConfig
-    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
+    import torch
+    from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    from cookbook.envs.arithmetic import extract_final_int
-    from kitchen.adapters.local import resolve_model
-
-    path = str(resolve_model(MODEL))
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    model = AutoModelForCausalLM.from_pretrained(path, dtype="float32")
+    tokens = TokenCount().install()
+    model, tokenizer, lora = lora_model(MODEL, 32)
     rows = arithmetic_prompts(s, tokenizer)
+    lengths = Lengths()
 
-    def reward(completions: list[str], answer: list[str], **_: Any) -> list[float | None]:
-        # the arithmetic env's reward: correct, minus 0.1 without the stop token
-        out: list[float | None] = []
-        for text, ref in zip(completions, answer, strict=True):
-            stopped = (
-                text.endswith(tokenizer.eos_token) or len(tokenizer.encode(text)) < s.max_tokens
-            )
-            out.append(float(extract_final_int(text) == int(ref)) + 0.1 * (float(stopped) - 1))
-        return out
+    def reward(completions: list[str], answer: list[str], **kw: Any) -> list[float]:
+        ids = kw["completion_ids"]
+        stopped = [len(c) < s.max_tokens or c[-1] == tokenizer.eos_token_id for c in ids]
+        return arithmetic_reward(completions, answer, stopped)
 
-    times: list[float] = []
+    seconds: list[float] = []
+    cpu: list[float] = []
+    steps: list[dict[str, float]] = []
 
     class StepTimer(TrainerCallback):
-        def on_step_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-            self.t0 = time.perf_counter()
+        def on_step_begin(self, *a: Any, **k: Any) -> None:
+            steps.append({})
+            self.t0, self.cpu0 = time.perf_counter(), time.process_time()
 
-        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-            times.append(time.perf_counter() - self.t0)
+        def on_step_end(self, *a: Any, **k: Any) -> None:
+            seconds.append(time.perf_counter() - self.t0)
+            cpu.append(time.process_time() - self.cpu0)
+            phase = steps[-1]
+            prepare = phase.pop("prepare", 0.0)
+            phase["score"] = prepare - phase.get("sample", 0.0)
+            phase["update"] = seconds[-1] - prepare
 
-    from kitchen.adapters.local.lora import LoraSpec, lora_targets
-
-    # TRL refuses a LoRA on lm_head (it reads lm_head.weight directly); Kitchen also adapts the
-    # unembedding, about 1% more FLOPs per token for SmolLM2, so this favours TRL slightly.
-    targets = [t for t in lora_targets(model, LoraSpec(rank=32)) if t != "lm_head"]
     with tempfile.TemporaryDirectory() as out:
         config = GRPOConfig(
             output_dir=out,
+            # one generation batch per optimizer step: G prompts x N completions
             per_device_train_batch_size=s.groups * s.group_size,
             gradient_accumulation_steps=1,
             num_generations=s.group_size,
@@ -216,60 +314,170 @@ def trl_step_seconds(s: StepSettings) -> list[float] | None:
             learning_rate=s.learning_rate,
             lr_scheduler_type="constant",
             warmup_steps=0,
-            beta=0.0,
+            beta=0.0,  # no reference model, as rl_basic without a KL penalty
             temperature=1.0,
             max_steps=s.steps,
-            logging_steps=1,
+            logging_steps=10_000,
             save_strategy="no",
             report_to="none",
-            use_cpu=True,
-            bf16=False,
-            # TRL turns gradient checkpointing on by default; Kitchen's engine does not checkpoint,
-            # and with it on generation runs without a KV cache.
-            gradient_checkpointing=False,
+            use_cpu=not torch.cuda.is_available(),
+            bf16=s.dtype == "bfloat16",  # autocast over fp32 weights, as Kitchen's engine
+            gradient_checkpointing=False,  # TRL's default recomputes activations; Kitchen does not
             shuffle_dataset=False,
             dataloader_num_workers=0,
+            disable_tqdm=True,
             seed=0,
         )
         trainer = GRPOTrainer(
             model=model,
             reward_funcs=reward,
             args=config,
-            train_dataset=datasets.Dataset.from_list(rows),
+            train_dataset=datasets.Dataset.from_list(
+                [{"prompt": r["prompt"], "answer": r["answer"]} for r in rows]
+            ),
             processing_class=tokenizer,
-            peft_config=LoraConfig(r=32, lora_alpha=32, lora_dropout=0.0, target_modules=targets),
+            peft_config=lora,
             callbacks=[StepTimer()],
         )
+        add_time(trainer, "_generate_and_score_completions", lambda: steps[-1], "prepare")
+        add_time(trainer, "_generate", lambda: steps[-1], "sample")
+        generate = trainer._generate
+
+        def generate_counted(prompts: list[Any]) -> Any:
+            # TRL generates outside the Trainer's autocast (fp32 even with bf16=True); the bench
+            # gives it the same bf16 autocast Kitchen samples in, which only favours TRL.
+            with autocast(s):
+                out = generate(prompts)
+            lengths.prompt.extend(len(p) for p in out[0])
+            lengths.completion.extend(len(c) for c in out[1])
+            return out
+
+        trainer._generate = generate_counted  # type: ignore[method-assign]
         trainer.train()
-    return times
+    return {
+        "seconds": seconds,
+        "cpu": cpu,
+        "phases": median_phases(steps, PHASES),
+        "tokens": tokens.per_step(s.steps),
+        "dtype": s.dtype,
+        **lengths.means(),
+    }
 
 
-def summary(times: list[float]) -> str:
-    steady = times[1:] or times  # the first step pays one-off costs (model load, warm-up)
-    return f"median {statistics.median(steady):.2f} s, min {min(steady):.2f} s over {len(steady)} steps"
+def loop_side(s: StepSettings) -> dict[str, Any]:
+    """The limit: HF generate (KV cache, one batch of G*N), the reward, one policy-gradient
+    forward + backward over prompt + completion, one AdamW step. Nothing else."""
+    import torch
+    from peft import get_peft_model
 
-
-def bench_steps(s: StepSettings, skip_trl: bool, skip_kitchen: bool = False) -> None:
-    print(
-        f"(b) RL step on {MODEL}: {s.groups} prompts x {s.group_size} samples, "
-        f"{s.max_tokens} new tokens max, {s.steps} steps (first step excluded)"
-    )
-    ours = [] if skip_kitchen else kitchen_step_seconds(s)
-    if ours:
-        print(f"    kitchen local engine: {summary(ours)}  all: {[round(t, 2) for t in ours]}")
-    if skip_trl:
-        return
-    theirs = trl_step_seconds(s)
-    if theirs is None or not ours:
-        if theirs:
-            print(
-                f"    TRL GRPOTrainer:      {summary(theirs)}  all: {[round(t, 2) for t in theirs]}"
+    tokens = TokenCount().install()
+    base, tokenizer, lora = lora_model(MODEL, 32)
+    model = get_peft_model(base, lora)
+    rows = arithmetic_prompts(s, tokenizer)
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=s.learning_rate, betas=(0.9, 0.95), weight_decay=0.0)
+    stop = tokenizer.convert_tokens_to_ids("<|im_end|>")  # the chatml renderer's stop token
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stop
+    lengths = Lengths()
+    seconds: list[float] = []
+    cpu: list[float] = []
+    steps: list[dict[str, float]] = []
+    for step in range(s.steps):
+        batch = rows[step * s.groups : (step + 1) * s.groups]
+        t0, cpu0 = time.perf_counter(), time.process_time()
+        prompts = [r["ids"] for r in batch for _ in range(s.group_size)]
+        width = max(len(p) for p in prompts)
+        ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts])
+        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+        with torch.no_grad(), autocast(s):
+            out = model.generate(
+                input_ids=ids,
+                attention_mask=mask,
+                do_sample=True,
+                temperature=1.0,
+                top_k=0,
+                top_p=1.0,
+                max_new_tokens=s.max_tokens,
+                eos_token_id=stop,
+                pad_token_id=pad,
             )
+        t1 = time.perf_counter()
+        completion = out[:, width:]
+        done = (completion == stop).int().cumsum(1)
+        keep = (done == 0) | ((done == 1) & (completion == stop))  # up to and with the stop
+        n_tokens = keep.sum(1).tolist()
+        lengths.prompt.extend(len(p) for p in prompts)
+        lengths.completion.extend(n_tokens)
+        texts = tokenizer.batch_decode(completion * keep + pad * ~keep, skip_special_tokens=True)
+        stopped = [bool((c == stop).any()) for c in completion]
+        answers = [r["answer"] for r in batch for _ in range(s.group_size)]
+        rewards = torch.tensor(arithmetic_reward(texts, answers, stopped))
+        grouped = rewards.view(s.groups, s.group_size)
+        advantages = (grouped - grouped.mean(1, keepdim=True)).flatten()
+        t2 = time.perf_counter()
+        with autocast(s):
+            logits = model(
+                input_ids=out,
+                attention_mask=torch.cat([mask, keep.long()], 1),
+                logits_to_keep=completion.shape[1] + 1,
+            ).logits[:, :-1]
+        logprobs = torch.log_softmax(logits.float(), -1).gather(-1, completion[..., None])[..., 0]
+        loss = -(advantages[:, None] * logprobs * keep).sum() / keep.sum()
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        t3 = time.perf_counter()
+        seconds.append(t3 - t0)
+        cpu.append(time.process_time() - cpu0)
+        steps.append({"sample": t1 - t0, "score": t2 - t1, "update": t3 - t2})
+    return {
+        "seconds": seconds,
+        "cpu": cpu,
+        "phases": median_phases(steps, PHASES),
+        "tokens": tokens.per_step(s.steps),
+        "dtype": s.dtype,
+        **lengths.means(),
+    }
+
+
+def autocast(s: StepSettings) -> Any:
+    import torch
+
+    return torch.autocast("cpu", dtype=torch.bfloat16, enabled=s.dtype == "bfloat16")
+
+
+def run_one(side: str, s: StepSettings) -> None:
+    """Child process: one side, one RESULT line."""
+    if side == "trl":
+        result = trl_side(s)
+    elif side == "loop":
+        result = loop_side(s)
+    else:
+        result = kitchen_side(s, serial=side == "kitchen-fp32-serial")
+    emit(result)
+
+
+def bench_steps(s: StepSettings, sides: list[str], argv: list[str]) -> None:
+    print(
+        f"(b) RL step on {MODEL}: {s.groups} prompts x {s.group_size} samples, <= {s.max_tokens} "
+        f"new tokens, {s.steps} steps per side (first excluded), dtype {s.dtype}, "
+        f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+    )
+    results = run_sides(__file__, sides, argv)
+    print("s/step: median after the first step; phases in s; tokens through the model per step")
+    table(results, PHASES)
+    base = results.get("kitchen")
+    if base is None:
         return
-    print(f"    TRL GRPOTrainer:      {summary(theirs)}  all: {[round(t, 2) for t in theirs]}")
-    ratio = statistics.median(ours[1:] or ours) / statistics.median(theirs[1:] or theirs)
-    verdict = "meets" if ratio <= 1.0 else "misses"
-    print(f"    kitchen / TRL = {ratio:.2f}x ({verdict} the <= 1.0x target)")
+    for other, target in (("kitchen-fp32-serial", 0.5), ("trl", 0.6), ("loop", None)):
+        if other in results:
+            ratio = steady(base["seconds"]) / steady(results[other]["seconds"])
+            verdict = (
+                ""
+                if target is None
+                else f" (target <= {target}x: {'met' if ratio <= target else 'missed'})"
+            )
+            print(f"kitchen / {other} = {ratio:.2f}x{verdict}")
 
 
 def main() -> None:
@@ -280,22 +488,50 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=4, help="RL steps per side")
     parser.add_argument("--learning-rate", type=float, default=3e-4)
     parser.add_argument("--max-operand", type=int, default=10)
+    parser.add_argument("--dtype", choices=["auto", "bfloat16", "float32"], default="auto")
     parser.add_argument("--latency", type=float, default=0.2, help="(a) seconds per sample call")
     parser.add_argument("--skip-steps", action="store_true", help="run (a) only")
-    parser.add_argument("--skip-trl", action="store_true", help="(b) without the TRL side")
-    parser.add_argument("--skip-kitchen", action="store_true", help="(b) the TRL side only")
+    parser.add_argument(
+        "--sides", default=",".join(SIDES), help=f"(b) comma-separated, of {', '.join(SIDES)}"
+    )
+    parser.add_argument("--side", choices=SIDES, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    dtype = args.dtype
+    if dtype == "auto":
+        from kitchen.adapters.local.settings import cpu_has_native_bf16
+
+        dtype = "bfloat16" if cpu_has_native_bf16() else "float32"
+    s = StepSettings(
+        args.groups,
+        args.group_size,
+        args.max_tokens,
+        args.steps,
+        args.learning_rate,
+        args.max_operand,
+        dtype,
+    )
+    if args.side:
+        run_one(args.side, s)
+        return
     bench_concurrency(8, args.group_size, args.latency)
-    if not args.skip_steps:
-        settings = StepSettings(
-            args.groups,
-            args.group_size,
-            args.max_tokens,
-            args.steps,
-            args.learning_rate,
-            args.max_operand,
+    if args.skip_steps:
+        return
+    sides = [x for x in args.sides.split(",") if x]
+    unknown = set(sides) - set(SIDES)
+    if unknown:
+        raise SystemExit(f"bench/rl.py: unknown sides {sorted(unknown)}; expected {list(SIDES)}")
+    if "trl" in sides and importlib.util.find_spec("trl") is None:
+        print(
+            "(b) TRL is not installed (`.venv/bin/pip install trl --no-deps`, bench only): skipped"
         )
-        bench_steps(settings, args.skip_trl, args.skip_kitchen)
+        sides.remove("trl")
+    argv = [
+        *("--groups", str(s.groups), "--group-size", str(s.group_size)),
+        *("--max-tokens", str(s.max_tokens), "--steps", str(s.steps)),
+        *("--learning-rate", str(s.learning_rate), "--max-operand", str(s.max_operand)),
+        *("--dtype", dtype),
+    ]
+    bench_steps(s, sides, argv)
 
 
 if __name__ == "__main__":
