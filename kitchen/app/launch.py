@@ -174,6 +174,13 @@ def run_launch(workflow: Workflow[Any], launch: Launch) -> RunResult:
 
         hooks.append(ProgressHook())
     backend = make_backend(launch.backend, launch.settings)
+    dtype = getattr(backend, "dtype_name", None)  # what `--dtype auto` resolved to here
+    if dtype is not None:
+        log.info("training dtype: %s", dtype)
+        if launch.log_dir is not None:
+            write_config(
+                Path(launch.log_dir), launch.recipe_name or workflow.name, launch.config, dtype
+            )
     datasets = launch.datasets or DATASET_STORES.get("hf")()
     ctx = Context(
         state=workflow.state(),

@@ -28,8 +28,14 @@ def prepare(log_dir: Path, if_exists: IfExists) -> bool:
     return exists and if_exists == "resume"
 
 
-def write_config(log_dir: Path, recipe: str, config: dict[str, Any]) -> None:
-    payload = {"recipe": recipe, "config": redact(config)}
+def write_config(
+    log_dir: Path, recipe: str, config: dict[str, Any], dtype: str | None = None
+) -> None:
+    """config.json: the recipe, its config (secrets redacted) and, when the backend says, the
+    dtype it actually trains in (what `auto` resolved to on this machine)."""
+    payload: dict[str, Any] = {"recipe": recipe, "config": redact(config)}
+    if dtype is not None:
+        payload["dtype"] = dtype
     text = json.dumps(payload, indent=2, default=str)
     for secret in secret_values():  # a key pasted into some other field is still a key
         text = text.replace(secret, REDACTED)
