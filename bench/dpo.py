@@ -17,7 +17,13 @@ chosen / rejected split where the loss weights start), so no side tokenizes diff
 Each side runs in a fresh process (bench/sides.py); a step's time excludes model loading and the
 first step is warm-up. Printed per side: s/step (wall and CPU), reference / update seconds, the real
 and padded tokens pushed through the model per step (update = passes with grad), torch threads, the
-load average and peak RSS; and the mean prompt and response tokens of the data.
+load average and peak RSS; and the mean prompt and response tokens of the data. Kitchen's phases
+are the engine's own work: the reference (decode thread) and the update (training thread) run
+concurrently, so they can sum to more than the step ("other" goes negative).
+
+The earlier version reported TRL at 87 s a step and 7.7 GB: TRL ran in fp32 against Kitchen's bf16
+autocast, at a load near 8 on 2 cores, padding 16 sequences to the longest in one pass (activations
+for the whole padded batch, no micro-batching); the padded/real token columns show that padding.
 """
 
 from __future__ import annotations

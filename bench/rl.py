@@ -22,6 +22,13 @@
     torch threads and the load average. TRL is not a Kitchen dependency: install it into the venv
     for this bench only (`.venv/bin/pip install trl --no-deps`).
 Targets: kitchen <= 0.5x kitchen-fp32-serial and <= 0.6x trl, same run.
+
+The earlier version of this bench reported TRL at 137 s a step (Kitchen 16 s): it ran TRL in fp32
+(bf16=False) against Kitchen's bf16 autocast, both in one process one after the other, at a load
+near 8 on 2 cores. py-spy on that configuration: 56% in HF generate (fp32; all 32 rows prefilled,
+where Kitchen prefills each distinct prompt once), 23% in the fp32 loss forward/backward, and the
+process got about a third of a core. Its GRPOConfig itself was right (one generation of G*N per
+step, 8-token cap, no accumulation, checkpointing or reference model).
 """
 
 from __future__ import annotations
