@@ -161,7 +161,6 @@ def run_launch(workflow: Workflow[Any], launch: Launch) -> RunResult:
             resume = read_resume(log_dir)
             log.info("resuming %s from %s", log_dir, resume)
             truncate_metrics(log_dir / "metrics.jsonl", resume.step if resume else 0)
-        write_config(log_dir, launch.recipe_name or workflow.name, launch.config)
         write_plan(log_dir, workflow.render())
         sinks.append(JsonlSink(log_dir / "metrics.jsonl"))
         launch.settings.log_dir = log_dir
@@ -174,13 +173,14 @@ def run_launch(workflow: Workflow[Any], launch: Launch) -> RunResult:
 
         hooks.append(ProgressHook())
     backend = make_backend(launch.backend, launch.settings)
-    dtype = getattr(backend, "dtype_name", None)  # what `--dtype auto` resolved to here
+    # Written once the backend exists: config.json records the dtype `--dtype auto` resolved to.
+    dtype = getattr(backend, "dtype_name", None)
     if dtype is not None:
         log.info("training dtype: %s", dtype)
-        if launch.log_dir is not None:
-            write_config(
-                Path(launch.log_dir), launch.recipe_name or workflow.name, launch.config, dtype
-            )
+    if launch.log_dir is not None:
+        write_config(
+            Path(launch.log_dir), launch.recipe_name or workflow.name, launch.config, dtype
+        )
     datasets = launch.datasets or DATASET_STORES.get("hf")()
     ctx = Context(
         state=workflow.state(),
