@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from kitchen.engine.registry import BACKENDS, DATASET_STORES, MODEL_REGISTRIES, SANDBOXES
@@ -37,18 +38,14 @@ def _hf(**kwargs: Any) -> Any:
     return HFDatasetStore(**kwargs)
 
 
-@SANDBOXES.register("local")
-def _local_sandbox(**kwargs: Any) -> Any:
+def _sandbox(backend: str, **kwargs: Any) -> Any:
     from kitchen.adapters.sandbox import make_sandbox
 
-    return make_sandbox("local", **kwargs)
+    return make_sandbox(backend, **kwargs)
 
 
-@SANDBOXES.register("http")
-def _http_sandbox(**kwargs: Any) -> Any:
-    from kitchen.adapters.sandbox import make_sandbox
-
-    return make_sandbox("http", **kwargs)
+for _name in ("local", "http"):  # bubblewrap on this machine, or a SandboxFusion service
+    SANDBOXES.add(_name, partial(_sandbox, _name))
 
 
 @MODEL_REGISTRIES.register("default")

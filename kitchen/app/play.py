@@ -160,7 +160,7 @@ def command(
     from kitchen.engine.registry import DATASET_STORES, ENVS
     from kitchen.ports import BackendSettings
     from kitchen.workflows.reinforcement.stages import RLEnvContext
-    from train_core.renderers import get_recommended_renderer_name, get_renderer
+    from train_core.renderers import get_renderer, resolve_renderer_name
 
     try:
         factory_cls = ENVS.get(env)
@@ -169,7 +169,7 @@ def command(
         )
         training = make_backend(backend, BackendSettings(seed=seed))
         tokenizer = training.create_lora_training_client(model).get_tokenizer()
-        chat = get_renderer(renderer or get_recommended_renderer_name(model), tokenizer)
+        chat = get_renderer(resolve_renderer_name(model, renderer), tokenizer)
         context = RLEnvContext(chat, tokenizer, DATASET_STORES.get("hf")())
         asyncio.run(
             play_episode(factory_cls(**options), context, input, lambda s: typer.echo(s, nl=False))

@@ -14,14 +14,14 @@ from train_core.distillation.teacher import Teacher, TeacherSpec, same_tokenizer
 
 
 def open_teacher(backend: Any, spec: TeacherSpec, student_renderer: str | None) -> Teacher:
-    from train_core.renderers import get_recommended_renderer_name, get_renderer
+    from train_core.renderers import get_renderer, resolve_renderer_name
 
     if spec.checkpoint:
         client = backend.create_sampling_client(model_path=spec.checkpoint)
     else:
         client = backend.create_sampling_client(base_model=spec.model)
     tokenizer = client.get_tokenizer()
-    renderer_name = spec.renderer_name or get_recommended_renderer_name(spec.model)
+    renderer_name = resolve_renderer_name(spec.model, spec.renderer_name)
     same = renderer_name == student_renderer and not spec.system_prompt
     return Teacher(spec, client, tokenizer, get_renderer(renderer_name, tokenizer), same)
 

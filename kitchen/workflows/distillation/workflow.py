@@ -36,9 +36,9 @@ from train_core.distillation.teacher import TeacherSpec
 
 
 def student_renderer_name(cfg: RLLoopConfig | SupervisedConfig, model_name: str) -> str:
-    from train_core.renderers import get_recommended_renderer_name
+    from train_core.renderers import resolve_renderer_name
 
-    return cfg.renderer_name or get_recommended_renderer_name(model_name)
+    return resolve_renderer_name(model_name, cfg.renderer_name)
 
 
 def on_policy_distillation(
