@@ -45,6 +45,17 @@ class AdamSettings:
     weight_decay: float = 0.0
     grad_clip_norm: float = 0.0
 
+    def params(self, learning_rate: float) -> types.AdamParams:
+        """The SDK's AdamParams at this step's (scheduled) learning rate."""
+        return types.AdamParams(
+            learning_rate=learning_rate,
+            beta1=self.beta1,
+            beta2=self.beta2,
+            eps=self.eps,
+            weight_decay=self.weight_decay,
+            grad_clip_norm=self.grad_clip_norm,
+        )
+
 
 @dataclass
 class SubmittedStep:
@@ -85,16 +96,8 @@ class SubmitTrainStep:
         lr = lr_at(
             state.step, state.total_steps, self.learning_rate, self.lr_schedule, self.warmup_steps
         )
-        adam = types.AdamParams(
-            learning_rate=lr,
-            beta1=self.adam.beta1,
-            beta2=self.adam.beta2,
-            eps=self.adam.eps,
-            weight_decay=self.adam.weight_decay,
-            grad_clip_norm=self.adam.grad_clip_norm,
-        )
         data, fb = self.loss.submit(state.training_client, state.batch, state)
-        optim = state.training_client.optim_step(adam)
+        optim = state.training_client.optim_step(self.adam.params(lr))
         submitted = SubmittedStep(
             state.step, state.epoch_idx, lr, self.loss, data, dict(state.eval_metrics)
         )

@@ -12,9 +12,9 @@ from typing import Any, TypeVar
 from tinker import types
 
 from kitchen.engine.stage import Context, Metrics
+from kitchen.workflows.common.train_step import AdamSettings
 from kitchen.workflows.reinforcement.rollout import group_rollout_tasks, make_policy
 from kitchen.workflows.reinforcement.stages import assemble
-from kitchen.workflows.supervised.stages import AdamSettings
 
 T = TypeVar("T")
 
@@ -32,17 +32,6 @@ def split_into(items: Sequence[T], n: int) -> list[list[T]]:
         chunks.append(list(items[start:end]))
         start = end
     return chunks
-
-
-def adam_params(learning_rate: float, adam: AdamSettings) -> types.AdamParams:
-    return types.AdamParams(
-        learning_rate=learning_rate,
-        beta1=adam.beta1,
-        beta2=adam.beta2,
-        eps=adam.eps,
-        weight_decay=adam.weight_decay,
-        grad_clip_norm=adam.grad_clip_norm,
-    )
 
 
 def step_lr(step: int, total_steps: int | None, base_lr: float, schedule: str) -> float:
@@ -123,7 +112,7 @@ class TrainStep:
             (
                 epoch,
                 client.forward_backward(chunk, self.loss_fn, config),
-                client.optim_step(adam_params(lr, self.adam)),
+                client.optim_step(self.adam.params(lr)),
             )
             for epoch in range(self.ppo_epochs)
             for chunk in chunks
@@ -249,7 +238,7 @@ class StreamRolloutsAndTrain:
                 metrics.update(mb_metrics)
                 waiting = []
         lr = step_lr(state.step, state.n_batches, self.learning_rate, self.lr_schedule)
-        optim = client.optim_step(adam_params(lr, self.adam))
+        optim = client.optim_step(self.adam.params(lr))
         state.training_logprobs = [
             lp for fb in fbs for lp in training_logprobs_from_output(await fb)
         ]

@@ -12,9 +12,6 @@ from tinker import types
 from kitchen.engine.errors import DataError
 from kitchen.engine.stage import Context, Metrics
 
-# AdamSettings moved to common/train_step.py; re-exported while reinforcement still imports it here.
-from kitchen.workflows.common.train_step import AdamSettings as AdamSettings
-
 
 @dataclass(frozen=True, kw_only=True)
 class TokenizeConversations:
