@@ -27,3 +27,31 @@ def chat_files(tmp_path: Path, n: int = 24) -> tuple[str, str]:
     train = write_chat_jsonl(tmp_path / "chat.jsonl", n)
     write_chat_jsonl(tmp_path / "chat_test.jsonl", 6, offset=1000)
     return str(train), str(train)
+
+
+# Tokens a family's renderer needs as single ids; the tiny tokenizer has only ChatML and Llama-3's.
+FAMILY_TOKENS = ("<think>", "</think>", "<tool_call>", "</tool_call>")
+
+
+def place_in_hub_cache(hub_cache: Path, repo_id: str, base: str = "kitchen/tiny-qwen") -> Path:
+    """Put a built-in tiny model into an offline Hugging Face cache under `repo_id` (as a hub
+    snapshot: refs/main -> snapshots/<rev>/), with the thinking and tool-call tokens added so the
+    family's renderer runs. Anything that resolves `repo_id` offline (the SDK's tokenizer, `kitchen
+    serve`, AutoModel) then finds the tiny model."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from kitchen.adapters.local import resolve_model
+
+    source = resolve_model(base)
+    tokenizer = AutoTokenizer.from_pretrained(str(source))
+    model = AutoModelForCausalLM.from_pretrained(str(source))
+    tokenizer.add_tokens(list(FAMILY_TOKENS))
+    model.resize_token_embeddings(len(tokenizer))
+    repo = hub_cache / f"models--{repo_id.replace('/', '--')}"
+    revision = "0" * 40
+    snapshot = repo / "snapshots" / revision
+    model.save_pretrained(snapshot)
+    tokenizer.save_pretrained(snapshot)
+    (repo / "refs").mkdir(parents=True, exist_ok=True)
+    (repo / "refs" / "main").write_text(revision)
+    return snapshot

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -52,16 +53,24 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
             proc.wait(timeout=10)
 
 
-@pytest.fixture(scope="package")
-def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`kitchen serve` (the real CLI, its own process) with the tiny model preloaded."""
+@contextmanager
+def serve_process(
+    models: list[str], checkpoints: Path, env: dict[str, str] | None = None
+) -> Iterator[str]:
+    """`kitchen serve` (the real CLI, its own process) with `models` preloaded; yields its URL."""
     port = free_port()
-    checkpoints = tmp_path_factory.mktemp("serve-checkpoints")
     log = (checkpoints / "serve.log").open("wb")
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    cmd = [sys.executable, "-m", "kitchen.app.cli", "serve", "--port", str(port), "--model", TINY]
+    full_env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        **(env or {}),
+    }
+    cmd = [sys.executable, "-m", "kitchen.app.cli", "serve", "--port", str(port)]
+    for model in models:
+        cmd += ["--model", model]
     cmd += ["--checkpoint-dir", str(checkpoints)]
-    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(cmd, env=full_env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(url, proc, START_TIMEOUT_S)
@@ -72,6 +81,13 @@ def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     finally:
         stop(proc)
         log.close()
+
+
+@pytest.fixture(scope="package")
+def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`kitchen serve` with the tiny model preloaded, shared by this package's tests."""
+    with serve_process([TINY], tmp_path_factory.mktemp("serve-checkpoints")) as url:
+        yield url
 
 
 @pytest.fixture
