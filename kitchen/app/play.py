@@ -5,19 +5,22 @@ the episode ends.
 
 An ENVS entry (entry-point group `kitchen.envs`) is an env dataset factory class: a dataclass
 with `groups_per_batch` and `group_size` fields, called with an RLEnvContext to give (train, test)
-datasets. Its other fields are the options: `kitchen play arithmetic --max-operand 10`."""
+datasets. Its other fields are the options: `kitchen play arithmetic --max-operand 10`. A factory
+whose call takes a `sandbox` (the code env) also gets the `--sandbox` adapter, opened and checked
+first, closed after the episode."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import inspect
 import typing
 from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
 
-from kitchen.engine.errors import ConfigError
+from kitchen.engine.errors import ConfigError, KitchenError
 
 CONTEXT_SETTINGS = {"allow_extra_args": True, "ignore_unknown_options": True}  # env options
 FIXED = {"groups_per_batch": 1, "group_size": 1, "n_batches": 1, "test_problems": 0}
@@ -89,17 +92,35 @@ def _decode(tokenizer: Any, model_input: Any) -> str:
         return "<non-text observation>"
 
 
+FENCE = "```"
+
+
+def read_answer(read: Callable[[str], str]) -> str:
+    """One answer; one that opens a ``` fence (a program) goes on, line by line, until it closes."""
+    lines = [read("your answer> ")]
+    while lines[0].lstrip().startswith(FENCE) and sum(ln.count(FENCE) for ln in lines) % 2:
+        lines.append(read("... "))
+    return "\n".join(lines)
+
+
+def needs_sandbox(env_factory: Any) -> bool:
+    """Whether the factory builds its envs on a code sandbox (its call takes `sandbox`)."""
+    return "sandbox" in inspect.signature(env_factory).parameters
+
+
 async def play_episode(
     env_factory: Any,
     context: Any,
     read: Callable[[str], str],
     write: Callable[[str], None],
+    sandbox: Any = None,
 ) -> float:
-    """One episode with `read` as the policy; returns the total reward (steps plus group reward)."""
+    """One episode with `read` as the policy; returns the total reward (steps plus group reward).
+    `sandbox` is handed to a factory that needs one."""
     from train_core.completers import TokensWithLogprobs
     from train_core.rl.types import InitialObservationOverflow, Trajectory, Transition
 
-    made = env_factory(context)
+    made = env_factory(context, sandbox) if needs_sandbox(env_factory) else env_factory(context)
     train, _ = await made if asyncio.iscoroutine(made) else made
     builder = train.get_batch(0)[0]
     envs = await builder.make_envs()
@@ -112,7 +133,7 @@ async def play_episode(
     while True:
         text = _decode(tokenizer, ob)
         write(text[len(seen) :] if text.startswith(seen) else text)
-        answer = read("your answer> ")
+        answer = read_answer(read)
         tokens = list(tokenizer.encode(answer, add_special_tokens=False)) + stop_tokens(
             tokenizer, stop
         )
@@ -152,12 +173,16 @@ def command(
     renderer: Annotated[str | None, typer.Option("--renderer", help="Renderer name")] = None,
     backend: Annotated[str, typer.Option("--backend", help="local | tinker | fake")] = "local",
     seed: Annotated[int, typer.Option("--seed", help="Which problem (the env's seed)")] = 0,
+    sandbox: Annotated[
+        str, typer.Option("--sandbox", help="Code envs: where programs run (local | http)")
+    ] = "local",
 ) -> None:
     """Play an env yourself: read the observation, type the answer, see the reward.
-    Env options follow as --name value (e.g. `kitchen play guess_number --high 8`)."""
+    Env options follow as --name value (e.g. `kitchen play guess_number --high 8`). An answer
+    that opens a ``` fence (a program, for `kitchen play code --env bundled`) ends where it closes."""
     import kitchen.app.builtins  # noqa: F401  (registers the built-in backends)
     from kitchen.app.launch import make_backend
-    from kitchen.engine.registry import DATASET_STORES, ENVS
+    from kitchen.engine.registry import DATASET_STORES, ENVS, SANDBOXES
     from kitchen.ports import BackendSettings
     from kitchen.workflows.reinforcement.stages import RLEnvContext
     from train_core.renderers import get_renderer, resolve_renderer_name
@@ -171,13 +196,21 @@ def command(
         tokenizer = training.create_lora_training_client(model).get_tokenizer()
         chat = get_renderer(resolve_renderer_name(model, renderer), tokenizer)
         context = RLEnvContext(chat, tokenizer, DATASET_STORES.get("hf")())
-        asyncio.run(
-            play_episode(factory_cls(**options), context, input, lambda s: typer.echo(s, nl=False))
-        )
+        factory = factory_cls(**options)
+        box = SANDBOXES.get(sandbox)() if needs_sandbox(factory) else None
+        try:
+            if box is not None and hasattr(box, "check"):
+                box.check()  # a machine that cannot sandbox says so before the first answer
+            asyncio.run(
+                play_episode(factory, context, input, lambda s: typer.echo(s, nl=False), box)
+            )
+        finally:
+            if box is not None:
+                box.close()
     except (EOFError, KeyboardInterrupt):
         typer.echo("\nstopped")
         raise typer.Exit(130) from None
-    except ConfigError as e:
+    except KitchenError as e:  # bad options, data, or a sandbox that cannot run here
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(e.exit_code) from None
 

@@ -17,7 +17,7 @@ from cookbook.envs.arithmetic import ArithmeticEnvs
 from cookbook.envs.guess_number import GuessNumberEnvs
 from cookbook.envs.math import MathEnvs
 from kitchen.adapters.fake import FakeBackend
-from kitchen.app.play import parse_options, play_episode
+from kitchen.app.play import parse_options, play_episode, read_answer
 from kitchen.engine.errors import ConfigError
 from kitchen.engine.registry import DATASET_STORES, ENVS
 from kitchen.workflows.reinforcement.stages import RLEnvContext
@@ -45,7 +45,7 @@ def play(factory, answers: list[str]) -> tuple[float, str, int]:
 
 
 def test_the_cookbook_envs_are_registered():
-    assert {"arithmetic", "math", "guess_number"} <= set(ENVS.names())
+    assert {"arithmetic", "math", "guess_number", "code"} <= set(ENVS.names())
     assert ENVS.get("guess_number") is GuessNumberEnvs
 
 
@@ -79,43 +79,111 @@ def test_options_are_typed_and_checked():
         parse_options(MathEnvs, [])
 
 
+def test_a_fenced_answer_goes_on_until_the_fence_closes():
+    lines = iter(["```python", "a, b = 1, 2", "print(a + b)", "```", "not read"])
+    assert read_answer(lambda _: next(lines)) == "```python\na, b = 1, 2\nprint(a + b)\n```"
+    assert read_answer(lambda _: "```print(3)```") == "```print(3)```"  # closed on its line
+    assert read_answer(lambda _: "16") == "16"
+
+
 TMUX = shutil.which("tmux")
+needs_tmux = pytest.mark.skipif(
+    TMUX is None, reason="tmux is not installed (Debian: apt-get install tmux)"
+)
 
 
-@pytest.mark.skipif(TMUX is None, reason="tmux is not installed (Debian: apt-get install tmux)")
-def test_play_in_a_terminal_under_tmux(tmp_path):
-    session = f"kitchen-play-{uuid.uuid4().hex[:8]}"
-    kitchen = Path(sys.executable).with_name("kitchen")
-    command = f"{kitchen} play guess_number --backend fake --high 4; echo EXIT=$?; sleep 60"
-    subprocess.run(
-        [TMUX, "new-session", "-d", "-s", session, "-x", "160", "-y", "60", command], check=True
-    )
+class Pane:
+    """`command` in a detached tmux session: type into it, read what it shows."""
 
-    def pane() -> str:
+    def __init__(self, command: str) -> None:
+        assert TMUX is not None
+        self.session = f"kitchen-play-{uuid.uuid4().hex[:8]}"
+        subprocess.run(
+            [TMUX, "new-session", "-d", "-s", self.session, "-x", "160", "-y", "60", command],
+            check=True,
+        )
+
+    def text(self) -> str:
         return subprocess.run(
-            [TMUX, "capture-pane", "-p", "-S", "-200", "-t", session],
+            [TMUX, "capture-pane", "-p", "-S", "-400", "-t", self.session],
             capture_output=True,
             text=True,
         ).stdout
 
-    def wait_for(predicate, seconds: float = 60.0) -> str:
+    def wait_for(self, predicate, seconds: float = 60.0) -> str:
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
-            text = pane()
+            text = self.text()
             if predicate(text):
                 return text
             time.sleep(0.2)
-        raise AssertionError(f"timed out; the pane shows:\n{pane()}")
+        raise AssertionError(f"timed out; the pane shows:\n{self.text()}")
+
+    def type(self, line: str) -> None:
+        assert TMUX is not None
+        subprocess.run([TMUX, "send-keys", "-t", self.session, "-l", line], check=True)
+        subprocess.run([TMUX, "send-keys", "-t", self.session, "Enter"], check=True)
+
+    def close(self) -> None:
+        assert TMUX is not None
+        subprocess.run([TMUX, "kill-session", "-t", self.session], capture_output=True)
+
+
+KITCHEN = Path(sys.executable).with_name("kitchen")
+
+
+@needs_tmux
+def test_play_in_a_terminal_under_tmux(tmp_path):
+    pane = Pane(f"{KITCHEN} play guess_number --backend fake --high 4; echo EXIT=$?; sleep 60")
 
     try:
         for guess in "1234":
-            text = wait_for(lambda t, n=int(guess): "EXIT=" in t or t.count("your answer>") >= n)
+            text = pane.wait_for(
+                lambda t, n=int(guess): "EXIT=" in t or t.count("your answer>") >= n
+            )
             if "EXIT=" in text:
                 break
-            subprocess.run([TMUX, "send-keys", "-t", session, guess, "Enter"], check=True)
-        text = wait_for(lambda t: "EXIT=" in t)
+            pane.type(guess)
+        text = pane.wait_for(lambda t: "EXIT=" in t)
         (tmp_path / "pane.txt").write_text(text)
         assert "Guess it!" in text and "episode done: total reward 1" in text
         assert "EXIT=0" in text
     finally:
-        subprocess.run([TMUX, "kill-session", "-t", session], capture_output=True)
+        pane.close()
+
+
+def sandbox_problem() -> str | None:
+    """Why the local sandbox cannot run here (None when it can)."""
+    from kitchen.adapters.sandbox import SandboxUnavailable
+    from kitchen.adapters.sandbox.local import LocalSandbox
+
+    box = LocalSandbox(max_concurrency=1)
+    try:
+        box.check()
+    except SandboxUnavailable as e:
+        return str(e)
+    finally:
+        box.close()
+    return None
+
+
+PRIME = 'print("YES" if n > 1 and all(n % d for d in range(2, int(n ** 0.5) + 1)) else "NO")'
+
+
+@needs_tmux
+def test_play_code_under_tmux_runs_the_typed_program_in_the_sandbox(tmp_path):
+    problem = sandbox_problem()
+    if problem is not None:
+        pytest.skip(f"the local sandbox (bubblewrap) cannot run here: {problem}")
+    pane = Pane(f"{KITCHEN} play code --backend fake --env bundled; echo EXIT=$?; sleep 60")
+    try:
+        pane.wait_for(lambda t: "your answer>" in t)
+        for line in ("```python", "n = int(input())", PRIME, "```"):
+            pane.type(line)
+        text = pane.wait_for(lambda t: "EXIT=" in t)
+        (tmp_path / "pane.txt").write_text(text)
+        assert "print YES if it is prime" in text  # seed 0's bundled problem
+        assert "correct 1.0" in text and "episode done: total reward 1" in text, text
+        assert "EXIT=0" in text
+    finally:
+        pane.close()

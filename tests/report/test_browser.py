@@ -51,7 +51,7 @@ def test_the_console_check_sees_errors(tmp_path):
 
 
 def test_report_renders_curves_and_transcripts_without_console_errors(runs, tmp_path):
-    page = write_report([runs["rl"], runs["sl"]], tmp_path / "report.html")
+    page = write_report([runs["rl"], runs["sl"], runs["dpo"]], tmp_path / "report.html")
     dom, console = chromium(page, tmp_path, "--dump-dom")
     assert console == []
     charts = re.findall(
@@ -66,6 +66,8 @@ def test_report_renders_curves_and_transcripts_without_console_errors(runs, tmp_
             family
         )  # drawn by plotly.js
     assert dom.count('class="traj"') == 3 * 8 * 8  # 3 iterations, 8 groups of 8 trajectories
+    assert dom.count('class="tok"') > 3 * 8 * 8  # every sampled token shaded by its advantage
+    assert "dpo: preference pairs" in dom and dom.count('class="pair-step"') == 3
     assert "samples before and after training" in dom
 
     shot = tmp_path / "report.png"

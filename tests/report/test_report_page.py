@@ -1,5 +1,6 @@
 import re
 
+import pytest
 from typer.testing import CliRunner
 
 from kitchen.app.cli import app
@@ -46,9 +47,34 @@ def test_rl_rollouts_are_browsable_and_shaded_by_advantage(runs):
     assert {"Reward", "KL", "Entropy", "Step time"} <= set(families(page))
     for iteration in range(3):
         assert f"iteration {iteration}: mean reward 0.500, 8 groups" in page
-    assert "16&lt;|im_end|&gt;" in page  # the response text, escaped
-    assert "advantage +0.500" in page and "advantage -0.500" in page
-    assert "background: rgba(46,160,67,0.53)" in page and "background: rgba(214,39,40,0.53)" in page
+    # each sampled token its own span (escaped), shaded by the advantage the writer recorded
+    up = '<span class="tok" style="background: rgba(46,160,67,0.53)" title="advantage +0.500">'
+    down = '<span class="tok" style="background: rgba(214,39,40,0.53)" title="advantage -0.500">'
+    assert f"{up}1</span>{up}6</span>{up}&lt;|im_end|&gt;</span>" in page  # "16<|im_end|>"
+    assert down in page
+    assert "trajectory 0: reward 1.000, advantage +0.500" in page
+
+
+def test_recorded_advantages_shade_each_turns_tokens():
+    turns = [
+        {"prompt": "Q", "response": "ab", "tokens": ["a", "b"], "advantage": 0.2},
+        {"prompt": "Qab T", "response": "c", "tokens": ["c"], "advantage": -0.8},
+    ]
+    record = {"group": 0, "trajectories": [{"reward": 5.0, "turns": turns}]}
+    (view,) = rollout_views({0: [record]})
+    (traj,) = view.groups[0].trajectories
+    assert [t.advantage for t in traj.turns] == [0.2, -0.8]  # recorded, not reward - mean
+    assert traj.advantage == pytest.approx(-0.3)
+    assert traj.turns[0].tokens == ["a", "b"]
+    assert traj.turns[0].shade.startswith("rgba(46,160,67") and traj.turns[1].shade.startswith(
+        "rgba(214,39,40,0.53"
+    )  # the largest |advantage| of the iteration is the full shade
+
+
+def test_token_pieces_that_do_not_rebuild_the_response_are_not_shown():
+    turn = {"prompt": "Q", "response": "abc", "tokens": ["a", "X"], "advantage": 1.0}
+    (view,) = rollout_views({0: [{"group": 0, "trajectories": [{"reward": 1, "turns": [turn]}]}]})
+    assert view.groups[0].trajectories[0].turns[0].tokens == []
 
 
 def test_advantage_is_reward_minus_group_mean():
@@ -92,9 +118,15 @@ def test_dpo_pairs_are_shown_only_when_the_run_dir_has_them(runs, tmp_path):
         "chosen_reward": 0.3,
         "rejected_reward": -0.2,
     }
-    (run_dir / "pairs.jsonl").write_text(json.dumps(pair) + "\n")
+    (run_dir / "pairs.jsonl").write_text(
+        "".join(json.dumps({**pair, "step": step, "pair": 0}) + "\n" for step in (0, 1))
+    )
     page = render([load_run(run_dir)])
-    assert "preference pairs" in page and "<td>Go away.</td><td>0.3</td><td>-0.2</td>" in page
+    assert "preference pairs" in page
+    assert (
+        '<pre>Go away.</pre></td><td class="num">+0.3000</td><td class="num">-0.2000</td>' in page
+    )
+    assert "step 0: 1 pairs" in page and "step 1: 1 pairs" in page  # browsable by step
 
 
 def test_a_prompt_shared_by_the_group_is_shown_once():

@@ -11,7 +11,7 @@ from pathlib import Path
 from kitchen.app.report.charts import figures
 from kitchen.app.report.compare import config_rows, final_eval
 from kitchen.app.report.rundata import RunData, load_run, unique_names
-from kitchen.app.report.transcripts import pair_columns, rollout_views
+from kitchen.app.report.transcripts import pair_columns, pair_steps, rollout_views
 from kitchen.engine.errors import ConfigError
 
 
@@ -53,6 +53,7 @@ def render(runs: list[RunData], max_iterations: int = 40, max_groups: int = 8) -
             final_eval=final_eval(runs),
             rollouts={r.name: rollout_views(r.rollouts, max_iterations, max_groups) for r in runs},
             pair_columns={r.name: pair_columns(r.pairs) for r in runs},
+            pair_steps={r.name: pair_steps(r.pairs, max_iterations) for r in runs},
         )
     )
 

@@ -2,12 +2,14 @@
 before/after samples, and DPO pairs (only what the run directory holds).
 
 A rollout record (kitchen.workflows.reinforcement.rollout.transcript_records) carries each
-trajectory's total reward; its advantage here is the reward minus its group's mean, the
-group-centred advantage every token of that response is trained with."""
+trajectory's total reward and, per turn, the sampled tokens as text pieces and the advantage the
+run's estimator gave the turn (every token of the turn trains with it): each token is shaded by
+it. A record written before turns carried advantages falls back to the reward minus the group's
+mean (group_mean's advantage) over the whole response."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kitchen.app.report.rundata import number
@@ -19,6 +21,9 @@ class Turn:
     response: str
     reward: float | None
     metrics: dict[str, Any]
+    tokens: list[str] = field(default_factory=list)  # the response's sampled tokens, as text
+    advantage: float | None = None  # what each of its tokens trains with (None: not recorded)
+    shade: str = "transparent"
 
 
 @dataclass
@@ -62,7 +67,17 @@ def _turns(turns: list[dict[str, Any]]) -> list[Turn]:
     for turn in turns:
         prompt, response = str(turn.get("prompt", "")), str(turn.get("response", ""))
         new = prompt[len(seen) :] if seen and prompt.startswith(seen) else prompt
-        out.append(Turn(new, response, number(turn.get("reward")), dict(turn.get("metrics") or {})))
+        tokens = [str(t) for t in turn.get("tokens") or []]
+        out.append(
+            Turn(
+                new,
+                response,
+                number(turn.get("reward")),
+                dict(turn.get("metrics") or {}),
+                tokens if "".join(tokens) == response else [],  # pieces must rebuild the text
+                number(turn.get("advantage")),
+            )
+        )
         seen = prompt + response
     return out
 
@@ -71,10 +86,15 @@ def _group(record: dict[str, Any]) -> GroupView:
     trajectories = record.get("trajectories") or []
     rewards = [number(t.get("reward")) or 0.0 for t in trajectories]
     mean = sum(rewards) / len(rewards) if rewards else 0.0
-    views = [
-        TrajectoryView(r, r - mean, "", _turns(t.get("turns") or []))
-        for t, r in zip(trajectories, rewards, strict=True)
-    ]
+    views = []
+    for t, r in zip(trajectories, rewards, strict=True):
+        turns = _turns(t.get("turns") or [])
+        recorded = [x.advantage for x in turns if x.advantage is not None]
+        if len(recorded) != len(turns) or not turns:  # an older transcript: group_mean's value
+            recorded = [r - mean]
+            for x in turns:
+                x.advantage = r - mean
+        views.append(TrajectoryView(r, sum(recorded) / len(recorded), "", turns))
     group = GroupView(
         int(record.get("group", 0)),
         [str(t) for t in record.get("tags") or []],
@@ -105,10 +125,13 @@ def rollout_views(
     for iteration in _spread(sorted(rollouts), max_iterations):
         groups = [_group(g) for g in rollouts[iteration]]
         all_rewards = [t.reward for g in groups for t in g.trajectories]
-        scale = max((abs(t.advantage) for g in groups for t in g.trajectories), default=0.0)
+        turns = [x for g in groups for t in g.trajectories for x in t.turns]
+        scale = max((abs(x.advantage or 0.0) for x in turns), default=0.0)
         for g in groups:
             for t in g.trajectories:
                 t.shade = shade(t.advantage, scale)
+                for x in t.turns:
+                    x.shade = shade(x.advantage or 0.0, scale)
         views.append(
             IterationView(
                 iteration,
@@ -121,10 +144,41 @@ def rollout_views(
     return views
 
 
-PAIR_COLUMNS = ("prompt", "chosen", "rejected", "chosen_reward", "rejected_reward", "margin")
+PAIR_COLUMNS = (
+    "pair",
+    "prompt",
+    "chosen",
+    "rejected",
+    "chosen_reward",
+    "rejected_reward",
+    "margin",
+)
 
 
 def pair_columns(pairs: list[dict[str, Any]]) -> list[str]:
-    """The columns of a pairs file that its records have, in reading order."""
-    present = {k for p in pairs for k in p}
+    """The columns of a pairs file that its records have, in reading order (the step heads its
+    section, so it is no column)."""
+    present = {k for p in pairs for k in p} - {"step"}
     return [c for c in PAIR_COLUMNS if c in present] + sorted(present - set(PAIR_COLUMNS))
+
+
+@dataclass
+class PairStep:
+    step: Any
+    pairs: list[dict[str, Any]]
+    mean_margin: float | None
+
+
+def pair_steps(pairs: list[dict[str, Any]], max_steps: int = 40) -> list[PairStep]:
+    """The pairs by logged step (records without a step form one section), at most `max_steps`
+    steps, evenly spaced, the first and last kept."""
+    by_step: dict[Any, list[dict[str, Any]]] = {}
+    for p in pairs:
+        by_step.setdefault(p.get("step"), []).append(p)
+    keys = list(by_step)
+    out = []
+    for i in _spread(list(range(len(keys))), max_steps):
+        rows = by_step[keys[i]]
+        margins = [m for m in (number(p.get("margin")) for p in rows) if m is not None]
+        out.append(PairStep(keys[i], rows, sum(margins) / len(margins) if margins else None))
+    return out

@@ -15,6 +15,7 @@ from tinker import types
 from kitchen.engine.errors import DataError
 from kitchen.engine.futures import gather
 from kitchen.engine.stage import Context, Metrics
+from kitchen.workflows.preference.transcript import with_reference
 from train_core.preference import (
     Comparison,
     LabeledComparison,
@@ -131,7 +132,8 @@ class ComputeReferenceLogprobs:
 class DPOLoss:
     """The DPO loss of `SubmitTrainStep`: forward_backward_custom against this batch's reference
     logprobs (an unpaired trailing datum is dropped); reports tinker-cookbook's DPO keys (pairs,
-    tokens, and the loss function's own metrics: loss, accuracy, margin, rewards)."""
+    tokens, and the loss function's own metrics: loss, accuracy, margin, rewards). Its output
+    carries the reference logprobs beside the policy's, for the pairs transcript."""
 
     beta: float
     reads: ClassVar[frozenset[str]] = frozenset({"reference_logprobs"})
@@ -142,7 +144,8 @@ class DPOLoss:
         data = interleave_pairs(chosen, rejected)
         reference = state.reference_logprobs[: len(data)]
         loss_fn = make_dpo_loss_fn(reference[0::2], reference[1::2], self.beta)
-        return data, client.forward_backward_custom(data, loss_fn)
+        fb = gather(client.forward_backward_custom(data, loss_fn))
+        return data, fb.map(lambda results: with_reference(results[0], reference))
 
     def metrics(
         self, data: list[types.Datum], fb: types.ForwardBackwardOutput, tokenizer: Any

@@ -22,6 +22,7 @@ from kitchen.workflows.preference.stages import (
     DPOLoss,
 )
 from kitchen.workflows.preference.state import PreferenceState
+from kitchen.workflows.preference.transcript import WritePairs
 from train_core.preference.evaluator import PreferenceEvaluator
 
 PAIR = 2  # a batch's unit: an interleaved (chosen, rejected) datum pair
@@ -100,7 +101,8 @@ def preference_sections(
         cfg.optimizer.grad_clip_norm,
     )
     evaluator = PreferenceEvaluator(beta=cfg.dpo_beta)
-    drain: list[Node] = [Await("step_queue", into="step_result"), LogTrainStep()]
+    log: list[Node] = [LogTrainStep(), WritePairs(beta=cfg.dpo_beta)]
+    drain: list[Node] = [Await("step_queue", into="step_result"), *log]
     train: list[Node] = [
         *_pairs(cfg),
         Loop("epoch", cfg.num_epochs, "epoch_idx", [
@@ -112,7 +114,7 @@ def preference_sections(
                 SubmitTrainStep(loss=DPOLoss(beta=cfg.dpo_beta), learning_rate=cfg.optimizer.learning_rate,
                                 lr_schedule=cfg.optimizer.schedule, warmup_steps=cfg.optimizer.warmup_steps, adam=adam),
                 Await("step_queue", into="step_result", keep=1),
-                LogTrainStep(),
+                *log,
                 When(Every(cfg.checkpoint.save_every, "step"), [*drain, SaveCheckpoint()]),
             ]),
         ]),

@@ -87,30 +87,54 @@ def _decode(tokenizer: Any, model_input: types.ModelInput | list[int]) -> str:
     return str(tokenizer.decode(tokens))
 
 
+def token_pieces(tokenizer: Any, tokens: list[int]) -> list[str]:
+    """The sampled tokens as text pieces that join to the decoded response; a token that ends
+    inside a multi-byte character is joined to the next ones until the character is whole."""
+    pieces, pending = [], []
+    for token in tokens:
+        pending.append(token)
+        text = str(tokenizer.decode(pending))
+        if not text.endswith("\ufffd"):
+            pieces.append(text)
+            pending = []
+    if pending:
+        pieces.append(str(tokenizer.decode(pending)))
+    return pieces
+
+
 def transcript_records(
     iteration: int,
     groups_P: list[Any],
     builders_P: list[Any],
     versions_P: list[int],
     tokenizer: Any,
+    advantages_P: list[Any] | None = None,
 ) -> list[dict[str, Any]]:
-    """One JSON record per group: its tags, policy version and each trajectory's turns
-    (prompt text, response text, reward) and total reward."""
+    """One JSON record per group: its tags, policy version and each trajectory's turns (prompt
+    text, response text and its sampled tokens as text pieces, reward, and with `advantages_P`
+    (per group, per trajectory, one per turn) the advantage every token of the turn trains with)
+    and total reward."""
     records = []
     for i, (group, builder, version) in enumerate(
         zip(groups_P, builders_P, versions_P, strict=True)
     ):
         trajectories = []
-        for traj, total in zip(group.trajectories_G, group.get_total_rewards(), strict=True):
+        for j, (traj, total) in enumerate(
+            zip(group.trajectories_G, group.get_total_rewards(), strict=True)
+        ):
             turns = [
                 {
                     "prompt": _decode(tokenizer, t.ob),
                     "response": _decode(tokenizer, list(t.ac.tokens)),
+                    "tokens": token_pieces(tokenizer, list(t.ac.tokens)),
                     "reward": t.reward,
                     "metrics": dict(t.metrics),
                 }
                 for t in traj.transitions
             ]
+            if advantages_P is not None:
+                for turn, advantage in zip(turns, advantages_P[i][j], strict=True):
+                    turn["advantage"] = float(advantage)
             trajectories.append({"reward": total, "turns": turns})
         records.append(
             {
@@ -126,8 +150,14 @@ def transcript_records(
 
 @dataclass(frozen=True, kw_only=True)
 class WriteRollouts:
-    """Transcripts of this step's groups to `<log_dir>/rollouts/iter_XXXXXX.jsonl`."""
+    """Transcripts of this step's groups to `<log_dir>/rollouts/iter_XXXXXX.jsonl`, each turn with
+    the advantage it trains with: the run's estimator (`gamma`, `lam` for gae) over the same
+    groups, as ComputeAdvantages and the streaming step compute it (a KL penalty added later per
+    token is not in it)."""
 
+    estimator: str = "group_mean"
+    gamma: float = 1.0
+    lam: float = 1.0
     name: str = "write_rollouts"
     reads: frozenset[str] = frozenset(
         {"trajectory_groups", "env_group_builders", "group_versions", "tokenizer"}
@@ -135,6 +165,8 @@ class WriteRollouts:
     writes: frozenset[str] = frozenset()
 
     def __call__(self, ctx: Context[Any]) -> Metrics | None:
+        from train_core.rl import compute_turn_advantages
+
         if ctx.log_dir is None:
             return None
         state = ctx.state
@@ -144,6 +176,7 @@ class WriteRollouts:
             state.env_group_builders,
             state.group_versions,
             state.tokenizer,
+            compute_turn_advantages(state.trajectory_groups, self.estimator, self.gamma, self.lam),
         )
         folder = Path(ctx.log_dir) / "rollouts"
         folder.mkdir(parents=True, exist_ok=True)

@@ -24,7 +24,12 @@ from kitchen.workflows.reinforcement.async_pool import (
     StartRolloutPool,
     StopRolloutPool,
 )
-from kitchen.workflows.reinforcement.config import CodeRLWorkflowConfig, RLConfig, RLLoopConfig
+from kitchen.workflows.reinforcement.config import (
+    CodeRLWorkflowConfig,
+    PolicyGradientConfig,
+    RLConfig,
+    RLLoopConfig,
+)
 from kitchen.workflows.reinforcement.rollout import DoRollouts, EvaluateRL, WriteRollouts
 from kitchen.workflows.reinforcement.stages import (
     AssembleData,
@@ -138,6 +143,16 @@ def rollouts(cfg: RLLoopConfig) -> DoRollouts:
     )
 
 
+def write_rollouts(cfg: RLLoopConfig) -> WriteRollouts:
+    """Transcripts whose advantages are the run's estimator's (group_mean where the config names
+    none, as distillation's ComputeAdvantages)."""
+    if not isinstance(cfg, PolicyGradientConfig):
+        return WriteRollouts()
+    if isinstance(cfg, CodeRLWorkflowConfig):
+        return WriteRollouts(estimator=cfg.advantage_estimator, gamma=cfg.gamma, lam=cfg.gae_lambda)
+    return WriteRollouts(estimator=cfg.advantage_estimator)
+
+
 def sync_body(
     cfg: RLLoopConfig, train_steps: list[Node], *, post_kl: bool, evaluation: list[Node]
 ) -> list[Node]:
@@ -146,7 +161,7 @@ def sync_body(
         RefreshSampler(),
         *evaluation,
         rollouts(cfg),
-        WriteRollouts(),
+        write_rollouts(cfg),
         *train_steps,
         *log_step(post_kl=post_kl),
         *save(cfg),
@@ -175,7 +190,7 @@ def streaming_body(cfg: RLConfig) -> list[Node]:
         RefreshSampler(),
         *periodic_eval(cfg),
         stream,
-        WriteRollouts(),
+        write_rollouts(cfg),
         *log_step(post_kl=cfg.kl.compute_post_kl),
         *save(cfg),
     ]
@@ -186,7 +201,7 @@ def async_body(cfg: RLConfig) -> list[Node]:
     return [
         *periodic_eval(cfg),
         CollectGroups(groups_per_batch=cfg.groups_per_batch),
-        WriteRollouts(),
+        write_rollouts(cfg),
         *train(cfg, loss_fn_config=cfg.loss_fn_config),
         *log_step(post_kl=cfg.kl.compute_post_kl),
         PublishSampler(),
