@@ -115,8 +115,10 @@ def _last_user_index(messages: list[Message]) -> int:
 class Renderer(ABC):
     """Turns conversations into tokens (and loss weights) for one chat format, and parses replies.
 
-    Subclasses implement `render_message`, `get_stop_sequences` and `parse_response`, and override
-    the assembly methods only when the format is not a plain concatenation of messages.
+    Subclasses implement `render_message` and either `_end_message_token` (with `_parse_reply_text`
+    for tool calls and thinking) or, in a format without one stop token, `get_stop_sequences` and
+    `parse_response`; they override the assembly methods only when the format is not a plain
+    concatenation of messages.
     """
 
     tokenizer: Tokenizer
@@ -144,19 +146,44 @@ class Renderer(ABC):
         return []
 
     @abstractmethod
-    def get_stop_sequences(self) -> list[str] | list[int]:
-        """Token ids or strings that end a sampled reply."""
-
-    @abstractmethod
     def render_message(self, message: Message, ctx: RenderContext) -> RenderedMessage:
         """Split one message into header, output and stop overlap tokens."""
 
-    @abstractmethod
+    @property
+    def _end_message_token(self) -> int:
+        """The one token that ends a reply, in formats that have one.
+
+        The default `get_stop_sequences` and `parse_response` stop on it; a format with several
+        stops (or strings) overrides those two instead.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no single end-of-message token")
+
+    def get_stop_sequences(self) -> list[str] | list[int]:
+        """Token ids or strings that end a sampled reply: by default the end-of-message token."""
+        return [self._end_message_token]
+
     def parse_response(self, response: list[int]) -> tuple[Message, ParseTermination]:
         """Parse sampled tokens into an assistant message and how the reply ended.
 
-        A best-effort message comes back even when the termination is MALFORMED.
+        A best-effort message comes back even when the termination is MALFORMED. By default the
+        reply is cut at the end-of-message token (after `_normalize_response_tokens`), and the
+        text of a cleanly ended reply goes to `_parse_reply_text`.
         """
+        message, termination = parse_response_for_stop_token(
+            self._normalize_response_tokens(response), self.tokenizer, self._end_message_token
+        )
+        if termination.is_clean:
+            text = message["content"]
+            assert isinstance(text, str)  # parse_response_for_stop_token decodes to one string
+            self._parse_reply_text(message, text)
+        return message, termination
+
+    def _parse_reply_text(self, message: Message, text: str) -> None:
+        """Fill `message` (content, tool calls) from the text of a cleanly ended reply.
+
+        By default the text is the content as it is.
+        """
+        message["content"] = text
 
     def _normalize_response_tokens(self, response: list[int]) -> list[int]:
         """Put back tokens the generation prompt prefilled (an open `<think>`) before parsing."""

@@ -108,9 +108,6 @@ class ChatMLRenderer(Renderer):
             )
         return tokens[0]
 
-    def get_stop_sequences(self) -> list[int]:
-        return [self._end_message_token]
-
     def build_generation_prompt(
         self, messages: list[Message], role: Role = "assistant", prefill: str | None = None
     ) -> tinker.ModelInput:

@@ -19,11 +19,9 @@ import tinker
 from train_core.renderers.base import (
     Renderer,
     encode_without_special_tokens,
-    parse_response_for_stop_token,
 )
 from train_core.renderers.types import (
     Message,
-    ParseTermination,
     RenderContext,
     RenderedMessage,
     RendererError,
@@ -77,22 +75,20 @@ class HFTemplateRenderer(Renderer):
         eos = getattr(self.tokenizer, "eos_token_id", None)
         return int(eos) if eos is not None else None
 
-    def get_stop_sequences(self) -> list[int]:
+    @property
+    def _end_message_token(self) -> int:
+        """The EOS token: a reply is the text before it (MALFORMED without one)."""
         if self._end_of_turn is None:
             raise RendererError(
                 f"hf_template: tokenizer {self._source} has no EOS token to stop on"
             )
-        return [self._end_of_turn]
+        return self._end_of_turn
 
     def render_message(self, message: Message, ctx: RenderContext) -> RenderedMessage:
         raise RendererError(
             "hf_template renders whole conversations through the chat template, not one message "
             "at a time; use build_generation_prompt or build_supervised_example"
         )
-
-    def parse_response(self, response: list[int]) -> tuple[Message, ParseTermination]:
-        """The text before the EOS token as the assistant's content (MALFORMED without one)."""
-        return parse_response_for_stop_token(response, self.tokenizer, self.get_stop_sequences()[0])
 
     def build_generation_prompt(
         self, messages: list[Message], role: Role = "assistant", prefill: str | None = None

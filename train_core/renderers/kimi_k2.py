@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import tinker
 
-from train_core.renderers.base import Renderer, parse_response_for_stop_token, single_token
+from train_core.renderers.base import Renderer, single_token
 from train_core.renderers.content import (
     detect_unterminated_tool_block,
     ensure_list,
@@ -30,7 +30,6 @@ from train_core.renderers.content import (
 from train_core.renderers.types import (
     ContentPart,
     Message,
-    ParseTermination,
     RenderContext,
     RenderedMessage,
     RendererError,
@@ -234,20 +233,9 @@ class KimiK2Renderer(Renderer):
     def _end_message_token(self) -> int:
         return single_token(self.tokenizer, "<|im_end|>")
 
-    def get_stop_sequences(self) -> list[int]:
-        return [self._end_message_token]
-
-    def parse_response(self, response: list[int]) -> tuple[Message, ParseTermination]:
-        """Split off `<|im_end|>`; the tool-call section goes to tool_calls, `<think>` blocks to
-        ThinkingParts, and the text before the section stays as content."""
-        response = self._normalize_response_tokens(response)
-        message, termination = parse_response_for_stop_token(
-            response, self.tokenizer, self._end_message_token
-        )
-        if not termination.is_clean:
-            return message, termination
-        text = message["content"]
-        assert isinstance(text, str)
+    def _parse_reply_text(self, message: Message, text: str) -> None:
+        """The tool-call section goes to tool_calls, `<think>` blocks to ThinkingParts, and the
+        text before the section stays as content."""
         before = text
         section_match = _SECTION_RE.search(text)
         if section_match is not None:
@@ -267,7 +255,6 @@ class KimiK2Renderer(Renderer):
                 break
         parts = parse_think_blocks(before)
         message["content"] = parts if parts is not None else before
-        return message, termination
 
     def create_conversation_prefix_with_tools(
         self, tools: list[ToolSpec], system_prompt: str = ""

@@ -14,7 +14,7 @@ from typing import Any
 
 import tinker
 
-from train_core.renderers.base import Renderer, parse_response_for_stop_token
+from train_core.renderers.base import Renderer, single_token
 from train_core.renderers.content import (
     detect_unterminated_tool_block,
     has_thinking,
@@ -26,7 +26,6 @@ from train_core.renderers.content import (
 from train_core.renderers.types import (
     ContentPart,
     Message,
-    ParseTermination,
     RenderContext,
     RenderedMessage,
     RendererError,
@@ -185,25 +184,11 @@ class Qwen3Renderer(Renderer):
 
     @property
     def _end_message_token(self) -> int:
-        tokens = self.tokenizer.encode("<|im_end|>", add_special_tokens=False)
-        if len(tokens) != 1:
-            raise RendererError(f"<|im_end|> must be one token in this tokenizer, got {tokens}")
-        return int(tokens[0])
+        return single_token(self.tokenizer, "<|im_end|>")
 
-    def get_stop_sequences(self) -> list[int]:
-        return [self._end_message_token]
-
-    def parse_response(self, response: list[int]) -> tuple[Message, ParseTermination]:
-        """Split off `<|im_end|>`, then `<think>` blocks into ThinkingParts and `<tool_call>`
-        blocks into tool_calls (or unparsed_tool_calls)."""
-        response = self._normalize_response_tokens(response)
-        message, termination = parse_response_for_stop_token(
-            response, self.tokenizer, self._end_message_token
-        )
-        if not termination.is_clean:
-            return message, termination
-        text = message["content"]
-        assert isinstance(text, str)
+    def _parse_reply_text(self, message: Message, text: str) -> None:
+        """`<think>` blocks into ThinkingParts and `<tool_call>` blocks into tool_calls (or
+        unparsed_tool_calls)."""
         blocks = parse_content_blocks(text)
         if blocks is not None:
             parts, calls = blocks
@@ -217,7 +202,6 @@ class Qwen3Renderer(Renderer):
         dangling = detect_unterminated_tool_block(text, "<tool_call>", "</tool_call>")
         if dangling is not None:
             message["unparsed_tool_calls"] = [*message.get("unparsed_tool_calls", []), dangling]
-        return message, termination
 
     def create_conversation_prefix_with_tools(
         self, tools: list[ToolSpec], system_prompt: str = ""
