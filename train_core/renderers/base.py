@@ -61,7 +61,9 @@ __all__ = [  # the types are re-exported: `from ...renderers.base import Message
     "ToolSpec",
     "TrainOnWhat",
     "UnparsedToolCall",
+    "check_trainable_field",
     "encode_without_special_tokens",
+    "message_contexts",
     "parse_response_for_stop_token",
     "single_token",
 ]
@@ -110,6 +112,37 @@ def parse_response_for_stop_token(
 
 def _last_user_index(messages: list[Message]) -> int:
     return max((i for i, m in enumerate(messages) if m["role"] == "user"), default=-1)
+
+
+def message_contexts(messages: list[Message], turn_start: int) -> list[RenderContext]:
+    """Each message's RenderContext, given the index where the last assistant turn starts."""
+    last_user = _last_user_index(messages)
+    return [
+        RenderContext(
+            idx=idx,
+            is_last=idx == len(messages) - 1,
+            prev_message=messages[idx - 1] if idx > 0 else None,
+            next_message=messages[idx + 1] if idx + 1 < len(messages) else None,
+            last_user_index=last_user,
+            in_last_assistant_turn=idx >= turn_start,
+        )
+        for idx in range(len(messages))
+    ]
+
+
+def check_trainable_field(message: Message, idx: int, train_on_what: TrainOnWhat) -> None:
+    """Raise unless `message` has a 'trainable' field exactly when train_on_what is customized."""
+    customized = train_on_what == TrainOnWhat.CUSTOMIZED
+    if customized and "trainable" not in message:
+        raise RendererError(
+            f"message {idx} ({message['role']}) has no 'trainable' field; "
+            "train_on_what=customized needs it on every message"
+        )
+    if not customized and "trainable" in message:
+        raise RendererError(
+            f"message {idx} ({message['role']}) has a 'trainable' field, which only "
+            f"train_on_what=customized reads (got {train_on_what.value})"
+        )
 
 
 class Renderer(ABC):
@@ -248,17 +281,8 @@ class Renderer(ABC):
         chunks: list[tinker.ModelInputChunk] = []
         if self._bos_tokens:
             chunks.append(tinker.EncodedTextChunk(tokens=self._bos_tokens))
-        last_user = _last_user_index(messages)
         turn_start = self._last_assistant_turn_start_index(messages)
-        for idx, message in enumerate(messages):
-            ctx = RenderContext(
-                idx=idx,
-                is_last=idx == len(messages) - 1,
-                prev_message=messages[idx - 1] if idx > 0 else None,
-                next_message=messages[idx + 1] if idx + 1 < len(messages) else None,
-                last_user_index=last_user,
-                in_last_assistant_turn=idx >= turn_start,
-            )
+        for message, ctx in zip(messages, message_contexts(messages, turn_start), strict=True):
             rendered = self.render_message(message, ctx)
             # The sampler rejects empty chunks, so they are left out of prompts.
             for chunk in ([rendered.header] if rendered.header else []) + rendered.output:
@@ -268,7 +292,7 @@ class Renderer(ABC):
             idx=len(messages),
             is_last=True,
             prev_message=messages[-1] if messages else None,
-            last_user_index=last_user,
+            last_user_index=_last_user_index(messages),
             in_last_assistant_turn=True,
         )
         suffix = self._get_generation_suffix(role, suffix_ctx)
@@ -337,29 +361,11 @@ class Renderer(ABC):
         pieces: list[tuple[tinker.ModelInputChunk, float]] = []
         if self._bos_tokens:
             pieces.append((tinker.EncodedTextChunk(tokens=self._bos_tokens), 0.0))
-        last_user = _last_user_index(messages)
         turn_start = self._last_assistant_turn_start_index(messages[:-1])
         header_weight = float(train_on_what == TrainOnWhat.ALL_TOKENS)
-        for idx, message in enumerate(messages):
-            customized = train_on_what == TrainOnWhat.CUSTOMIZED
-            if customized and "trainable" not in message:
-                raise RendererError(
-                    f"message {idx} ({message['role']}) has no 'trainable' field; "
-                    "train_on_what=customized needs it on every message"
-                )
-            if not customized and "trainable" in message:
-                raise RendererError(
-                    f"message {idx} ({message['role']}) has a 'trainable' field, which only "
-                    f"train_on_what=customized reads (got {train_on_what.value})"
-                )
-            ctx = RenderContext(
-                idx=idx,
-                is_last=idx == len(messages) - 1,
-                prev_message=messages[idx - 1] if idx > 0 else None,
-                next_message=messages[idx + 1] if idx + 1 < len(messages) else None,
-                last_user_index=last_user,
-                in_last_assistant_turn=idx >= turn_start,
-            )
+        contexts = message_contexts(messages, turn_start)
+        for idx, (message, ctx) in enumerate(zip(messages, contexts, strict=True)):
+            check_trainable_field(message, idx, train_on_what)
             rendered = self.render_message(message, ctx)
             if rendered.header:
                 pieces.append((rendered.header, header_weight))
