@@ -269,6 +269,11 @@ class Renderer(ABC):
         """Messages that declare `tools` (and the system prompt), to put before a conversation."""
         raise NotImplementedError(f"{type(self).__name__} has no tool-calling format")
 
+    def _prepare_conversation(self, messages: list[Message]) -> list[Message]:
+        """The conversation as the format renders it (a default system message added, tool results
+        reordered); prompts and supervised examples both start from it. By default unchanged."""
+        return messages
+
     def _get_generation_suffix(self, role: Role, ctx: RenderContext) -> list[int]:
         """Tokens that open the turn to be sampled: by default the header of an empty message."""
         rendered = self.render_message(Message(role=role, content=""), ctx)
@@ -278,6 +283,7 @@ class Renderer(ABC):
         self, messages: list[Message], role: Role = "assistant", prefill: str | None = None
     ) -> tinker.ModelInput:
         """The prompt to sample the next `role` turn from, optionally with the reply's start given."""
+        messages = self._prepare_conversation(messages)
         chunks: list[tinker.ModelInputChunk] = []
         if self._bos_tokens:
             chunks.append(tinker.EncodedTextChunk(tokens=self._bos_tokens))
@@ -351,6 +357,7 @@ class Renderer(ABC):
         turn would already contain (a prefilled `<think>`) gets weight 0.
         """
         train_on_what = TrainOnWhat(train_on_what)  # also accept the value strings
+        messages = self._prepare_conversation(messages)
         if train_on_what == TrainOnWhat.ALL_ASSISTANT_MESSAGES and not self.has_extension_property:
             logger.warning(
                 "train_on_what=all_assistant_messages with %s, which rewrites history: earlier "

@@ -33,7 +33,6 @@ from train_core.renderers.types import (
     RenderContext,
     RenderedMessage,
     RendererError,
-    Role,
     TextPart,
     Tokenizer,
     ToolCall,
@@ -94,7 +93,7 @@ class KimiK2Renderer(Renderer):
         super().__init__(tokenizer)
         self.strip_thinking_from_history = strip_thinking_from_history
 
-    def _ensure_system_message(self, messages: list[Message]) -> list[Message]:
+    def _prepare_conversation(self, messages: list[Message]) -> list[Message]:
         """Add the default system message where the template would (after a tool_declare)."""
         default = Message(role="system", content=self.DEFAULT_SYSTEM_PROMPT)
         if not messages:
@@ -172,22 +171,6 @@ class KimiK2Renderer(Renderer):
         """A non-assistant message of several parts (e.g. text and images), end marker included."""
         raise RendererError(
             f"Kimi K2 renders non-assistant messages as a single text, got {len(parts) - 1} parts"
-        )
-
-    def build_generation_prompt(
-        self, messages: list[Message], role: Role = "assistant", prefill: str | None = None
-    ) -> tinker.ModelInput:
-        return super().build_generation_prompt(
-            self._ensure_system_message(messages), role=role, prefill=prefill
-        )
-
-    def build_supervised_example(
-        self,
-        messages: list[Message],
-        train_on_what: TrainOnWhat = TrainOnWhat.LAST_ASSISTANT_MESSAGE,
-    ) -> tuple[tinker.ModelInput, np.ndarray]:
-        return super().build_supervised_example(
-            self._ensure_system_message(messages), train_on_what=train_on_what
         )
 
     def build_supervised_examples(
