@@ -32,7 +32,7 @@ from train_core.renderers.content import (
     parse_content_blocks,
     parse_think_blocks,
     reject_media,
-    tool_call_payload,
+    tool_call_blocks,
 )
 from train_core.renderers.types import (
     ContentPart,
@@ -81,11 +81,7 @@ class ChatMLRenderer(Renderer):
                 if p["type"] in ("text", "thinking")
             )
         if message.get("tool_calls"):
-            calls = "\n".join(
-                f"<tool_call>\n{json.dumps(tool_call_payload(tc))}\n</tool_call>"
-                for tc in message["tool_calls"]
-            )
-            body += ("\n" if body else "") + calls
+            body += ("\n" if body else "") + tool_call_blocks(message["tool_calls"])
         return RenderedMessage(
             header=tinker.EncodedTextChunk(
                 tokens=encode_without_special_tokens(self.tokenizer, header)

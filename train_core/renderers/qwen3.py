@@ -21,7 +21,7 @@ from train_core.renderers.content import (
     parse_content_blocks,
     reject_media,
     remove_thinking,
-    tool_call_payload,
+    tool_call_blocks,
 )
 from train_core.renderers.types import (
     ContentPart,
@@ -161,11 +161,7 @@ class Qwen3Renderer(Renderer):
         if message["role"] == "tool":
             body = f"<tool_response>\n{body}\n</tool_response>"
         if "tool_calls" in message:
-            calls = "\n".join(
-                f"<tool_call>\n{json.dumps(tool_call_payload(tc))}\n</tool_call>"
-                for tc in message["tool_calls"]
-            )
-            body += ("\n" if has_text else "") + calls
+            body += ("\n" if has_text else "") + tool_call_blocks(message["tool_calls"])
 
         return RenderedMessage(
             header=tinker.EncodedTextChunk(
