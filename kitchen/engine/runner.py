@@ -22,27 +22,31 @@ from kitchen.engine.telemetry import record_stage, span
 
 
 class Hook(Protocol):
-    """Observers of a run. Every method is optional (see `BaseHook`)."""
+    """Observers of a run. Every method is optional: subclass `BaseHook`, which does nothing in
+    each, and override the ones you need. (The bodies say `return None`, not `...`, so that the
+    protocol's methods are defaults a subclass inherits rather than abstract ones.)"""
 
-    def on_run_start(self, workflow: Workflow[Any], state: BaseState) -> None: ...
-    def on_loop_start(self, loop: Loop, path: str, total: int, start: int) -> None: ...
-    def on_stage_end(
-        self, path: str, name: str, seconds: float, metrics: Metrics | None
-    ) -> None: ...
-    def on_step_end(self, step: int, metrics: Metrics) -> None: ...
-    def on_metrics(self, step: int, metrics: Metrics) -> None: ...
-    def on_run_end(self, state: BaseState, error: BaseException | None) -> None: ...
+    def on_run_start(self, workflow: Workflow[Any], state: BaseState) -> None:
+        return None
+
+    def on_loop_start(self, loop: Loop, path: str, total: int, start: int) -> None:
+        return None
+
+    def on_stage_end(self, path: str, name: str, seconds: float, metrics: Metrics | None) -> None:
+        return None
+
+    def on_step_end(self, step: int, metrics: Metrics) -> None:
+        return None
+
+    def on_metrics(self, step: int, metrics: Metrics) -> None:
+        return None
+
+    def on_run_end(self, state: BaseState, error: BaseException | None) -> None:
+        return None
 
 
-class BaseHook:
-    def on_run_start(self, workflow: Workflow[Any], state: BaseState) -> None: ...
-    def on_loop_start(self, loop: Loop, path: str, total: int, start: int) -> None: ...
-    def on_stage_end(
-        self, path: str, name: str, seconds: float, metrics: Metrics | None
-    ) -> None: ...
-    def on_step_end(self, step: int, metrics: Metrics) -> None: ...
-    def on_metrics(self, step: int, metrics: Metrics) -> None: ...
-    def on_run_end(self, state: BaseState, error: BaseException | None) -> None: ...
+class BaseHook(Hook):
+    """A Hook that does nothing; subclasses override the events they observe."""
 
 
 class _Guard:

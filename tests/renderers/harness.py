@@ -301,7 +301,7 @@ TRAIN_ON_WHAT = [
     "customized",
 ]
 
-RENDERER_NAMES = [
+CORE_RENDERER_NAMES = [
     "role_colon",
     "llama3",
     "qwen3",
@@ -311,6 +311,11 @@ RENDERER_NAMES = [
     "deepseekv3_thinking",
     "kimi_k2",
     "gpt_oss_no_sysprompt",
+]
+"""One renderer per early text format; the parse and registry tests run over these (plus chatml)."""
+
+RENDERER_NAMES = [
+    *CORE_RENDERER_NAMES,
     "gpt_oss_medium_reasoning",
     "deepseekv3_disable_thinking",
     "qwen3_vl",

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from tests.renderers.harness import CORE_RENDERER_NAMES
 from train_core.renderers import (
     Message,
     ParseTermination,
@@ -57,19 +58,7 @@ def _round_trip(tokenizer: Any, name: str, reply: Message) -> Message:
     return _normalized(message)
 
 
-ALL = [
-    "role_colon",
-    "llama3",
-    "qwen3",
-    "qwen3_disable_thinking",
-    "qwen3_instruct",
-    "deepseekv3",
-    "deepseekv3_thinking",
-    "kimi_k2",
-    "gpt_oss_no_sysprompt",
-    "chatml",
-    "chatml_smollm2",
-]
+ALL = [*CORE_RENDERER_NAMES, "chatml", "chatml_smollm2"]
 THINKING = ["qwen3", "deepseekv3_thinking", "kimi_k2", "gpt_oss_no_sysprompt", "chatml"]
 TOOLS = ["qwen3", "qwen3_instruct", "deepseekv3", "kimi_k2", "gpt_oss_no_sysprompt", "chatml"]
 

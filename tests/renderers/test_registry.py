@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from tests.renderers.harness import CORE_RENDERER_NAMES
 from train_core.renderers import (
     RendererError,
     builtin_renderer_names,
@@ -20,18 +21,7 @@ from train_core.renderers import (
 from train_core.renderers.chatml import ChatMLRenderer
 from train_core.renderers.qwen3 import Qwen3Renderer
 
-REQUIRED = [
-    "role_colon",
-    "llama3",
-    "qwen3",
-    "qwen3_disable_thinking",
-    "qwen3_instruct",
-    "deepseekv3",
-    "deepseekv3_thinking",
-    "kimi_k2",
-    "gpt_oss_no_sysprompt",
-    "chatml",
-]
+REQUIRED = [*CORE_RENDERER_NAMES, "chatml"]
 
 
 @pytest.mark.parametrize("name", REQUIRED)

@@ -61,7 +61,9 @@ __all__ = [  # the types are re-exported: `from ...renderers.base import Message
     "ToolSpec",
     "TrainOnWhat",
     "UnparsedToolCall",
+    "check_trainable_field",
     "encode_without_special_tokens",
+    "message_contexts",
     "parse_response_for_stop_token",
     "single_token",
 ]
@@ -112,11 +114,44 @@ def _last_user_index(messages: list[Message]) -> int:
     return max((i for i, m in enumerate(messages) if m["role"] == "user"), default=-1)
 
 
+def message_contexts(messages: list[Message], turn_start: int) -> list[RenderContext]:
+    """Each message's RenderContext, given the index where the last assistant turn starts."""
+    last_user = _last_user_index(messages)
+    return [
+        RenderContext(
+            idx=idx,
+            is_last=idx == len(messages) - 1,
+            prev_message=messages[idx - 1] if idx > 0 else None,
+            next_message=messages[idx + 1] if idx + 1 < len(messages) else None,
+            last_user_index=last_user,
+            in_last_assistant_turn=idx >= turn_start,
+        )
+        for idx in range(len(messages))
+    ]
+
+
+def check_trainable_field(message: Message, idx: int, train_on_what: TrainOnWhat) -> None:
+    """Raise unless `message` has a 'trainable' field exactly when train_on_what is customized."""
+    customized = train_on_what == TrainOnWhat.CUSTOMIZED
+    if customized and "trainable" not in message:
+        raise RendererError(
+            f"message {idx} ({message['role']}) has no 'trainable' field; "
+            "train_on_what=customized needs it on every message"
+        )
+    if not customized and "trainable" in message:
+        raise RendererError(
+            f"message {idx} ({message['role']}) has a 'trainable' field, which only "
+            f"train_on_what=customized reads (got {train_on_what.value})"
+        )
+
+
 class Renderer(ABC):
     """Turns conversations into tokens (and loss weights) for one chat format, and parses replies.
 
-    Subclasses implement `render_message`, `get_stop_sequences` and `parse_response`, and override
-    the assembly methods only when the format is not a plain concatenation of messages.
+    Subclasses implement `render_message` and either `_end_message_token` (with `_parse_reply_text`
+    for tool calls and thinking) or, in a format without one stop token, `get_stop_sequences` and
+    `parse_response`; they override the assembly methods only when the format is not a plain
+    concatenation of messages.
     """
 
     tokenizer: Tokenizer
@@ -144,19 +179,44 @@ class Renderer(ABC):
         return []
 
     @abstractmethod
-    def get_stop_sequences(self) -> list[str] | list[int]:
-        """Token ids or strings that end a sampled reply."""
-
-    @abstractmethod
     def render_message(self, message: Message, ctx: RenderContext) -> RenderedMessage:
         """Split one message into header, output and stop overlap tokens."""
 
-    @abstractmethod
+    @property
+    def _end_message_token(self) -> int:
+        """The one token that ends a reply, in formats that have one.
+
+        The default `get_stop_sequences` and `parse_response` stop on it; a format with several
+        stops (or strings) overrides those two instead.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no single end-of-message token")
+
+    def get_stop_sequences(self) -> list[str] | list[int]:
+        """Token ids or strings that end a sampled reply: by default the end-of-message token."""
+        return [self._end_message_token]
+
     def parse_response(self, response: list[int]) -> tuple[Message, ParseTermination]:
         """Parse sampled tokens into an assistant message and how the reply ended.
 
-        A best-effort message comes back even when the termination is MALFORMED.
+        A best-effort message comes back even when the termination is MALFORMED. By default the
+        reply is cut at the end-of-message token (after `_normalize_response_tokens`), and the
+        text of a cleanly ended reply goes to `_parse_reply_text`.
         """
+        message, termination = parse_response_for_stop_token(
+            self._normalize_response_tokens(response), self.tokenizer, self._end_message_token
+        )
+        if termination.is_clean:
+            text = message["content"]
+            assert isinstance(text, str)  # parse_response_for_stop_token decodes to one string
+            self._parse_reply_text(message, text)
+        return message, termination
+
+    def _parse_reply_text(self, message: Message, text: str) -> None:
+        """Fill `message` (content, tool calls) from the text of a cleanly ended reply.
+
+        By default the text is the content as it is.
+        """
+        message["content"] = text
 
     def _normalize_response_tokens(self, response: list[int]) -> list[int]:
         """Put back tokens the generation prompt prefilled (an open `<think>`) before parsing."""
@@ -209,6 +269,11 @@ class Renderer(ABC):
         """Messages that declare `tools` (and the system prompt), to put before a conversation."""
         raise NotImplementedError(f"{type(self).__name__} has no tool-calling format")
 
+    def _prepare_conversation(self, messages: list[Message]) -> list[Message]:
+        """The conversation as the format renders it (a default system message added, tool results
+        reordered); prompts and supervised examples both start from it. By default unchanged."""
+        return messages
+
     def _get_generation_suffix(self, role: Role, ctx: RenderContext) -> list[int]:
         """Tokens that open the turn to be sampled: by default the header of an empty message."""
         rendered = self.render_message(Message(role=role, content=""), ctx)
@@ -218,20 +283,12 @@ class Renderer(ABC):
         self, messages: list[Message], role: Role = "assistant", prefill: str | None = None
     ) -> tinker.ModelInput:
         """The prompt to sample the next `role` turn from, optionally with the reply's start given."""
+        messages = self._prepare_conversation(messages)
         chunks: list[tinker.ModelInputChunk] = []
         if self._bos_tokens:
             chunks.append(tinker.EncodedTextChunk(tokens=self._bos_tokens))
-        last_user = _last_user_index(messages)
         turn_start = self._last_assistant_turn_start_index(messages)
-        for idx, message in enumerate(messages):
-            ctx = RenderContext(
-                idx=idx,
-                is_last=idx == len(messages) - 1,
-                prev_message=messages[idx - 1] if idx > 0 else None,
-                next_message=messages[idx + 1] if idx + 1 < len(messages) else None,
-                last_user_index=last_user,
-                in_last_assistant_turn=idx >= turn_start,
-            )
+        for message, ctx in zip(messages, message_contexts(messages, turn_start), strict=True):
             rendered = self.render_message(message, ctx)
             # The sampler rejects empty chunks, so they are left out of prompts.
             for chunk in ([rendered.header] if rendered.header else []) + rendered.output:
@@ -241,7 +298,7 @@ class Renderer(ABC):
             idx=len(messages),
             is_last=True,
             prev_message=messages[-1] if messages else None,
-            last_user_index=last_user,
+            last_user_index=_last_user_index(messages),
             in_last_assistant_turn=True,
         )
         suffix = self._get_generation_suffix(role, suffix_ctx)
@@ -300,6 +357,7 @@ class Renderer(ABC):
         turn would already contain (a prefilled `<think>`) gets weight 0.
         """
         train_on_what = TrainOnWhat(train_on_what)  # also accept the value strings
+        messages = self._prepare_conversation(messages)
         if train_on_what == TrainOnWhat.ALL_ASSISTANT_MESSAGES and not self.has_extension_property:
             logger.warning(
                 "train_on_what=all_assistant_messages with %s, which rewrites history: earlier "
@@ -310,29 +368,11 @@ class Renderer(ABC):
         pieces: list[tuple[tinker.ModelInputChunk, float]] = []
         if self._bos_tokens:
             pieces.append((tinker.EncodedTextChunk(tokens=self._bos_tokens), 0.0))
-        last_user = _last_user_index(messages)
         turn_start = self._last_assistant_turn_start_index(messages[:-1])
         header_weight = float(train_on_what == TrainOnWhat.ALL_TOKENS)
-        for idx, message in enumerate(messages):
-            customized = train_on_what == TrainOnWhat.CUSTOMIZED
-            if customized and "trainable" not in message:
-                raise RendererError(
-                    f"message {idx} ({message['role']}) has no 'trainable' field; "
-                    "train_on_what=customized needs it on every message"
-                )
-            if not customized and "trainable" in message:
-                raise RendererError(
-                    f"message {idx} ({message['role']}) has a 'trainable' field, which only "
-                    f"train_on_what=customized reads (got {train_on_what.value})"
-                )
-            ctx = RenderContext(
-                idx=idx,
-                is_last=idx == len(messages) - 1,
-                prev_message=messages[idx - 1] if idx > 0 else None,
-                next_message=messages[idx + 1] if idx + 1 < len(messages) else None,
-                last_user_index=last_user,
-                in_last_assistant_turn=idx >= turn_start,
-            )
+        contexts = message_contexts(messages, turn_start)
+        for idx, (message, ctx) in enumerate(zip(messages, contexts, strict=True)):
+            check_trainable_field(message, idx, train_on_what)
             rendered = self.render_message(message, ctx)
             if rendered.header:
                 pieces.append((rendered.header, header_weight))

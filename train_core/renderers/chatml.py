@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import tinker
 
 from train_core.renderers.base import Renderer, encode_without_special_tokens
@@ -33,7 +32,7 @@ from train_core.renderers.content import (
     parse_content_blocks,
     parse_think_blocks,
     reject_media,
-    tool_call_payload,
+    tool_call_blocks,
 )
 from train_core.renderers.types import (
     ContentPart,
@@ -42,12 +41,10 @@ from train_core.renderers.types import (
     RenderContext,
     RenderedMessage,
     RendererError,
-    Role,
     TextPart,
     Tokenizer,
     ToolCall,
     ToolSpec,
-    TrainOnWhat,
     UnparsedToolCall,
 )
 
@@ -65,7 +62,7 @@ class ChatMLRenderer(Renderer):
     def has_extension_property(self) -> bool:
         return True
 
-    def _with_default_system(self, messages: list[Message]) -> list[Message]:
+    def _prepare_conversation(self, messages: list[Message]) -> list[Message]:
         # As SmolLM2's template: only a non-empty conversation gets the default.
         if self.default_system_prompt is None or not messages or messages[0]["role"] == "system":
             return messages
@@ -84,11 +81,7 @@ class ChatMLRenderer(Renderer):
                 if p["type"] in ("text", "thinking")
             )
         if message.get("tool_calls"):
-            calls = "\n".join(
-                f"<tool_call>\n{json.dumps(tool_call_payload(tc))}\n</tool_call>"
-                for tc in message["tool_calls"]
-            )
-            body += ("\n" if body else "") + calls
+            body += ("\n" if body else "") + tool_call_blocks(message["tool_calls"])
         return RenderedMessage(
             header=tinker.EncodedTextChunk(
                 tokens=encode_without_special_tokens(self.tokenizer, header)
@@ -107,21 +100,6 @@ class ChatMLRenderer(Renderer):
                 f"chatml needs <|im_end|> to be one token, but this tokenizer gives {tokens}"
             )
         return tokens[0]
-
-    def get_stop_sequences(self) -> list[int]:
-        return [self._end_message_token]
-
-    def build_generation_prompt(
-        self, messages: list[Message], role: Role = "assistant", prefill: str | None = None
-    ) -> tinker.ModelInput:
-        return super().build_generation_prompt(self._with_default_system(messages), role, prefill)
-
-    def build_supervised_example(
-        self,
-        messages: list[Message],
-        train_on_what: TrainOnWhat = TrainOnWhat.LAST_ASSISTANT_MESSAGE,
-    ) -> tuple[tinker.ModelInput, np.ndarray]:
-        return super().build_supervised_example(self._with_default_system(messages), train_on_what)
 
     def parse_response(self, response: list[int]) -> tuple[Message, ParseTermination]:
         """STOP_SEQUENCE when `<|im_end|>` ended the reply, EOS when the tokenizer's (different)

@@ -101,6 +101,13 @@ def tool_call_payload(tool_call: ToolCall) -> dict[str, object]:
     return {"name": tool_call.function.name, "arguments": json.loads(tool_call.function.arguments)}
 
 
+def tool_call_blocks(tool_calls: list[ToolCall]) -> str:
+    """Hermes-style `<tool_call>\n{json}\n</tool_call>` blocks, one after another on new lines."""
+    return "\n".join(
+        f"<tool_call>\n{json.dumps(tool_call_payload(tc))}\n</tool_call>" for tc in tool_calls
+    )
+
+
 def parse_tool_call_json(body: str, raw_text: str) -> ToolCall | UnparsedToolCall:
     """Parse the JSON object of a `<tool_call>` block; failures become an UnparsedToolCall."""
     try:

@@ -12,7 +12,7 @@ import re
 
 import tinker
 
-from train_core.renderers.base import Renderer, parse_response_for_stop_token
+from train_core.renderers.base import Renderer
 from train_core.renderers.content import (
     detect_unterminated_tool_block,
     ensure_text,
@@ -22,7 +22,6 @@ from train_core.renderers.content import (
 )
 from train_core.renderers.types import (
     Message,
-    ParseTermination,
     RenderContext,
     RenderedMessage,
     RendererError,
@@ -156,20 +155,9 @@ class _DeepSeekV3Renderer(Renderer):
     def _end_message_token(self) -> int:
         return self._special_token("end▁of▁sentence")
 
-    def get_stop_sequences(self) -> list[int]:
-        return [self._end_message_token]
-
-    def parse_response(self, response: list[int]) -> tuple[Message, ParseTermination]:
-        """Split off the end token; DeepSeek tool calls go to tool_calls (their section is removed
-        from the text) and `<think>` blocks become ThinkingParts."""
-        response = self._normalize_response_tokens(response)
-        message, termination = parse_response_for_stop_token(
-            response, self.tokenizer, self._end_message_token
-        )
-        if not termination.is_clean:
-            return message, termination
-        text = message["content"]
-        assert isinstance(text, str)
+    def _parse_reply_text(self, message: Message, text: str) -> None:
+        """DeepSeek tool calls go to tool_calls (their section is removed from the text) and
+        `<think>` blocks become ThinkingParts."""
         calls, unparsed = _parse_tool_calls(text)
         for open_marker, close_marker in ((_CALLS_BEGIN, _CALLS_END), (_CALL_BEGIN, _CALL_END)):
             dangling = detect_unterminated_tool_block(text, open_marker, close_marker)
@@ -184,7 +172,6 @@ class _DeepSeekV3Renderer(Renderer):
             text = _CALLS_SECTION_RE.sub("", text).strip()
         parts = parse_think_blocks(text)
         message["content"] = parts if parts is not None else text
-        return message, termination
 
     def create_conversation_prefix_with_tools(
         self, tools: list[ToolSpec], system_prompt: str = ""

@@ -24,7 +24,7 @@ from typing import Any, Literal
 import numpy as np
 import tinker
 
-from train_core.renderers.base import Renderer, parse_response_for_stop_token, single_token
+from train_core.renderers.base import Renderer, single_token
 from train_core.renderers.content import ensure_text, parse_think_blocks
 from train_core.renderers.deepseek_dsml import (
     arguments_dict,
@@ -34,7 +34,6 @@ from train_core.renderers.deepseek_dsml import (
 )
 from train_core.renderers.types import (
     Message,
-    ParseTermination,
     RenderContext,
     RenderedMessage,
     RendererError,
@@ -192,9 +191,6 @@ class DeepSeekV4_1Renderer(Renderer):
     def _end_message_token(self) -> int:
         return single_token(self.tokenizer, "<｜end▁of▁sentence｜>")
 
-    def get_stop_sequences(self) -> list[int]:
-        return [self._end_message_token]
-
     def _opening(self, role: Role) -> str:
         """What precedes the first message: the system marker, and the effort when thinking."""
         if self.reasoning_effort is not None:
@@ -306,22 +302,15 @@ class DeepSeekV4_1Renderer(Renderer):
             return [think_open, *response]
         return response
 
-    def parse_response(self, response: list[int]) -> tuple[Message, ParseTermination]:
-        """Split off the end-of-sentence token, reasoning into ThinkingParts and the DSML block
-        into tool calls; a reply without the stop token comes back as decoded text, MALFORMED."""
-        message, termination = parse_response_for_stop_token(
-            self._normalize_response_tokens(response), self.tokenizer, self._end_message_token
-        )
-        if not termination.is_clean:
-            return message, termination
-        text, tool_calls, unparsed = split_tool_calls(ensure_text(message["content"]))
+    def _parse_reply_text(self, message: Message, text: str) -> None:
+        """Reasoning into ThinkingParts and the DSML block into tool calls."""
+        text, tool_calls, unparsed = split_tool_calls(text)
         if tool_calls:
             message["tool_calls"] = tool_calls
         if unparsed:
             message["unparsed_tool_calls"] = unparsed
         parts = parse_think_blocks(text)
         message["content"] = parts if parts is not None else text
-        return message, termination
 
     def to_openai_message(self, message: Message) -> dict[str, Any]:
         """With `reasoning_content`, and arguments as dicts (the template iterates over them)."""

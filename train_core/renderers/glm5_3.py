@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-import numpy as np
 import tinker
 
 from train_core.renderers.base import Renderer, single_token
@@ -39,7 +38,6 @@ from train_core.renderers.types import (
     Role,
     Tokenizer,
     ToolSpec,
-    TrainOnWhat,
 )
 
 ReasoningEffort = Literal["low", "high", "max"]
@@ -220,17 +218,8 @@ class Glm5_3Renderer(Renderer):
         think = self._encode("<think>") if role == "assistant" else []
         return [self._role_tokens[role], *think]
 
-    def build_generation_prompt(
-        self, messages: list[Message], role: Role = "assistant", prefill: str | None = None
-    ) -> tinker.ModelInput:
-        return super().build_generation_prompt(_sort_tool_results(messages), role, prefill)
-
-    def build_supervised_example(
-        self,
-        messages: list[Message],
-        train_on_what: TrainOnWhat = TrainOnWhat.LAST_ASSISTANT_MESSAGE,
-    ) -> tuple[tinker.ModelInput, np.ndarray]:
-        return super().build_supervised_example(_sort_tool_results(messages), train_on_what)
+    def _prepare_conversation(self, messages: list[Message]) -> list[Message]:
+        return _sort_tool_results(messages)
 
     def _normalize_response_tokens(self, response: list[int]) -> list[int]:
         """Put back the prefilled `<think>` when the sample closes a block it did not open."""

@@ -13,7 +13,6 @@ import re
 import warnings
 from datetime import datetime
 
-import numpy as np
 import tinker
 
 from train_core.renderers.base import Renderer
@@ -31,13 +30,11 @@ from train_core.renderers.types import (
     RenderContext,
     RenderedMessage,
     RendererError,
-    Role,
     TextPart,
     ThinkingPart,
     Tokenizer,
     ToolCall,
     ToolSpec,
-    TrainOnWhat,
     UnparsedToolCall,
 )
 
@@ -159,7 +156,7 @@ class GptOssRenderer(Renderer):
         )
         return Message(role=self._INTERNAL_SYSTEM_ROLE, content=content)
 
-    def _with_system_message(self, messages: list[Message]) -> list[Message]:
+    def _prepare_conversation(self, messages: list[Message]) -> list[Message]:
         system = self._system_message()
         if system is None:
             return messages
@@ -171,18 +168,6 @@ class GptOssRenderer(Renderer):
                 stacklevel=3,
             )
         return [system, *messages]
-
-    def build_generation_prompt(
-        self, messages: list[Message], role: Role = "assistant", prefill: str | None = None
-    ) -> tinker.ModelInput:
-        return super().build_generation_prompt(self._with_system_message(messages), role, prefill)
-
-    def build_supervised_example(
-        self,
-        messages: list[Message],
-        train_on_what: TrainOnWhat = TrainOnWhat.LAST_ASSISTANT_MESSAGE,
-    ) -> tuple[tinker.ModelInput, np.ndarray]:
-        return super().build_supervised_example(self._with_system_message(messages), train_on_what)
 
     @property
     def _return_token(self) -> int:

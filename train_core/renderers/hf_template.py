@@ -18,12 +18,12 @@ import tinker
 
 from train_core.renderers.base import (
     Renderer,
+    check_trainable_field,
     encode_without_special_tokens,
-    parse_response_for_stop_token,
+    message_contexts,
 )
 from train_core.renderers.types import (
     Message,
-    ParseTermination,
     RenderContext,
     RenderedMessage,
     RendererError,
@@ -77,22 +77,20 @@ class HFTemplateRenderer(Renderer):
         eos = getattr(self.tokenizer, "eos_token_id", None)
         return int(eos) if eos is not None else None
 
-    def get_stop_sequences(self) -> list[int]:
+    @property
+    def _end_message_token(self) -> int:
+        """The EOS token: a reply is the text before it (MALFORMED without one)."""
         if self._end_of_turn is None:
             raise RendererError(
                 f"hf_template: tokenizer {self._source} has no EOS token to stop on"
             )
-        return [self._end_of_turn]
+        return self._end_of_turn
 
     def render_message(self, message: Message, ctx: RenderContext) -> RenderedMessage:
         raise RendererError(
             "hf_template renders whole conversations through the chat template, not one message "
             "at a time; use build_generation_prompt or build_supervised_example"
         )
-
-    def parse_response(self, response: list[int]) -> tuple[Message, ParseTermination]:
-        """The text before the EOS token as the assistant's content (MALFORMED without one)."""
-        return parse_response_for_stop_token(response, self.tokenizer, self.get_stop_sequences()[0])
 
     def build_generation_prompt(
         self, messages: list[Message], role: Role = "assistant", prefill: str | None = None
@@ -115,16 +113,11 @@ class HFTemplateRenderer(Renderer):
         """The template's tokens for the conversation, weight 1 on what `train_on_what` selects."""
         train_on_what = TrainOnWhat(train_on_what)
         turn_start = self._last_assistant_turn_start_index(messages[:-1])
-        last_user = max((i for i, m in enumerate(messages) if m["role"] == "user"), default=-1)
         tokens: list[int] = []
         weights_T: list[float] = []
-        for idx, message in enumerate(messages):
-            customized = train_on_what == TrainOnWhat.CUSTOMIZED
-            if customized != ("trainable" in message):
-                raise RendererError(
-                    f"message {idx}: train_on_what=customized needs 'trainable' on every message, "
-                    "and no other mode accepts it"
-                )
+        contexts = message_contexts(messages, turn_start)
+        for idx, (message, ctx) in enumerate(zip(messages, contexts, strict=True)):
+            check_trainable_field(message, idx, train_on_what)
             through = self._render(messages[: idx + 1], False, idx)
             self._check_prefix(tokens, through, idx, "the conversation before it")
             start = len(tokens)
@@ -132,12 +125,6 @@ class HFTemplateRenderer(Renderer):
                 prompt = self._render(messages[:idx], True, idx)
                 self._check_prefix(prompt, through, idx, "the generation prompt before it")
                 start = max(start, len(prompt))
-            ctx = RenderContext(
-                idx=idx,
-                is_last=idx == len(messages) - 1,
-                last_user_index=last_user,
-                in_last_assistant_turn=idx >= turn_start,
-            )
             trained = float(self._output_is_trained(message, ctx, train_on_what))
             reply = through[start:]
             end = len(reply)

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import tinker
 
-from train_core.renderers.base import Renderer, parse_response_for_stop_token, single_token
+from train_core.renderers.base import Renderer, single_token
 from train_core.renderers.content import (
     detect_unterminated_tool_block,
     ensure_list,
@@ -30,11 +30,9 @@ from train_core.renderers.content import (
 from train_core.renderers.types import (
     ContentPart,
     Message,
-    ParseTermination,
     RenderContext,
     RenderedMessage,
     RendererError,
-    Role,
     TextPart,
     Tokenizer,
     ToolCall,
@@ -95,7 +93,7 @@ class KimiK2Renderer(Renderer):
         super().__init__(tokenizer)
         self.strip_thinking_from_history = strip_thinking_from_history
 
-    def _ensure_system_message(self, messages: list[Message]) -> list[Message]:
+    def _prepare_conversation(self, messages: list[Message]) -> list[Message]:
         """Add the default system message where the template would (after a tool_declare)."""
         default = Message(role="system", content=self.DEFAULT_SYSTEM_PROMPT)
         if not messages:
@@ -175,22 +173,6 @@ class KimiK2Renderer(Renderer):
             f"Kimi K2 renders non-assistant messages as a single text, got {len(parts) - 1} parts"
         )
 
-    def build_generation_prompt(
-        self, messages: list[Message], role: Role = "assistant", prefill: str | None = None
-    ) -> tinker.ModelInput:
-        return super().build_generation_prompt(
-            self._ensure_system_message(messages), role=role, prefill=prefill
-        )
-
-    def build_supervised_example(
-        self,
-        messages: list[Message],
-        train_on_what: TrainOnWhat = TrainOnWhat.LAST_ASSISTANT_MESSAGE,
-    ) -> tuple[tinker.ModelInput, np.ndarray]:
-        return super().build_supervised_example(
-            self._ensure_system_message(messages), train_on_what=train_on_what
-        )
-
     def build_supervised_examples(
         self,
         messages: list[Message],
@@ -234,20 +216,9 @@ class KimiK2Renderer(Renderer):
     def _end_message_token(self) -> int:
         return single_token(self.tokenizer, "<|im_end|>")
 
-    def get_stop_sequences(self) -> list[int]:
-        return [self._end_message_token]
-
-    def parse_response(self, response: list[int]) -> tuple[Message, ParseTermination]:
-        """Split off `<|im_end|>`; the tool-call section goes to tool_calls, `<think>` blocks to
-        ThinkingParts, and the text before the section stays as content."""
-        response = self._normalize_response_tokens(response)
-        message, termination = parse_response_for_stop_token(
-            response, self.tokenizer, self._end_message_token
-        )
-        if not termination.is_clean:
-            return message, termination
-        text = message["content"]
-        assert isinstance(text, str)
+    def _parse_reply_text(self, message: Message, text: str) -> None:
+        """The tool-call section goes to tool_calls, `<think>` blocks to ThinkingParts, and the
+        text before the section stays as content."""
         before = text
         section_match = _SECTION_RE.search(text)
         if section_match is not None:
@@ -267,7 +238,6 @@ class KimiK2Renderer(Renderer):
                 break
         parts = parse_think_blocks(before)
         message["content"] = parts if parts is not None else before
-        return message, termination
 
     def create_conversation_prefix_with_tools(
         self, tools: list[ToolSpec], system_prompt: str = ""

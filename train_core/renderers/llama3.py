@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import tinker
 
-from train_core.renderers.base import Renderer, parse_response_for_stop_token
+from train_core.renderers.base import Renderer
 from train_core.renderers.content import ensure_text
-from train_core.renderers.types import Message, ParseTermination, RenderContext, RenderedMessage
+from train_core.renderers.types import Message, RenderContext, RenderedMessage
 
 
 class Llama3Renderer(Renderer):
@@ -40,9 +40,3 @@ class Llama3Renderer(Renderer):
     def _end_message_token(self) -> int:
         (token,) = self._encode("<|eot_id|>")
         return token
-
-    def get_stop_sequences(self) -> list[int]:
-        return [self._end_message_token]
-
-    def parse_response(self, response: list[int]) -> tuple[Message, ParseTermination]:
-        return parse_response_for_stop_token(response, self.tokenizer, self._end_message_token)

@@ -17,8 +17,6 @@ import json
 from collections.abc import Mapping
 from typing import Any, Literal
 
-import tinker
-
 from train_core.renderers.content import has_thinking
 from train_core.renderers.qwen3_5 import Qwen3_5Renderer
 from train_core.renderers.qwen3_vl import Segment
@@ -31,7 +29,6 @@ from train_core.renderers.types import (
     TextPart,
     Tokenizer,
     ToolSpec,
-    TrainOnWhat,
 )
 
 Reasoning = Literal["full", "low", "medium", "none"]
@@ -100,23 +97,11 @@ class Nemotron3Renderer(Qwen3_5Renderer):
     def has_extension_property(self) -> bool:
         return not self.strip_thinking_from_history
 
-    def _with_system(self, messages: list[Message]) -> list[Message]:
+    def _prepare_conversation(self, messages: list[Message]) -> list[Message]:
         # The template always opens a system turn, empty when the conversation has none.
         if messages and messages[0]["role"] == "system":
             return messages
         return [Message(role="system", content=""), *messages]
-
-    def build_generation_prompt(
-        self, messages: list[Message], role: str = "assistant", prefill: str | None = None
-    ) -> tinker.ModelInput:
-        return super().build_generation_prompt(self._with_system(messages), role, prefill)
-
-    def build_supervised_example(
-        self,
-        messages: list[Message],
-        train_on_what: TrainOnWhat = TrainOnWhat.LAST_ASSISTANT_MESSAGE,
-    ) -> Any:
-        return super().build_supervised_example(self._with_system(messages), train_on_what)
 
     def _trim(self, content: Content) -> Content:
         return content.strip() if isinstance(content, str) else content  # lists are not trimmed

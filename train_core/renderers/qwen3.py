@@ -14,19 +14,18 @@ from typing import Any
 
 import tinker
 
-from train_core.renderers.base import Renderer, parse_response_for_stop_token
+from train_core.renderers.base import Renderer, single_token
 from train_core.renderers.content import (
     detect_unterminated_tool_block,
     has_thinking,
     parse_content_blocks,
     reject_media,
     remove_thinking,
-    tool_call_payload,
+    tool_call_blocks,
 )
 from train_core.renderers.types import (
     ContentPart,
     Message,
-    ParseTermination,
     RenderContext,
     RenderedMessage,
     RendererError,
@@ -162,11 +161,7 @@ class Qwen3Renderer(Renderer):
         if message["role"] == "tool":
             body = f"<tool_response>\n{body}\n</tool_response>"
         if "tool_calls" in message:
-            calls = "\n".join(
-                f"<tool_call>\n{json.dumps(tool_call_payload(tc))}\n</tool_call>"
-                for tc in message["tool_calls"]
-            )
-            body += ("\n" if has_text else "") + calls
+            body += ("\n" if has_text else "") + tool_call_blocks(message["tool_calls"])
 
         return RenderedMessage(
             header=tinker.EncodedTextChunk(
@@ -185,25 +180,11 @@ class Qwen3Renderer(Renderer):
 
     @property
     def _end_message_token(self) -> int:
-        tokens = self.tokenizer.encode("<|im_end|>", add_special_tokens=False)
-        if len(tokens) != 1:
-            raise RendererError(f"<|im_end|> must be one token in this tokenizer, got {tokens}")
-        return int(tokens[0])
+        return single_token(self.tokenizer, "<|im_end|>")
 
-    def get_stop_sequences(self) -> list[int]:
-        return [self._end_message_token]
-
-    def parse_response(self, response: list[int]) -> tuple[Message, ParseTermination]:
-        """Split off `<|im_end|>`, then `<think>` blocks into ThinkingParts and `<tool_call>`
-        blocks into tool_calls (or unparsed_tool_calls)."""
-        response = self._normalize_response_tokens(response)
-        message, termination = parse_response_for_stop_token(
-            response, self.tokenizer, self._end_message_token
-        )
-        if not termination.is_clean:
-            return message, termination
-        text = message["content"]
-        assert isinstance(text, str)
+    def _parse_reply_text(self, message: Message, text: str) -> None:
+        """`<think>` blocks into ThinkingParts and `<tool_call>` blocks into tool_calls (or
+        unparsed_tool_calls)."""
         blocks = parse_content_blocks(text)
         if blocks is not None:
             parts, calls = blocks
@@ -217,7 +198,6 @@ class Qwen3Renderer(Renderer):
         dangling = detect_unterminated_tool_block(text, "<tool_call>", "</tool_call>")
         if dangling is not None:
             message["unparsed_tool_calls"] = [*message.get("unparsed_tool_calls", []), dangling]
-        return message, termination
 
     def create_conversation_prefix_with_tools(
         self, tools: list[ToolSpec], system_prompt: str = ""

@@ -21,7 +21,6 @@ from train_core.renderers.types import (
     Content,
     ContentPart,
     Message,
-    ParseTermination,
     RenderContext,
     RenderedMessage,
     Role,
@@ -186,12 +185,10 @@ class Qwen3_5Renderer(Qwen3VLRenderer):
             return prefill + response
         return response
 
-    def parse_response(self, response: list[int]) -> tuple[Message, ParseTermination]:
+    def _parse_reply_text(self, message: Message, text: str) -> None:
         """Qwen3's parse, then: trimmed reasoning, and XML tool calls (which Qwen3's JSON
         parser left unparsed) converted."""
-        message, termination = super().parse_response(response)
-        if not termination.is_clean:
-            return message, termination
+        super()._parse_reply_text(message, text)
         # The separator after `</think>` was already dropped with the frame's newlines.
         for part in message["content"] if isinstance(message["content"], list) else []:
             if part["type"] == "thinking":
@@ -214,7 +211,6 @@ class Qwen3_5Renderer(Qwen3VLRenderer):
             message["unparsed_tool_calls"] = unparsed
         else:
             message.pop("unparsed_tool_calls", None)
-        return message, termination
 
     def _tools_system_content(self, tools_text: str, system_prompt: str) -> str:
         # Qwen3.5 puts the tools before the system prompt.

@@ -63,7 +63,7 @@ class Qwen3_8Renderer(Qwen3_5Renderer):
         )
         self.reasoning_effort = reasoning_effort
 
-    def _with_system_instruction(self, messages: list[Message]) -> list[Message]:
+    def _prepare_conversation(self, messages: list[Message]) -> list[Message]:
         """The conversation with the template's system-message handling applied.
 
         Idempotent, because build_supervised_example rebuilds the prompt from its own (already
@@ -95,16 +95,6 @@ class Qwen3_8Renderer(Qwen3_5Renderer):
         if instruction and not (text == instruction or text.startswith(f"{instruction}\n\n")):
             text = f"{instruction}\n\n{text}" if text else instruction
         return [cast(Message, {**first, "content": text}), *rest]
-
-    def build_generation_prompt(self, messages: list[Message], *args: Any, **kwargs: Any) -> Any:
-        return super().build_generation_prompt(
-            self._with_system_instruction(messages), *args, **kwargs
-        )
-
-    def build_supervised_example(self, messages: list[Message], *args: Any, **kwargs: Any) -> Any:
-        return super().build_supervised_example(
-            self._with_system_instruction(messages), *args, **kwargs
-        )
 
     def _format_argument(self, value: object) -> str:
         return value if isinstance(value, str) else json.dumps(value)

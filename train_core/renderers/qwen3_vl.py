@@ -13,12 +13,11 @@ assembly in `render_message` is shared.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import tinker
 
-from train_core.renderers.content import tool_call_payload
+from train_core.renderers.content import tool_call_blocks
 from train_core.renderers.images import image_to_chunk, require_image_processor
 from train_core.renderers.qwen3 import Qwen3Renderer
 from train_core.renderers.types import (
@@ -103,10 +102,7 @@ class Qwen3VLRenderer(Qwen3Renderer):
         return "\n"
 
     def _tool_calls_text(self, message: Message) -> str:
-        return "\n" + "\n".join(
-            f"<tool_call>\n{json.dumps(tool_call_payload(tc))}\n</tool_call>"
-            for tc in message.get("tool_calls", [])
-        )
+        return "\n" + tool_call_blocks(message.get("tool_calls", []))
 
     def _prompt_prefill_text(self, role: Role, ctx: RenderContext) -> str:
         """The generation prompt's text for the turn `role` (header and any prefill)."""

@@ -49,6 +49,7 @@ import io, json, os, signal, sys, traceback
 
 REAL_STDOUT = sys.stdout
 CASE_TIMEOUT_S = float(sys.argv[1]) if len(sys.argv) > 1 else %(case_timeout_s)r
+PREAMBLE = %(preamble)r
 
 
 class CaseTimeout(BaseException):
@@ -104,9 +105,6 @@ def run_case(fn):
 CALL_HARNESS = (
     _COMMON
     + r"""
-PREAMBLE = %(preamble)r
-
-
 def main():
     with open("cases.json", encoding="utf-8") as f:
         spec = json.load(f)
@@ -143,9 +141,6 @@ main()
 ASSERT_HARNESS = (
     _COMMON
     + r"""
-PREAMBLE = %(preamble)r
-
-
 def main():
     with open(".nonce", encoding="ascii") as f:
         nonce = f.read().strip()
@@ -176,17 +171,17 @@ main()
 )
 
 
-def call_harness(case_timeout_s: float) -> str:
-    return CALL_HARNESS % {
+def _filled(template: str, case_timeout_s: float) -> str:
+    return template % {
         "case_timeout_s": case_timeout_s,
         "prefix": CASE_PREFIX,
         "preamble": PREAMBLE,
     }
+
+
+def call_harness(case_timeout_s: float) -> str:
+    return _filled(CALL_HARNESS, case_timeout_s)
 
 
 def assert_harness(case_timeout_s: float) -> str:
-    return ASSERT_HARNESS % {
-        "case_timeout_s": case_timeout_s,
-        "prefix": CASE_PREFIX,
-        "preamble": PREAMBLE,
-    }
+    return _filled(ASSERT_HARNESS, case_timeout_s)
