@@ -27,6 +27,16 @@ from train_core.preference.evaluator import PreferenceEvaluator
 PAIR = 2  # a batch's unit: an interleaved (chosen, rejected) datum pair
 
 
+# The seed system's dpo_metrics: the last step's DPO loss and reward statistics.
+DPO_SUMMARY = (
+    ("loss", "dpo_loss"),
+    ("accuracy", "accuracy"),
+    ("margin", "margin"),
+    ("chosen_reward", "chosen_reward"),
+    ("rejected_reward", "rejected_reward"),
+)
+
+
 def _clients(cfg: PreferenceConfig, start: StartPoint) -> list[Node]:
     """The policy's training client and the frozen reference: the policy's starting weights
     unless another model is named."""
@@ -52,7 +62,7 @@ def _data(
     """Comparisons, train and (when a test dataset is named) held-out."""
     return [
         LoadDataset(cfg.dataset, "comparisons", split=cfg.dataset_split, convert=convert,
-                    fingerprint=True),
+                    limit=cfg.n_train_samples, fingerprint=True),
         *optional(bool(cfg.test_dataset),
                   LoadDataset(cfg.test_dataset or "", "test_comparisons", split=cfg.test_split,
                               convert=test_convert, limit=cfg.test_size, fingerprint=True,
@@ -100,7 +110,10 @@ def preference_sections(
         cfg.optimizer.grad_clip_norm,
     )
     evaluator = PreferenceEvaluator(beta=cfg.dpo_beta)
-    drain: list[Node] = [Await("step_queue", into="step_result"), LogTrainStep()]
+    drain: list[Node] = [
+        Await("step_queue", into="step_result"),
+        LogTrainStep(into="dpo_metrics", summary=DPO_SUMMARY),
+    ]
     train: list[Node] = [
         *_pairs(cfg),
         Loop("epoch", cfg.num_epochs, "epoch_idx", [
@@ -112,7 +125,7 @@ def preference_sections(
                 SubmitTrainStep(loss=DPOLoss(beta=cfg.dpo_beta), learning_rate=cfg.optimizer.learning_rate,
                                 lr_schedule=cfg.optimizer.schedule, warmup_steps=cfg.optimizer.warmup_steps, adam=adam),
                 Await("step_queue", into="step_result", keep=1),
-                LogTrainStep(),
+                LogTrainStep(into="dpo_metrics", summary=DPO_SUMMARY),
                 When(Every(cfg.checkpoint.save_every, "step"), [*drain, SaveCheckpoint()]),
             ]),
         ]),
