@@ -131,7 +131,7 @@ def run_builtin_loss(
         loss_sum += float(loss.detach())
         if diagnostics:
             with torch.no_grad():
-                on = mask * (mb.inputs["advantages"] != 0)
+                on = mask * (mb.inputs["logprobs"] != 0)  # sampled tokens: prompt q is 0
                 trained += float(on.sum())
                 for key, metric in diagnostics.items():
                     sums[key] += float((metric(lp.detach(), mb.inputs, config) * on).sum())

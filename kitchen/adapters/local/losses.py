@@ -99,8 +99,8 @@ def clipped(lp: Tensor, inputs: Mapping[str, Tensor], config: Mapping[str, float
     return ((ratio < low) | (ratio > high)).float()
 
 
-# Diagnostics of the clipped losses, reported beside loss:sum as `NAME:mean` over the tokens the
-# loss trains (a nonzero advantage; prompt tokens have none, and their q is 0, not a logprob).
+# Diagnostics of the clipped losses, reported beside loss:sum as `NAME:mean` over the sampled
+# tokens (a nonzero sampler logprob q; prompt positions carry q = 0, not a logprob).
 TOKEN_METRICS: dict[str, dict[str, LossFn]] = {
     "ppo": {"clip_fraction": clipped, "policy_loss": ppo},
     "cispo": {"clip_fraction": clipped, "policy_loss": cispo},

@@ -82,7 +82,7 @@ class ApplyKLPenalty:
 def pass_summary(
     metrics_S: list[dict[str, float]], loss_sum: float, data_D: list[Any]
 ) -> dict[str, float]:
-    """The seed system's ppo_metrics of one pass: policy_loss per trained token, and the
+    """The seed system's ppo_metrics of one pass: policy_loss per sampled token, and the
     engine's clip_fraction (ppo, cispo) where it reports one; substeps weigh equally."""
     out: dict[str, float] = {}
     for key in ("policy_loss", "clip_fraction"):
@@ -91,7 +91,7 @@ def pass_summary(
             out[key] = float(np.mean(values))
     if "policy_loss" not in out:  # backends without per-token diagnostics: loss:sum per token
         trained = sum(
-            int(np.count_nonzero(d.loss_fn_inputs["advantages"].to_numpy())) for d in data_D
+            int(np.count_nonzero(d.loss_fn_inputs["logprobs"].to_numpy())) for d in data_D
         )
         out["policy_loss"] = loss_sum / max(trained, 1)
     return out
