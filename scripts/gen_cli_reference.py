@@ -62,14 +62,13 @@ def type_name(annotation: Any) -> str:
 
 def config_table(recipe: Any) -> str:
     """flag | type | default | one column per preset | description, for every Config field."""
-    from kitchen.app.overrides import ALIASES, flag, recipe_options
+    from kitchen.app.overrides import recipe_options
 
-    aliases = {field: short for short, field in ALIASES.items()}
     presets = list(recipe.presets)
     head = ["flag", "type", "default", *(f"`--preset {p}`" for p in presets), "description"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for opt in recipe_options(recipe):
-        flags = flag(opt.name) + (f", {aliases[opt.name]}" if opt.name in aliases else "")
+        flags = ", ".join(opt.flags)
         preset_cells = [code(repr(opt.presets[p])) if p in opt.presets else "" for p in presets]
         row = [code(flags), cell(type_name(opt.annotation)), code(repr(opt.default)), *preset_cells]
         lines.append("| " + " | ".join([*row, cell(opt.description)]) + " |")

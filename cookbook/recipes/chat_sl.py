@@ -5,17 +5,21 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from cookbook.recipes import SMOLLM2
-from cookbook.recipes.chat_data import resolve_chat_dataset
+from cookbook.recipes.sl_basic import chat_workflow
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
-from kitchen.workflows.supervised import SupervisedConfig, supervised
+from kitchen.workflows.supervised import SupervisedConfig
 from kitchen.workflows.supervised.state import SupervisedState
 
 
 class ChatSLConfig(SupervisedConfig):
     """dataset also takes the short names no_robots and tulu3."""
 
-    defaults: ClassVar[dict[str, Any]] = {"model_name": SMOLLM2, "eval_every": 20}
+    defaults: ClassVar[dict[str, Any]] = {
+        "model_name": SMOLLM2,
+        "test_dataset": "auto",
+        "eval_every": 20,
+    }
 
 
 class ChatSL(Recipe[ChatSLConfig]):
@@ -42,8 +46,4 @@ class ChatSL(Recipe[ChatSLConfig]):
     }
 
     def workflow(self, cfg: ChatSLConfig) -> Workflow[SupervisedState]:
-        source, convert = resolve_chat_dataset(cfg.dataset)
-        test = resolve_chat_dataset(cfg.test_dataset)[0] if cfg.test_dataset else None
-        return supervised(
-            cfg.model_copy(update={"dataset": source, "test_dataset": test}), convert, self.name
-        )
+        return chat_workflow(cfg, self.name)

@@ -26,9 +26,13 @@ class CodeRLConfig(CodeRLWorkflowConfig):
         "groups_per_batch": 1,
         "num_batches": 5,
         "max_tokens": 192,
+        # the seed system's CodeRL algorithm: PPO clip 0.2, 4 passes per batch, GAE(0.99, 0.95)
         "loss_fn": "ppo",
         "clip_epsilon": 0.2,
+        "ppo_epochs": 4,
         "advantage_estimator": "gae",
+        "gamma": 0.99,
+        "gae_lambda": 0.95,
         "eval_every": 0,
     }
     env: CodeEnvName = Field(
@@ -49,12 +53,6 @@ class CodeRLConfig(CodeRLWorkflowConfig):
     )
     num_test_problems: int | None = Field(
         0, ge=0, description="Test problems evaluated every eval_every steps (None = all, 0 = none)"
-    )
-    num_rollouts: int | None = Field(
-        None,
-        ge=1,
-        description="Rollouts per problem per iteration: another name for group_size (when "
-        "given, it sets group_size)",
     )
     max_turns: int = Field(
         2, ge=1, description="Turns per episode: check_solution calls allowed = max_turns - 1"
@@ -92,17 +90,8 @@ class CodeRLConfig(CodeRLWorkflowConfig):
     )
     humaneval_max_tokens: int = Field(256, ge=1, description="Max tokens per HumanEval answer")
 
-    @model_validator(mode="before")
-    @classmethod
-    def _num_rollouts_sets_group_size(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("num_rollouts") is not None:
-            data = {**data, "group_size": data["num_rollouts"]}
-        return data
-
     @model_validator(mode="after")
     def _code_options(self) -> CodeRLConfig:
-        if self.num_rollouts is not None and self.num_rollouts != self.group_size:
-            raise ValueError(f"num_rollouts {self.num_rollouts} != group_size {self.group_size}")
         if self.humaneval_k > self.humaneval_samples:
             raise ValueError(
                 f"humaneval_k {self.humaneval_k} needs at least as many samples per problem; "
@@ -146,6 +135,8 @@ class CodeRL(Recipe[CodeRLConfig]):
             "clip_epsilon": None,
             "ppo_epochs": 1,
             "advantage_estimator": "group_mean",
+            "gamma": 1.0,
+            "gae_lambda": 1.0,
             "kl_penalty_coef": 0.0,
             "num_substeps": 1,
             "compute_post_kl": False,
@@ -157,7 +148,32 @@ class CodeRL(Recipe[CodeRLConfig]):
             "format_coef": 0.1,
             "humaneval_limit": 164,
             "humaneval_max_tokens": 4096,
-        }
+        },
+        # the seed system's CodeRL (tinkex_cookbook Recipes.CodeRL default_config); its
+        # num_rollouts 100 is num_batches here
+        "seed": {
+            "model_name": "meta-llama/Llama-3.1-8B-Instruct",
+            "backend": "tinker",
+            "lora_rank": 32,
+            "env": "deepcoder",
+            "num_test_problems": None,
+            "group_size": 4,
+            "groups_per_batch": 100,
+            "num_batches": 100,
+            "max_tokens": 512,
+            "loss_fn": "ppo",
+            "advantage_estimator": "gae",
+            "gamma": 0.99,
+            "gae_lambda": 0.95,
+            "clip_epsilon": 0.2,
+            "ppo_epochs": 4,
+            "kl_penalty_coef": 0.0,
+            "learning_rate": 1e-5,
+            "lr_schedule": "linear",
+            "save_every": 20,
+            "eval_every": 20,
+            "sandbox_backend": "http",
+        },
     }
 
     def workflow(self, cfg: CodeRLConfig) -> Workflow[CodeRLState]:

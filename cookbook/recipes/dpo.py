@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from cookbook.recipes import SMOLLM2
-from cookbook.recipes.preference_data import resolve_preference_dataset
+from cookbook.recipes.dataset_splits import bind_datasets
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
 from kitchen.workflows.preference import PreferenceConfig, preference
@@ -47,25 +47,22 @@ class DPO(Recipe[DPOConfig]):
             "save_every": 20,
             "eval_every": 10,
             "test_size": 1024,
-        }
+        },
+        # the seed system's dpo (tinkex_cookbook Recipes.DPO default_config)
+        "seed": {
+            "model_name": "meta-llama/Llama-3.2-1B",
+            "backend": "tinker",
+            "dataset": "hhh",
+            "learning_rate": 1e-5,
+            "dpo_beta": 0.1,
+            "batch_size": 256,
+            "num_epochs": 1,
+            "reference_model_name": None,
+        },
     }
 
     def workflow(self, cfg: DPOConfig) -> Workflow[PreferenceState]:
-        data = resolve_preference_dataset(cfg.dataset)
-        test_source, test_split, test_convert = data.test_source, data.test_split, data.convert
-        if cfg.test_dataset is None:
-            test_source = None
-        elif cfg.test_dataset != "auto":
-            # a named held-out set: its own held-out split, else all of it (a local file)
-            test = resolve_preference_dataset(cfg.test_dataset)
-            test_source, test_split = test.test_source or test.source, test.test_split
-            test_split = test_split if test.test_source else "train"
-            test_convert = test.convert
-        explicit = cfg.model_fields_set  # flags the user gave win over the dataset's own splits
-        update = {
-            "dataset": data.source,
-            "dataset_split": cfg.dataset_split if "dataset_split" in explicit else data.split,
-            "test_dataset": test_source,
-            "test_split": cfg.test_split if "test_split" in explicit else test_split,
-        }
-        return preference(cfg.model_copy(update=update), data.convert, test_convert, self.name)
+        data = bind_datasets(cfg, "comparison")
+        return preference(
+            cfg.model_copy(update=data.update), data.convert, data.test_convert, self.name
+        )

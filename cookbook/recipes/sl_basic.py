@@ -1,11 +1,12 @@
-"""sl_basic: LoRA fine-tune of a chat model on conversations, as tinker-cookbook's sl_basic."""
+"""sl_basic: LoRA fine-tune of a chat model on conversations, as tinker-cookbook's sl_basic; and
+`supervised`, the same recipe under the seed system's name."""
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
 from cookbook.recipes import SMOLLM2
-from cookbook.recipes.chat_data import resolve_chat_dataset
+from cookbook.recipes.dataset_splits import bind_datasets
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
 from kitchen.workflows.supervised import SupervisedConfig, supervised
@@ -13,11 +14,21 @@ from kitchen.workflows.supervised.state import SupervisedState
 
 
 class SLBasicConfig(SupervisedConfig):
+    """dataset: no_robots | tulu3 | bundled:NAME | path.jsonl | a hub name; test_dataset: auto
+    (the dataset's own held-out split) | a name | None."""
+
     defaults: ClassVar[dict[str, Any]] = {
         "model_name": SMOLLM2,
+        "test_dataset": "auto",
         "learning_rate": 2e-4,
         "eval_every": 8,
     }
+
+
+def chat_workflow(cfg: SupervisedConfig, recipe: str) -> Workflow[SupervisedState]:
+    """The supervised workflow on cfg's chat datasets (short names and held-out splits resolved)."""
+    data = bind_datasets(cfg, "chat")
+    return supervised(cfg.model_copy(update=data.update), data.convert, recipe)
 
 
 class SLBasic(Recipe[SLBasicConfig]):
@@ -39,12 +50,31 @@ class SLBasic(Recipe[SLBasicConfig]):
             "eval_every": 8,
             "save_every": 20,
             "num_samples_to_show": 0,
-        }
+        },
+        # the seed system's sl_basic (tinkex_cookbook Recipes.SlBasic default_config)
+        "seed": {
+            "model_name": "meta-llama/Llama-3.1-8B",
+            "backend": "tinker",
+            "dataset": "no_robots",
+            "test_dataset": "auto",
+            "num_epochs": 1,
+            "learning_rate": 2e-4,
+            "lr_schedule": "linear",
+            "batch_size": 128,
+            "max_length": 32768,
+            "lora_rank": 32,
+            "train_on_what": "all_assistant_messages",
+            "eval_every": 8,
+            "save_every": 20,
+            "num_samples_to_show": 0,
+        },
     }
 
     def workflow(self, cfg: SLBasicConfig) -> Workflow[SupervisedState]:
-        source, convert = resolve_chat_dataset(cfg.dataset)
-        test = resolve_chat_dataset(cfg.test_dataset)[0] if cfg.test_dataset else None
-        return supervised(
-            cfg.model_copy(update={"dataset": source, "test_dataset": test}), convert, self.name
-        )
+        return chat_workflow(cfg, self.name)
+
+
+class Supervised(SLBasic):
+    """Supervised fine-tuning (the seed system's `supervised`; the same recipe as sl_basic)."""
+
+    name = "supervised"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from cookbook.recipes import SMOLLM2
-from cookbook.recipes.chat_data import resolve_chat_dataset
+from cookbook.recipes.dataset_splits import bind_datasets
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
 from kitchen.workflows.supervised import SupervisedConfig, supervised_flat
@@ -40,5 +40,5 @@ class SLLoop(Recipe[SLLoopConfig]):
     }
 
     def workflow(self, cfg: SLLoopConfig) -> Workflow[SupervisedState]:
-        source, convert = resolve_chat_dataset(cfg.dataset)
-        return supervised_flat(cfg.model_copy(update={"dataset": source}), convert, self.name)
+        data = bind_datasets(cfg, "chat")
+        return supervised_flat(cfg.model_copy(update=data.update), data.convert, self.name)

@@ -15,10 +15,38 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.table import Table
+from typer._click import exceptions as click_errors  # typer vendors click: its own classes
+from typer.core import TyperGroup
 
 from kitchen.engine.errors import ConfigError, KitchenError
 
+
+class OneLineErrors(TyperGroup):
+    """Usage errors (a missing argument, an unknown command or option) as one line and exit 2,
+    as every other usage error: `error: Missing argument 'RECIPE'.`"""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        standalone = kwargs.get("standalone_mode", True)
+        kwargs["standalone_mode"] = False  # errors come back here instead of as a boxed message
+        if not standalone:
+            return super().main(*args, **kwargs)
+        try:
+            rv = super().main(*args, **kwargs)
+        except click_errors.NoArgsIsHelpError as e:  # bare `kitchen`: the help, as before
+            e.show()
+            sys.exit(e.exit_code)
+        except click_errors.ClickException as e:
+            message = " ".join(e.format_message().split())
+            typer.echo(f"error: {message}", err=True)
+            sys.exit(e.exit_code)
+        except typer.Abort:
+            typer.echo("aborted", err=True)
+            sys.exit(1)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
 app = typer.Typer(
+    cls=OneLineErrors,
     add_completion=False,
     no_args_is_help=True,
     help="Kitchen: LLM post-training recipes as stage pipelines.",
@@ -64,10 +92,56 @@ PresetOpt = Annotated[
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks")]
 
 
-@app.command(context_settings=EXTRA)
+HELP_WORDS = ("--help", "-h")
+
+
+def _recipe_help(recipe_name: str) -> None:
+    """A recipe's flags with type, default, presets and help (`kitchen show`, `kitchen help`,
+    `kitchen run RECIPE --help`)."""
+    from kitchen.app.launch import get_recipe
+    from kitchen.app.overrides import recipe_options
+
+    rec = get_recipe(recipe_name)
+    presets = list(rec.presets)
+    out = console if console.is_terminal else Console(width=240)  # don't wrap into a pipe
+    out.print(f"[bold]{rec.name}[/bold]: {rec.summary()}")
+    out.print(
+        f"usage: kitchen run {rec.name} [--FLAG VALUE | key=value]... [run options: "
+        "kitchen run --help]",
+        highlight=False,
+    )
+    table = Table("flag", "type", "default", *presets, "description", box=None)
+    for opt in recipe_options(rec):
+        preset_cols = [repr(opt.presets[p]) if p in opt.presets else "" for p in presets]
+        table.add_row(
+            ", ".join(opt.flags), opt.type_name, repr(opt.default), *preset_cols, opt.description
+        )
+    out.print(table)
+
+
+def _plan_facts(cfg: Any) -> list[str]:
+    """What a dry run knows beyond the graph: the LoRA trainable-parameter count."""
+    from kitchen.app.model_dims import model_dims
+    from train_core.hyperparams import lora_param_count
+
+    if cfg.lora_rank == 0:
+        return ["full fine-tuning (lora_rank 0): every parameter trains"]
+    dims = model_dims(cfg.model_name)
+    if dims is None:
+        return [
+            f"LoRA rank {cfg.lora_rank}: trainable parameters unknown (no config of "
+            f"{cfg.model_name} here)"
+        ]
+    count = lora_param_count(dims, cfg.lora_rank)
+    return [f"LoRA rank {cfg.lora_rank}: {count:,} trainable parameters ({count / 1e6:.1f}M)"]
+
+
+@app.command(context_settings={**EXTRA, "help_option_names": []})
 def run(
     ctx: typer.Context,
-    recipe: Annotated[str, typer.Argument(help="Recipe name (see `kitchen list`)")],
+    recipe: Annotated[
+        str | None, typer.Argument(help="Recipe name (see `kitchen list`)", show_default=False)
+    ] = None,
     config: ConfigOpt = None,
     preset: PresetOpt = None,
     backend: Annotated[str | None, typer.Option("--backend", help="local | tinker | fake")] = None,
@@ -88,9 +162,17 @@ def run(
     no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress bar")] = False,
     debug: DebugOpt = False,
 ) -> None:
-    """Run a recipe. Recipe flags: `kitchen show RECIPE`; also key=value (dotted for nested)."""
+    """Run a recipe. Recipe flags: `kitchen run RECIPE --help`; also key=value (dotted for nested)."""
     STATE["debug"] = debug
     try:
+        if recipe in HELP_WORDS or (recipe is None and set(HELP_WORDS) & set(ctx.args)):
+            typer.echo(ctx.get_help())
+            return
+        if recipe is None:
+            raise ConfigError("kitchen run needs a RECIPE (kitchen list shows them)")
+        if set(HELP_WORDS) & set(ctx.args):
+            _recipe_help(recipe)
+            return
         if if_exists not in ("delete", "resume", "raise"):
             raise ConfigError(f"--if-exists: expected delete, resume or raise (got {if_exists!r})")
         rec, cfg = _config(recipe, ctx.args, config, preset)
@@ -108,6 +190,8 @@ def run(
             validate(workflow, ports={"backend", "datasets", *port_names(cfg)})
             typer.echo(f"recipe {rec.name}: config valid; backend {cfg.backend}; plan:")
             typer.echo(workflow.render())
+            for fact in _plan_facts(cfg):
+                typer.echo(fact)
             return
         out = log_dir or Path(cfg.log_path or f"runs/{rec.name}")
         result = run_recipe(
@@ -147,11 +231,6 @@ def list_(debug: DebugOpt = False) -> None:
     console.print(f"dataset stores: {', '.join(DATASET_STORES.names())}", highlight=False)
 
 
-def _type_name(annotation: Any) -> str:
-    text = getattr(annotation, "__name__", None) or str(annotation)
-    return text.replace("typing.", "").replace("NoneType", "None")
-
-
 @app.command(context_settings=EXTRA)
 def show(
     recipe: Annotated[str, typer.Argument(help="Recipe name")], debug: DebugOpt = False
@@ -159,22 +238,24 @@ def show(
     """Show a recipe's config fields: flag, type, default, presets, description."""
     STATE["debug"] = debug
     try:
-        from kitchen.app.launch import get_recipe
-        from kitchen.app.overrides import ALIASES, flag, recipe_options
+        _recipe_help(recipe)
+    except BaseException as e:
+        _fail(e)
 
-        rec = get_recipe(recipe)
-        aliases = {v: k for k, v in ALIASES.items()}
-        presets = list(rec.presets)
-        out = console if console.is_terminal else Console(width=240)  # don't wrap into a pipe
-        out.print(f"[bold]{rec.name}[/bold]: {rec.summary()}")
-        table = Table("flag", "type", "default", *presets, "description", box=None)
-        for opt in recipe_options(rec):
-            f = flag(opt.name) + (f", {aliases[opt.name]}" if opt.name in aliases else "")
-            preset_cols = [repr(opt.presets[p]) if p in opt.presets else "" for p in presets]
-            table.add_row(
-                f, _type_name(opt.annotation), repr(opt.default), *preset_cols, opt.description
-            )
-        out.print(table)
+
+@app.command("help")
+def help_(
+    ctx: typer.Context,
+    recipe: Annotated[str | None, typer.Argument(help="Recipe name")] = None,
+    debug: DebugOpt = False,
+) -> None:
+    """Help on a recipe (its flags, as `kitchen show`), or on kitchen."""
+    STATE["debug"] = debug
+    try:
+        if recipe is None:
+            typer.echo(ctx.parent.get_help() if ctx.parent else ctx.get_help())
+            return
+        _recipe_help(recipe)
     except BaseException as e:
         _fail(e)
 

@@ -1,6 +1,7 @@
-"""Turning command-line words into config values: `--dpo-beta 0.1`, `--dpo-beta=0.1`, short aliases
-(`-m`, `-d`, `-e`, `-b`, `-l`, `-r`), tinker-cookbook style `key=value` with dotted keys, and
-`--flag` / `--no-flag` for booleans. Unknown names fail with a suggestion."""
+"""Turning command-line words into config values: `--dpo-beta 0.1`, `--dpo-beta=0.1`, the aliases
+of config.ALIASES (short flags `-m`, `-d`, `-e`, `-b`, `-l`, `-r` and the seed system's names such
+as `--model`, `--epochs`), tinker-cookbook style `key=value` with dotted keys, and `--flag` /
+`--no-flag` for booleans. Unknown names fail with a suggestion."""
 
 from __future__ import annotations
 
@@ -18,20 +19,26 @@ from pydantic.fields import FieldInfo
 
 from kitchen.engine.errors import ConfigError
 from kitchen.engine.recipe import Recipe
-from kitchen.workflows.common.config import TrainConfig, flat_fields, flat_name, flat_values, nest
-
-ALIASES = {
-    "-m": "model_name",
-    "-d": "dataset",
-    "-e": "num_epochs",
-    "-b": "batch_size",
-    "-l": "learning_rate",
-    "-r": "lora_rank",
-}
+from kitchen.workflows.common.config import (
+    TrainConfig,
+    aliases,
+    flat_fields,
+    flat_name,
+    flat_values,
+    nest,
+)
 
 
 def flag(field: str) -> str:
     return "--" + field.replace("_", "-")
+
+
+def flags_of(model: type[BaseModel]) -> dict[str, str]:
+    """Every flag a recipe takes (its fields' and their aliases') -> the flat field name."""
+    out = {flag(name): name for name in _fields(model)}
+    for alias, target in aliases(model).items():
+        out[alias if alias.startswith("-") else flag(alias)] = target
+    return out
 
 
 def _is_str_like(annotation: Any) -> bool:
@@ -116,16 +123,14 @@ def _fields(model: type[BaseModel]) -> dict[str, FieldInfo]:
 def parse_overrides(model: type[BaseModel], args: list[str], recipe: str) -> dict[str, Any]:
     """Parse the recipe's flags from `args` into config overrides (flat names, dotted keys nested)."""
     fields = _fields(model)
-    flags = {flag(name): name for name in fields}
+    flags = flags_of(model)
     out: dict[str, Any] = {}
     i = 0
     while i < len(args):
         word = args[i]
         if word.startswith("-"):
             name_part, eq, inline = word.partition("=")
-            if name_part in ALIASES and ALIASES[name_part] in fields:
-                field = ALIASES[name_part]
-            elif (
+            if (
                 name_part.startswith("--no-")
                 and flags.get("--" + name_part[5:])
                 and _is_bool(fields[flags["--" + name_part[5:]]].annotation)
@@ -156,6 +161,7 @@ def parse_overrides(model: type[BaseModel], args: list[str], recipe: str) -> dic
             out[field] = coerce(annotation, raw)
         elif "=" in word:
             key, _, raw = word.partition("=")
+            key = aliases(model).get(key, key) if not key.startswith("-") else key
             if key in fields:
                 out[key] = coerce(fields[key].annotation, raw)
             else:
@@ -187,7 +193,7 @@ def load_config_file(path: Path, model: type[BaseModel], recipe: str) -> dict[st
         raise ConfigError(f"config file {path}: {e}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path}: expected a table of fields")
-    known = [*model.model_fields, *_fields(model)]
+    known = [*model.model_fields, *_fields(model), *aliases(model)]
     for key in data:
         if key.split(".")[0] not in known:
             raise ConfigError(
@@ -214,6 +220,12 @@ class Option:
     default: Any  # the recipe's own default (its `defaults` applied)
     presets: dict[str, Any]  # preset name -> value, for the presets that set it
     description: str
+    flags: tuple[str, ...] = ()  # its flag, then its aliases' flags
+
+    @property
+    def type_name(self) -> str:
+        text = getattr(self.annotation, "__name__", None) or str(self.annotation)
+        return text.replace("typing.", "").replace("NoneType", "None")
 
 
 def recipe_options(recipe: Recipe[Any]) -> list[Option]:
@@ -224,6 +236,9 @@ def recipe_options(recipe: Recipe[Any]) -> list[Option]:
         p: {flat_name(model, k): v for k, v in values.items()}
         for p, values in recipe.presets.items()
     }
+    flags: dict[str, list[str]] = {}
+    for word, name in flags_of(model).items():
+        flags.setdefault(name, []).append(word)
     return [
         Option(
             name,
@@ -231,6 +246,7 @@ def recipe_options(recipe: Recipe[Any]) -> list[Option]:
             defaults.get(name, info.get_default(call_default_factory=True)),
             {p: values[name] for p, values in presets.items() if name in values},
             info.description or "",
+            tuple(flags[name]),
         )
         for name, info in _fields(model).items()
     ]

@@ -23,12 +23,30 @@ REMOVED = {
     "on_policy_distillation": {"eval_every"},
     "rl_loop": {"eval_every"},
 }
-# Fields a recipe gained: rl_loop now starts from load_checkpoint_path as sl_loop does.
-ADDED = {"rl_loop": {"load_checkpoint_path"}}
+# Fields a recipe gained: rl_loop now starts from load_checkpoint_path as sl_loop does; every
+# epoch-trained recipe takes n_train_samples (the seed system's) and its train split.
+EPOCH_FIELDS = {"n_train_samples", "dataset_split"}
+ADDED = {
+    "rl_loop": {"load_checkpoint_path"},
+    **{name: EPOCH_FIELDS for name in ("chat_sl", "sl_basic", "sl_loop", "prompt_distillation")},
+    "dpo": {"n_train_samples"},  # dpo had dataset_split already
+}
 # Fields every recipe gained since the recording (the trackers beside W&B).
 ADDED_EVERYWHERE = {"trackio_project", "neptune_project"}
-# Unused by distill_composite (its batch is math_ + chat_groups_per_batch); its default moved.
-CHANGED = {("distill_composite", "groups_per_batch")}
+# Fields that became aliases (config.ALIASES): the flag still parses, to its new meaning. code_rl's
+# num_rollouts set group_size; it is the seed system's rollout iterations, num_batches.
+NOW_ALIASES = {"code_rl": {"num_rollouts"}}
+# Defaults changed on purpose: distill_composite's groups_per_batch (unused; its batch is math_ +
+# chat_groups_per_batch); a held-out set follows the training set (test_dataset auto); code_rl
+# takes the seed system's PPO settings (4 epochs, GAE 0.99 / 0.95).
+CHANGED = {
+    ("distill_composite", "groups_per_batch"),
+    ("sl_basic", "test_dataset"),
+    ("chat_sl", "test_dataset"),
+    ("code_rl", "ppo_epochs"),
+    ("code_rl", "gamma"),
+    ("code_rl", "gae_lambda"),
+}
 
 
 def _json(value: Any) -> Any:
@@ -40,9 +58,10 @@ def test_every_flag_of_before_still_parses(name: str) -> None:
     model = get_recipe(name).Config
     flags = {flag(f) for f in flat_fields(model)}
     before = set(BEFORE[name]["flags"])
-    removed = {flag(f) for f in REMOVED.get(name, set())}
+    removed = {flag(f) for f in REMOVED.get(name, set()) | NOW_ALIASES.get(name, set())}
     added = {flag(f) for f in ADDED.get(name, set()) | ADDED_EVERYWHERE}
     assert flags == (before - removed) | added
+    removed -= {flag(f) for f in NOW_ALIASES.get(name, set())}
     for f in sorted(before - removed):  # the parser knows each flag (values are checked later)
         assert parse_overrides(model, [f"{f}=1"], name)
 
@@ -53,7 +72,8 @@ def test_defaults_and_presets_are_unchanged(name: str) -> None:
     for key, before in BEFORE[name]["values"].items():
         now = _json(flat_values(build_config(rec, {}, None if key == "default" else key)))
         for field in set(before) | set(now):
-            if field in REMOVED.get(name, set()) | ADDED.get(name, set()) | ADDED_EVERYWHERE:
+            skip = REMOVED.get(name, set()) | ADDED.get(name, set()) | NOW_ALIASES.get(name, set())
+            if field in skip | ADDED_EVERYWHERE:
                 continue
             if (name, field) not in CHANGED:
                 assert now[field] == before[field], (name, key, field)

@@ -82,7 +82,9 @@ def sum_data(tmp_path):
 
 def run_fake(overrides: dict[str, Any], backend: FakeBackend | None = None, **kw: Any):
     backend = backend or FakeBackend()
-    base = {"model_name": "kitchen/tiny-llama", "no_register": True, "humaneval_limit": 0}
+    # one optimizer pass per batch (the recipe's default is the seed system's 4), so calls count 1:1
+    base = {"model_name": "kitchen/tiny-llama", "no_register": True, "humaneval_limit": 0,
+            "ppo_epochs": 1}  # fmt: skip
     result = run("code_rl", {**base, **overrides}, backend=backend, **kw)
     assert backend.unawaited == 0
     return result, backend
@@ -91,7 +93,8 @@ def run_fake(overrides: dict[str, Any], backend: FakeBackend | None = None, **kw
 def gae_run(monkeypatch, sum_data, **knobs):
     recorder = Recorder(monkeypatch)
     overrides = {"dataset": sum_data, "num_batches": 1, "group_size": 2, "groups_per_batch": 1,
-                 "max_tokens": 512, "advantage_estimator": "gae", **knobs}  # fmt: skip
+                 "max_tokens": 512, "advantage_estimator": "gae", "gamma": 1.0, "gae_lambda": 1.0,
+                 **knobs}  # fmt: skip
     result, _ = run_fake(overrides, FakeBackend(responder=tool_then_answer_responder()))
     assert result.metrics[0]["env/all/turns_per_episode"] == 1.5  # one 2-turn, one 1-turn episode
     return recorder.advantages()
@@ -131,11 +134,12 @@ def test_ppo_epochs_repeat_the_update_on_the_same_rollouts(monkeypatch):
     assert step0[0] != recorder.calls[3][2]
 
 
-def test_num_rollouts_is_the_group_size(monkeypatch):
+def test_num_rollouts_is_the_number_of_iterations_never_the_group_size(monkeypatch):
     cfg = CodeRLConfig(num_rollouts=3)
-    assert cfg.group_size == 3
-    result, backend = run_fake({"num_batches": 1, "num_rollouts": 3, "groups_per_batch": 2})
-    assert len(backend.sample_policy_versions) == 6  # 2 problems x 3 rollouts, single-turn
+    assert (cfg.num_batches, cfg.group_size) == (3, 4)
+    result, backend = run_fake({"num_rollouts": 2, "group_size": 3, "groups_per_batch": 2})
+    assert len(backend.sample_policy_versions) == 12  # 2 iterations x 2 problems x 3 rollouts
+    assert result.state.step == 2
     assert [len(g.trajectories_G) for g in result.state.trajectory_groups] == [3, 3]
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from cookbook.datasets.preference import helpsteer3_row, hh_rlhf_row, preference_row
+from cookbook.recipes.dataset_splits import resolve_dataset
 from cookbook.recipes.dpo import DPO
-from cookbook.recipes.preference_data import resolve_preference_dataset
 from kitchen.app.cli import app
 from kitchen.app.launch import build_config, get_recipe
 from kitchen.engine.validate import walk
@@ -19,19 +19,19 @@ runner = CliRunner()
 
 
 def test_dataset_names_resolve_to_source_converter_and_held_out_split() -> None:
-    hhh = resolve_preference_dataset("hhh")
+    hhh = resolve_dataset("hhh", "comparison")
     assert (hhh.source, hhh.split, hhh.test_source, hhh.test_split) == (
         "Anthropic/hh-rlhf", "train", "Anthropic/hh-rlhf", "test",
     )  # fmt: skip
     assert hhh.convert is hh_rlhf_row
-    helpsteer = resolve_preference_dataset("helpsteer3")
+    helpsteer = resolve_dataset("helpsteer3", "comparison")
     assert helpsteer.source == "nvidia/HelpSteer3:preference"
     assert helpsteer.test_split == "validation" and helpsteer.convert is helpsteer3_row
-    ultra = resolve_preference_dataset("ultrafeedback")
+    ultra = resolve_dataset("ultrafeedback", "comparison")
     assert (ultra.split, ultra.test_split) == ("train[1024:]", "train[:1024]")
-    bundled = resolve_preference_dataset("bundled:prefs")
+    bundled = resolve_dataset("bundled:prefs", "comparison")
     assert (bundled.test_source, bundled.test_split) == ("bundled:prefs", "test")
-    local = resolve_preference_dataset("data/my_prefs.jsonl")
+    local = resolve_dataset("data/my_prefs.jsonl", "comparison")
     assert local.test_source is None and local.convert is preference_row
 
 

@@ -17,6 +17,7 @@ from kitchen.adapters.local.batching import MicroBatch, plan_microbatches
 from kitchen.adapters.local.losses import (
     OPTIONAL_INPUTS,
     REQUIRED_INPUTS,
+    TOKEN_METRICS,
     clip_thresholds,
     loss_fn_named,
 )
@@ -116,6 +117,8 @@ def run_builtin_loss(
         )
     outputs: list[np.ndarray | None] = [None] * len(data)
     loss_sum = 0.0
+    diagnostics = TOKEN_METRICS.get(loss_fn, {})
+    sums, trained = dict.fromkeys(diagnostics, 0.0), 0.0
     for mb in batches:
         with torch.enable_grad() if backward else torch.inference_mode():
             lp = target_logprobs(model, mb.tokens, mb.targets)
@@ -126,8 +129,15 @@ def run_builtin_loss(
             if backward:
                 loss.backward()
         loss_sum += float(loss.detach())
+        if diagnostics:
+            with torch.no_grad():
+                on = mask * (mb.inputs["logprobs"] != 0)  # sampled tokens: prompt q is 0
+                trained += float(on.sum())
+                for key, metric in diagnostics.items():
+                    sums[key] += float((metric(lp.detach(), mb.inputs, config) * on).sum())
         _collect(outputs, mb, lp)
-    return _output(outputs, {"loss:sum": loss_sum})
+    means = {f"{k}:mean": v / trained for k, v in sums.items()} if trained else {}
+    return _output(outputs, {"loss:sum": loss_sum, **means})
 
 
 def run_custom_loss(

@@ -92,6 +92,21 @@ def torch_clamp(x: Tensor, low: Any, high: Any) -> Tensor:
     return torch.minimum(torch.maximum(x, low_t), high_t)
 
 
+def clipped(lp: Tensor, inputs: Mapping[str, Tensor], config: Mapping[str, float]) -> Tensor:
+    """1.0 where the ratio p/q lies outside [low, high] (the clip is active), else 0.0."""
+    ratio = (lp - inputs["logprobs"]).exp()
+    low, high = clip_thresholds(inputs, config)
+    return ((ratio < low) | (ratio > high)).float()
+
+
+# Diagnostics of the clipped losses, reported beside loss:sum as `NAME:mean` over the sampled
+# tokens (a nonzero sampler logprob q; prompt positions carry q = 0, not a logprob).
+TOKEN_METRICS: dict[str, dict[str, LossFn]] = {
+    "ppo": {"clip_fraction": clipped, "policy_loss": ppo},
+    "cispo": {"clip_fraction": clipped, "policy_loss": cispo},
+}
+
+
 def _minimum(a: Tensor, b: Tensor) -> Tensor:
     import torch
 

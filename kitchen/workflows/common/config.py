@@ -16,7 +16,27 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.fields import FieldInfo
 
-LRSchedule = Literal["constant", "linear", "cosine"]
+LRSchedule = Literal["constant", "linear", "cosine", "warmup_linear", "warmup_cosine"]
+# warmup_linear / warmup_cosine (the seed system's names) are linear / cosine after this many
+# warmup steps, unless warmup_steps says how many.
+DEFAULT_WARMUP_STEPS = 10
+
+# Other names of today's fields, one table for flags, key=value, config files and Python keys: the
+# seed system's (crucible_kitchen / tinkex_cookbook) names and the short flags. A key starting with
+# "-" is a short flag only; any other works everywhere a field name does. An alias applies to the
+# recipes whose Config has its field.
+ALIASES: dict[str, str] = {
+    "-m": "model_name",
+    "model": "model_name",
+    "-d": "dataset",
+    "-e": "num_epochs",
+    "epochs": "num_epochs",
+    "-b": "batch_size",
+    "-l": "learning_rate",
+    "-r": "lora_rank",
+    "reference_model": "reference_model_name",
+    "num_rollouts": "num_batches",
+}
 
 
 class Section(BaseModel):
@@ -30,8 +50,24 @@ class Section(BaseModel):
 class OptimizerConfig(Section):
     learning_rate: float = Field(1e-4, gt=0, description="Adam learning rate")
     schedule: LRSchedule = Field(
-        "linear", alias="lr_schedule", description="LR schedule over the run"
+        "linear",
+        alias="lr_schedule",
+        description="LR schedule over the run; warmup_linear / warmup_cosine: linear / cosine "
+        f"after warmup_steps (default {DEFAULT_WARMUP_STEPS}) of linear warmup",
     )
+
+    @model_validator(mode="after")
+    def _split_warmup(self) -> OptimizerConfig:
+        """warmup_X is X with warmup steps: stored as such, so config.json says what runs."""
+        if not self.schedule.startswith("warmup_"):
+            return self
+        if "warmup_steps" not in type(self).model_fields:
+            raise ValueError(f"lr_schedule {self.schedule}: this recipe has no LR warmup")
+        warmup = getattr(self, "warmup_steps", 0) or DEFAULT_WARMUP_STEPS
+        # object.__setattr__: validate_assignment would run this validator again mid-update
+        object.__setattr__(self, "schedule", self.schedule.removeprefix("warmup_"))
+        object.__setattr__(self, "warmup_steps", warmup)
+        return self
 
 
 class AdamConfig(OptimizerConfig):
@@ -173,7 +209,17 @@ def _paths(model: type[BaseModel]) -> dict[str, str]:
         paths[flat] = paths[dotted] = dotted
         if "." in dotted:
             paths[f"{dotted.split('.')[0]}.{flat}"] = dotted
+    for alias, target in aliases(model).items():
+        if not alias.startswith("-"):
+            paths[alias] = paths[target]
     return paths
+
+
+@cache
+def aliases(model: type[BaseModel]) -> dict[str, str]:
+    """The ALIASES (short flags too) that apply to `model`: alias -> flat field name."""
+    fields = flat_fields(model) if issubclass(model, TrainConfig) else {}
+    return {a: t for a, t in ALIASES.items() if t in fields and a not in fields}
 
 
 def flat_name(model: type[BaseModel], dotted: str) -> str:
@@ -234,10 +280,16 @@ class EpochTrainConfig(TrainConfig):
         "bundled:chat",
         description="Training rows: bundled:NAME | a local JSONL/parquet | a hub name",
     )
+    dataset_split: str = Field("train", description='Split of dataset to train on ("train[1024:]")')
     test_dataset: str | None = Field(
-        None, description="Held-out rows, named as dataset (None = no evaluation)"
+        None,
+        description="Held-out rows, named as dataset; auto: the dataset's own test split (see "
+        "the recipe); None: no evaluation",
     )
     test_split: str = Field("test", description="Split of test_dataset to evaluate on")
+    n_train_samples: int | None = Field(
+        None, gt=0, description="Train on at most this many rows of dataset (None = all)"
+    )
     max_length: int | None = Field(
         1024, gt=0, description="Longest example in tokens (longer ones are cut, see the recipe)"
     )

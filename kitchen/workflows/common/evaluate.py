@@ -10,6 +10,26 @@ from typing import Any
 from kitchen.engine.stage import Context, Metrics
 from train_core.evaluation.evaluator import Evaluator
 
+# The seed system's eval_results keys: a held-out metric also under its bare name (test/nll -> nll;
+# DPO's pairwise accuracy is its accuracy).
+SEED_KEYS = {
+    "accuracy": "accuracy",
+    "pairwise_accuracy": "accuracy",
+    "f1": "f1",
+    "precision": "precision",
+    "recall": "recall",
+    "nll": "nll",
+}
+
+
+def seed_keys(metrics: dict[str, float]) -> dict[str, float]:
+    out = {}
+    for key, value in metrics.items():
+        prefix, _, leaf = key.rpartition("/")
+        if prefix == "test" and leaf in SEED_KEYS:
+            out[SEED_KEYS[leaf]] = value
+    return out
+
 
 @dataclass(frozen=True, kw_only=True)
 class Evaluate:
@@ -63,7 +83,7 @@ class Evaluate:
         if not metrics:
             return None
         if self.report:
-            state.eval_results = {**state.eval_results, **metrics}
+            state.eval_results = {**state.eval_results, **metrics, **seed_keys(metrics)}
             return {"step": state.step, **metrics}
         if self.into is None:
             return metrics

@@ -113,18 +113,25 @@ class SubmitTrainStep:
 
 @dataclass(frozen=True, kw_only=True)
 class LogTrainStep:
-    """Metrics of the step just awaited, with tinker-cookbook's keys, reported under its own step."""
+    """Metrics of the step just awaited, with tinker-cookbook's keys, reported under its own step.
+    With `into`, the `summary` metrics (result name -> metric key) of the last step are also kept
+    in that state field (DPO's `dpo_metrics`, the seed system's result)."""
 
+    into: str | None = None
+    summary: tuple[tuple[str, str], ...] = ()
     name: str = "log_train_step"
     reads: frozenset[str] = frozenset({"step_result", "tokenizer", "total_steps"})
-    writes: frozenset[str] = frozenset()
+
+    @property
+    def writes(self) -> frozenset[str]:
+        return frozenset({self.into} if self.into else ())
 
     def __call__(self, ctx: Context[Any]) -> Metrics | None:
         done: SubmittedStep | None = ctx.state.step_result
         if done is None or done.fb is None:
             return None
         steps_done = done.step + (1 if done.loss.progress_after_step else 0)
-        return {
+        metrics = {
             "step": done.step,
             "epoch": done.epoch,
             "progress": steps_done / max(ctx.state.total_steps or 1, 1),
@@ -133,3 +140,7 @@ class LogTrainStep:
             **((done.optim.metrics or {}) if done.optim else {}),
             **done.eval_metrics,
         }
+        if self.into:
+            kept = {name: float(metrics[key]) for name, key in self.summary if key in metrics}
+            setattr(ctx.state, self.into, kept)
+        return metrics

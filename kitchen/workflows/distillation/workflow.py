@@ -85,7 +85,13 @@ def teacher_data(
     `conversations` / `test_conversations` the supervised section tokenizes."""
     loads = [
         LoadDataset(
-            cfg.dataset, "prompts", convert=convert, limit=cfg.max_prompts, fingerprint=True
+            cfg.dataset,
+            "prompts",
+            split=cfg.dataset_split,
+            convert=convert,
+            # both cap the training prompts: the smaller one set wins
+            limit=min((n for n in (cfg.max_prompts, cfg.n_train_samples) if n), default=None),
+            fingerprint=True,
         )
     ]
     labels = [

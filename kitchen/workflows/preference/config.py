@@ -15,7 +15,6 @@ class PreferenceConfig(EpochTrainConfig):
         "test_dataset": "bundled:prefs",
     }
 
-    dataset_split: str = Field("train", description='Split of dataset to train on ("train[1024:]")')
     test_size: int | None = Field(
         1024, gt=0, description="Evaluate on at most this many held-out comparisons"
     )

@@ -37,6 +37,10 @@ class PreferenceState(TrainState):
     reference_logprobs: list[Any] | None = Field(
         None, description="The reference's per-target logprobs of `batch`, datum by datum"
     )
+    dpo_metrics: dict[str, float] = Field(
+        default_factory=dict,
+        description="The last step's loss, accuracy, margin, chosen_reward, rejected_reward",
+    )
     eval_metrics: dict[str, float] = Field(
         default_factory=dict, description="Pre-step evaluation of the current step"
     )

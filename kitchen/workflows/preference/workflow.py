@@ -28,6 +28,16 @@ from train_core.preference.evaluator import PreferenceEvaluator
 PAIR = 2  # a batch's unit: an interleaved (chosen, rejected) datum pair
 
 
+# The seed system's dpo_metrics: the last step's DPO loss and reward statistics.
+DPO_SUMMARY = (
+    ("loss", "dpo_loss"),
+    ("accuracy", "accuracy"),
+    ("margin", "margin"),
+    ("chosen_reward", "chosen_reward"),
+    ("rejected_reward", "rejected_reward"),
+)
+
+
 def _clients(cfg: PreferenceConfig, start: StartPoint) -> list[Node]:
     """The policy's training client and the frozen reference: the policy's starting weights
     unless another model is named."""
@@ -53,7 +63,7 @@ def _data(
     """Comparisons, train and (when a test dataset is named) held-out."""
     return [
         LoadDataset(cfg.dataset, "comparisons", split=cfg.dataset_split, convert=convert,
-                    fingerprint=True),
+                    limit=cfg.n_train_samples, fingerprint=True),
         *optional(bool(cfg.test_dataset),
                   LoadDataset(cfg.test_dataset or "", "test_comparisons", split=cfg.test_split,
                               convert=test_convert, limit=cfg.test_size, fingerprint=True,
@@ -101,7 +111,10 @@ def preference_sections(
         cfg.optimizer.grad_clip_norm,
     )
     evaluator = PreferenceEvaluator(beta=cfg.dpo_beta)
-    log: list[Node] = [LogTrainStep(), WritePairs(beta=cfg.dpo_beta)]
+    log: list[Node] = [
+        LogTrainStep(into="dpo_metrics", summary=DPO_SUMMARY),
+        WritePairs(beta=cfg.dpo_beta),
+    ]
     drain: list[Node] = [Await("step_queue", into="step_result"), *log]
     train: list[Node] = [
         *_pairs(cfg),

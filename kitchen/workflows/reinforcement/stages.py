@@ -155,9 +155,10 @@ class LogRLStep:
             "training_logprobs",
             "n_batches",
             "batch_idx",
+            "ppo_metrics",
         }
     )
-    writes: frozenset[str] = frozenset()
+    writes: frozenset[str] = frozenset({"rollout_metrics", "ppo_metrics"})
 
     def __call__(self, ctx: Context[Any]) -> Metrics | None:
         from train_core.rl import compute_kl_sample_train, compute_trajectory_metrics
@@ -176,4 +177,12 @@ class LogRLStep:
             metrics.update(compute_kl_sample_train(state.train_data, state.training_logprobs))
         except ValueError as e:  # no action tokens at all (every turn masked): nothing to compare
             ctx.logger.warning("skipping kl_sample_train: %s", e)
+        rewards = [r for g in state.trajectory_groups for r in g.get_total_rewards()]
+        state.rollout_metrics = {
+            "reward_mean": float(np.mean(rewards)),
+            "reward_std": float(np.std(rewards)),
+            "num_trajectories": float(len(rewards)),
+        }
+        if "optim/entropy" in metrics:
+            state.ppo_metrics = {**state.ppo_metrics, "entropy": float(metrics["optim/entropy"])}
         return metrics

@@ -41,6 +41,15 @@ class RLState(TrainState):
     training_logprobs: list[Any] | None = Field(
         None, description="Per datum: the learner's logprobs of its targets, from forward_backward"
     )
+    rollout_metrics: dict[str, float] = Field(
+        default_factory=dict,
+        description="The last step's rollouts: reward_mean, reward_std, num_trajectories",
+    )
+    ppo_metrics: dict[str, float] = Field(
+        default_factory=dict,
+        description="The last step's policy_loss and entropy, and clip_fraction where the backend "
+        "reports it (ppo, cispo)",
+    )
     # Async mode: the pool of in-flight rollouts. A plain (not Handle) field with a default so the
     # finally_ stage that shuts it down may read it on every path, also when setup failed.
     rollout_pool: Any = Field(

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import numpy as np
 from tinker import types
 
 from kitchen.engine.stage import Context, Metrics
@@ -78,6 +79,24 @@ class ApplyKLPenalty:
         return metrics
 
 
+def pass_summary(
+    metrics_S: list[dict[str, float]], loss_sum: float, data_D: list[Any]
+) -> dict[str, float]:
+    """The seed system's ppo_metrics of one pass: policy_loss per sampled token, and the
+    engine's clip_fraction (ppo, cispo) where it reports one; substeps weigh equally."""
+    out: dict[str, float] = {}
+    for key in ("policy_loss", "clip_fraction"):
+        values = [m[f"{key}:mean"] for m in metrics_S if f"{key}:mean" in m]
+        if values:
+            out[key] = float(np.mean(values))
+    if "policy_loss" not in out:  # backends without per-token diagnostics: loss:sum per token
+        trained = sum(
+            int(np.count_nonzero(d.loss_fn_inputs["logprobs"].to_numpy())) for d in data_D
+        )
+        out["policy_loss"] = loss_sum / max(trained, 1)
+    return out
+
+
 @dataclass(frozen=True, kw_only=True)
 class TrainStep:
     """forward_backward with the RL loss, then optim_step, on each of `num_substeps` contiguous
@@ -95,7 +114,7 @@ class TrainStep:
     adam: AdamSettings = field(default_factory=AdamSettings)
     name: str = "train_step"
     reads: frozenset[str] = frozenset({"training_client", "train_data", "n_batches"})
-    writes: frozenset[str] = frozenset({"training_logprobs"})
+    writes: frozenset[str] = frozenset({"training_logprobs", "ppo_metrics"})
 
     async def __call__(self, ctx: Context[Any]) -> Metrics | None:
         from train_core.rl import remove_mask
@@ -120,13 +139,17 @@ class TrainStep:
         logprobs_D: list[Any] = []
         losses = [0.0] * self.ppo_epochs
         optim_metrics: dict[str, float] = {}
+        last_pass: list[dict[str, float]] = []  # engine metrics of the last pass, per substep
         for epoch, fb, optim in submitted:
             output = await fb
             losses[epoch] += float((output.metrics or {}).get("loss:sum", 0.0))
             if epoch == 0:
                 logprobs_D.extend(training_logprobs_from_output(output))
+            if epoch == self.ppo_epochs - 1:
+                last_pass.append(dict(output.metrics or {}))
             optim_metrics = dict((await optim).metrics or {})
         state.training_logprobs = logprobs_D
+        state.ppo_metrics = pass_summary(last_pass, losses[-1], state.train_data)
         metrics: Metrics = {
             "optim/lr": lr,
             "learning_rate": lr,

@@ -35,7 +35,8 @@ def _client(cfg: SupervisedConfig, start: StartPoint) -> list[Node]:
 def _data(cfg: SupervisedConfig, convert: RowConverter | None) -> list[Node]:
     """Conversations (train, and held-out when a test dataset is named)."""
     return [
-        LoadDataset(cfg.dataset, "conversations", convert=convert, fingerprint=True),
+        LoadDataset(cfg.dataset, "conversations", split=cfg.dataset_split, convert=convert,
+                    limit=cfg.n_train_samples, fingerprint=True),
         *optional(bool(cfg.test_dataset),
                   LoadDataset(cfg.test_dataset or "", "test_conversations", split=cfg.test_split,
                               convert=convert, fingerprint=True)),
