@@ -262,6 +262,7 @@ def _mount_optional() -> None:
         ("kitchen.app.cli_sandbox", "sandbox"),
         ("kitchen.app.cli_models", "models"),
         ("kitchen.app.cli_serve", "serve"),
+        ("kitchen.app.cli_export", "export"),
         ("kitchen.app.report.cli", "report"),
         ("kitchen.app.play", "play"),
     ):
