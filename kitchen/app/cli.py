@@ -263,6 +263,7 @@ def _mount_optional() -> None:
         ("kitchen.app.cli_models", "models"),
         ("kitchen.app.cli_serve", "serve"),
         ("kitchen.app.cli_export", "export"),
+        ("kitchen.app.cli_eval", "eval"),
         ("kitchen.app.report.cli", "report"),
         ("kitchen.app.play", "play"),
     ):
