@@ -30,6 +30,10 @@ $(STAMP): $(BIN)/python pyproject.toml | system-deps
 	$(BIN)/pip install --no-deps trackio==0.43.0 gradio_client neptune-scale==0.30.0 \
 	  neptune-api==0.24.0 attrs PyJWT more-itertools filetype azure-storage-blob azure-core isodate \
 	  cryptography cffi pycparser aiofiles backoff
+	# The eval extra for tests/openai_serve, without lm-eval's metric stack (scikit-learn, evaluate,
+	# rouge): what its API models and the shipped tasks import.
+	$(BIN)/pip install openai sacrebleu sqlitedict pytablewriter word2number aiohttp tenacity
+	$(BIN)/pip install --no-deps 'lm-eval==0.4.13'
 	touch $(STAMP)
 
 install: $(STAMP)

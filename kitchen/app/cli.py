@@ -343,6 +343,8 @@ def _mount_optional() -> None:
         ("kitchen.app.cli_sandbox", "sandbox"),
         ("kitchen.app.cli_models", "models"),
         ("kitchen.app.cli_serve", "serve"),
+        ("kitchen.app.cli_export", "export"),
+        ("kitchen.app.cli_eval", "eval"),
         ("kitchen.app.report.cli", "report"),
         ("kitchen.app.play", "play"),
     ):

@@ -31,6 +31,7 @@ from kitchen.serve.hot_routes import (
     server_error_response,
     user_error_response,
 )
+from kitchen.serve.openai import add_openai_routes
 from kitchen.serve.requests import idle_gaps
 from kitchen.serve.service import KitchenService
 
@@ -68,6 +69,7 @@ def create_app(service: KitchenService) -> ASGIApp:
     _session_routes(app, service)
     _training_routes(app, service)
     _sampling_routes(app, service)
+    add_openai_routes(app, service)
     outer: ASGIApp = HotRoutes(app, hot_handlers(service))
     if service.settings.require_key:
         outer = RequireKey(outer, service.settings.api_key)

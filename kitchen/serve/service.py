@@ -300,6 +300,10 @@ class KitchenService:
         )
         return types.CreateSamplingSessionResponse(sampling_session_id=sampler_id)
 
+    def open_sampler(self, model_path: str | None, base_model: str | None) -> SamplerEntry:
+        """A sampler on a checkpoint path (tinker:// or a local folder) or a base model."""
+        return self._open_sampler(model_path, base_model)
+
     def _open_sampler(self, model_path: str | None, base_model: str | None) -> SamplerEntry:
         if model_path:
             folder, shown = paths.resolve_checkpoint(model_path, self.checkpoint_root)

@@ -51,6 +51,9 @@ class SampleJob:
     max_new: int
     prompt_logprobs: bool = False
     topk_prompt_logprobs: int = 0
+    # Called on the decode thread as each token is chosen: (sample index, token, logprob).
+    # Streaming servers forward it; it must be quick and never raise.
+    on_token: Callable[[int, int, float], None] | None = None
     future: Future[tuple[list[Generated], PromptScores]] = field(default_factory=Future)
     results: list[Generated] = field(default_factory=list)
     scores: PromptScores = field(default_factory=PromptScores)
@@ -186,6 +189,8 @@ class DecodeScheduler:
             result = job.results[row.sample]
             result.tokens.append(token)
             result.logprobs.append(logprob)
+            if job.on_token is not None:
+                job.on_token(row.sample, token, logprob)
             if job.rule.stops(result.tokens, job.tokenizer):
                 result.stop_reason = "stop"
             elif len(result.tokens) < job.max_new:

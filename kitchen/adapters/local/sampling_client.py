@@ -53,7 +53,9 @@ class LocalSamplingClient:
         sampling_params: types.SamplingParams,
         include_prompt_logprobs: bool = False,
         topk_prompt_logprobs: int = 0,
+        on_token: Callable[[int, int, float], None] | None = None,
     ) -> APIFuture[types.SampleResponse]:
+        """As the SDK's sample; `on_token(sample, token, logprob)` sees each token as it is chosen."""
         with self._seed_lock:  # drawn at submission, so the seed follows submission order
             seed = (
                 sampling_params.seed
@@ -68,6 +70,7 @@ class LocalSamplingClient:
             return APIFuture(failed)
         job.prompt_logprobs = include_prompt_logprobs
         job.topk_prompt_logprobs = topk_prompt_logprobs
+        job.on_token = on_token
         done = self._scheduler.submit_sample(job)
         return APIFuture(_then(done, self._response))
 
@@ -108,7 +111,7 @@ class LocalSamplingClient:
             prompt=tokens,
             num_samples=num_samples,
             params=params,
-            rule=StopRule.from_params(params, self._eos_ids()),
+            rule=StopRule.from_params(params, self.eos_ids()),
             tokenizer=self.host.tokenizer,
             generator=torch.Generator(device=self.host.device).manual_seed(seed),
             max_new=budget if params.max_tokens is None else min(params.max_tokens, budget),
@@ -151,7 +154,8 @@ class LocalSamplingClient:
             scored = [None if i < keep_from else x for i, x in enumerate(scored)]
         return scored
 
-    def _eos_ids(self) -> set[int]:
+    def eos_ids(self) -> set[int]:
+        """The tokens that end a sample when `SamplingParams.stop` is None."""
         ids: set[int] = set()
         configured = getattr(self.host.base.generation_config, "eos_token_id", None)
         for value in (self.host.tokenizer.eos_token_id, configured):

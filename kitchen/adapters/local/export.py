@@ -1,0 +1,125 @@
+"""Export a checkpoint as Hugging Face folders that plain `transformers` (and PEFT) load.
+
+    adapter form (LoRA only)   adapter_model.safetensors + adapter_config.json (PEFT's format),
+                               plus the tokenizer and its chat template
+    merged form                a complete model folder: config.json, model.safetensors,
+                               generation config, tokenizer and chat template
+
+Sources: a folder the local engine wrote (save_state or save_weights_for_sampler), or a PEFT
+adapter folder (e.g. one `tinker checkpoint download` fetched), whose base model is named in its
+adapter_config.json. The merged model gives the engine's logprobs (fp32: < 1e-4; tested).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kitchen.adapters.local import checkpoints as ckpt
+from kitchen.adapters.local.resolve import resolve_model
+from kitchen.engine.errors import BackendError, ConfigError
+
+DTYPES = ("float32", "bfloat16", "float16")
+
+
+@dataclass(frozen=True)
+class Source:
+    """What a checkpoint folder holds: its base model, and LoRA weights or a full model."""
+
+    folder: Path
+    base_model: str
+    lora: bool
+    kind: str  # "state" | "sampler" | "peft"
+
+
+def inspect_checkpoint(path: str) -> Source:
+    folder = Path(path.removeprefix("local://")).expanduser()
+    if (folder / ckpt.META_FILE).is_file():
+        meta = ckpt.read_meta(folder)
+        return Source(folder, meta.base_model, meta.lora is not None, meta.kind)
+    config = folder / "adapter_config.json"
+    if config.is_file():
+        base = json.loads(config.read_text()).get("base_model_name_or_path")
+        if not base:
+            raise ConfigError(f"{config} names no base_model_name_or_path")
+        return Source(folder, base, True, "peft")
+    raise ConfigError(
+        f"checkpoint {folder}: expected a folder written by the local engine "
+        f"({ckpt.META_FILE}) or a PEFT adapter folder (adapter_config.json)"
+    )
+
+
+def export_checkpoint(path: str, out: Path, merge: bool, dtype: str = "float32") -> Source:
+    """Write `path` as a Hugging Face folder at `out` (merged, or the adapter form)."""
+    if dtype not in DTYPES:
+        raise ConfigError(f"--dtype {dtype!r}: expected one of {', '.join(DTYPES)}")
+    source = inspect_checkpoint(path)
+    if not merge and not source.lora:
+        raise ConfigError(
+            f"checkpoint {source.folder} holds full weights, not a LoRA adapter; pass --merge"
+        )
+    base_path = resolve_model(source.base_model)
+    if merge:
+        ckpt.write_folder(out, lambda tmp: _write_merged(source, base_path, tmp, dtype))
+    else:
+        ckpt.write_folder(out, lambda tmp: _write_adapter(source, base_path, tmp))
+    return source
+
+
+def _write_adapter(source: Source, base_path: Path, tmp: Path) -> None:
+    shutil.copy2(source.folder / ckpt.ADAPTER_WEIGHTS, tmp / ckpt.ADAPTER_WEIGHTS)
+    config = json.loads((source.folder / "adapter_config.json").read_text())
+    config["base_model_name_or_path"] = str(base_path)  # where PEFT finds the base offline
+    (tmp / "adapter_config.json").write_text(json.dumps(config, indent=2) + "\n")
+    _tokenizer(base_path).save_pretrained(tmp)
+
+
+def _write_merged(source: Source, base_path: Path, tmp: Path, dtype: str) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    if source.lora:
+        model = _merged_lora(source, base_path)
+    elif source.kind == "sampler":  # already a complete model folder
+        model = AutoModelForCausalLM.from_pretrained(source.folder, dtype="float32")
+    else:  # a full fine-tuning state: the base architecture with the saved weights
+        model = AutoModelForCausalLM.from_pretrained(base_path, dtype="float32")
+        ckpt.load_full_state(source.folder, model)
+    model = model.to(getattr(torch, dtype))
+    model.config.dtype = dtype
+    model.save_pretrained(tmp)
+    _tokenizer(base_path).save_pretrained(tmp)
+
+
+def _merged_lora(source: Source, base_path: Path) -> Any:
+    """The base model with the adapter's delta added into its weights (computed in fp32)."""
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    model: Any = AutoModelForCausalLM.from_pretrained(base_path, dtype="float32")
+    targets = set(json.loads((source.folder / "adapter_config.json").read_text())["target_modules"])
+    head = model.get_output_embeddings()
+    if model.config.tie_word_embeddings and any(
+        name.split(".")[-1] in targets for name, m in model.named_modules() if m is head
+    ):
+        # The engine's LoRA on a tied lm_head changes the output projection only; merged into the
+        # shared tensor it would change the input embeddings too. Untie first.
+        head.weight = torch.nn.Parameter(model.get_input_embeddings().weight.detach().clone())
+        model.config.tie_word_embeddings = False
+    try:
+        peft_model = PeftModel.from_pretrained(model, str(source.folder))
+    except Exception as e:
+        raise BackendError(
+            f"checkpoint {source.folder}: the adapter does not fit {base_path}: {e}"
+        ) from e
+    return peft_model.merge_and_unload()
+
+
+def _tokenizer(base_path: Path) -> Any:
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(base_path)

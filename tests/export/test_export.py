@@ -1,0 +1,126 @@
+"""An exported checkpoint loads in plain transformers / PEFT and gives the engine's logprobs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from tinker import types
+
+from kitchen.engine.errors import ConfigError
+from kitchen.ports import BackendSettings
+
+TINY = "kitchen/tiny-llama"
+TEXT = "The kitchen opens before sunrise, when the ovens are still cold."
+
+
+@pytest.fixture(scope="module")
+def backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from kitchen.adapters.local import create_local_backend
+
+    log_dir = tmp_path_factory.mktemp("run")
+    engine = create_local_backend(BackendSettings(log_dir=log_dir, seed=0, dtype="float32"))
+    yield engine
+    engine.close()
+
+
+def trained_sampler_folder(backend: Any, rank: int, name: str) -> str:
+    """A few SFT steps (large LR, so the weights move), saved as sampler weights."""
+    client = backend.create_lora_training_client(TINY, rank=rank)
+    tokens = client.get_tokenizer().encode(TEXT)
+    datum = types.Datum(
+        model_input=types.ModelInput.from_ints(tokens[:-1]),
+        loss_fn_inputs={
+            "target_tokens": np.asarray(tokens[1:], dtype=np.int64),
+            "weights": np.ones(len(tokens) - 1, dtype=np.float32),
+        },
+    )
+    for _ in range(3):
+        client.forward_backward([datum], "cross_entropy").result()
+        client.optim_step(types.AdamParams(learning_rate=1e-2)).result()
+    return str(client.save_weights_for_sampler(name).result().path)
+
+
+def engine_logprobs(backend: Any, model_path: str | None, tokens: list[int]) -> np.ndarray:
+    if model_path is None:
+        sampler = backend.create_sampling_client(base_model=TINY)
+    else:
+        sampler = backend.create_sampling_client(model_path=model_path)
+    return np.asarray(sampler.compute_logprobs(types.ModelInput.from_ints(tokens)).result()[1:])
+
+
+def hf_logprobs(model: Any, tokens: list[int]) -> np.ndarray:
+    import torch
+
+    with torch.inference_mode():
+        logits = model(input_ids=torch.tensor([tokens])).logits[0].float()
+    lsm = torch.log_softmax(logits[:-1], dim=-1)
+    return lsm.gather(-1, torch.tensor(tokens[1:])[:, None]).squeeze(-1).numpy()
+
+
+@pytest.mark.parametrize("rank", [4, 0], ids=["lora", "full"])
+def test_merged_export_loads_in_transformers_with_the_engines_logprobs(
+    backend: Any, tmp_path: Path, rank: int
+) -> None:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from kitchen.adapters.local.export import export_checkpoint
+
+    folder = trained_sampler_folder(backend, rank, f"merged-{rank}")
+    export_checkpoint(folder, tmp_path / "out", merge=True)
+    model = AutoModelForCausalLM.from_pretrained(tmp_path / "out", dtype="float32")
+    tokenizer = AutoTokenizer.from_pretrained(tmp_path / "out")
+    tokens = tokenizer.encode(TEXT)
+    expected = engine_logprobs(backend, folder, tokens)
+    assert np.abs(expected - engine_logprobs(backend, None, tokens)).max() > 1e-2  # trained
+    assert np.abs(hf_logprobs(model, tokens) - expected).max() < 1e-4
+    assert tokenizer.chat_template
+
+
+def test_adapter_export_loads_with_peft(backend: Any, tmp_path: Path) -> None:
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    from kitchen.adapters.local.export import export_checkpoint
+
+    folder = trained_sampler_folder(backend, 4, "adapter")
+    export_checkpoint(folder, tmp_path / "adapter", merge=False)
+    base = AutoModelForCausalLM.from_pretrained(
+        _adapter_base(tmp_path / "adapter"), dtype="float32"
+    )
+    model = PeftModel.from_pretrained(base, tmp_path / "adapter")
+    tokens = backend.create_sampling_client(model_path=folder).get_tokenizer().encode(TEXT)
+    expected = engine_logprobs(backend, folder, tokens)
+    assert np.abs(hf_logprobs(model, tokens) - expected).max() < 1e-4
+
+
+def test_full_weights_have_no_adapter_form(backend: Any, tmp_path: Path) -> None:
+    from kitchen.adapters.local.export import export_checkpoint
+
+    folder = trained_sampler_folder(backend, 0, "full-adapter")
+    with pytest.raises(ConfigError, match="pass --merge"):
+        export_checkpoint(folder, tmp_path / "x", merge=False)
+
+
+def _adapter_base(folder: Path) -> str:
+    import json
+
+    return str(json.loads((folder / "adapter_config.json").read_text())["base_model_name_or_path"])
+
+
+def test_cli_writes_the_folder_and_explains_tinker_paths(backend: Any, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from kitchen.app.cli import app
+
+    folder = trained_sampler_folder(backend, 0, "cli")
+    runner = CliRunner()
+    done = runner.invoke(app, ["export", folder, "--out", str(tmp_path / "m"), "--merge"])
+    assert done.exit_code == 0, done.output
+    assert (tmp_path / "m" / "config.json").is_file()
+    refused = runner.invoke(app, ["export", "tinker://run/sampler_weights/x", "--out", "o"])
+    assert refused.exit_code == 2
+    assert "tinker checkpoint download" in refused.output
