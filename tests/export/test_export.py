@@ -14,6 +14,7 @@ from kitchen.engine.errors import ConfigError
 from kitchen.ports import BackendSettings
 
 TINY = "kitchen/tiny-llama"
+SMOLLM2 = "HuggingFaceTB/SmolLM2-135M-Instruct"
 TEXT = "The kitchen opens before sunrise, when the ovens are still cold."
 
 
@@ -27,9 +28,9 @@ def backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     engine.close()
 
 
-def trained_sampler_folder(backend: Any, rank: int, name: str) -> str:
+def trained_sampler_folder(backend: Any, rank: int, name: str, model: str = TINY) -> str:
     """A few SFT steps (large LR, so the weights move), saved as sampler weights."""
-    client = backend.create_lora_training_client(TINY, rank=rank)
+    client = backend.create_lora_training_client(model, rank=rank)
     tokens = client.get_tokenizer().encode(TEXT)
     datum = types.Datum(
         model_input=types.ModelInput.from_ints(tokens[:-1]),
@@ -44,9 +45,11 @@ def trained_sampler_folder(backend: Any, rank: int, name: str) -> str:
     return str(client.save_weights_for_sampler(name).result().path)
 
 
-def engine_logprobs(backend: Any, model_path: str | None, tokens: list[int]) -> np.ndarray:
+def engine_logprobs(
+    backend: Any, model_path: str | None, tokens: list[int], model: str = TINY
+) -> np.ndarray:
     if model_path is None:
-        sampler = backend.create_sampling_client(base_model=TINY)
+        sampler = backend.create_sampling_client(base_model=model)
     else:
         sampler = backend.create_sampling_client(model_path=model_path)
     return np.asarray(sampler.compute_logprobs(types.ModelInput.from_ints(tokens)).result()[1:])
@@ -78,6 +81,26 @@ def test_merged_export_loads_in_transformers_with_the_engines_logprobs(
     assert np.abs(expected - engine_logprobs(backend, None, tokens)).max() > 1e-2  # trained
     assert np.abs(hf_logprobs(model, tokens) - expected).max() < 1e-4
     assert tokenizer.chat_template
+
+
+@pytest.mark.slow
+def test_merged_smollm2_lora_loads_in_transformers_with_the_engines_logprobs(
+    backend: Any, tmp_path: Path
+) -> None:
+    """The real model: SmolLM2 ties lm_head to the embeddings, which the merge must untie."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from kitchen.adapters.local.export import export_checkpoint
+
+    folder = trained_sampler_folder(backend, 8, "smollm2", model=SMOLLM2)
+    export_checkpoint(folder, tmp_path / "out", merge=True)
+    model = AutoModelForCausalLM.from_pretrained(tmp_path / "out", dtype="float32")
+    tokenizer = AutoTokenizer.from_pretrained(tmp_path / "out")
+    tokens = tokenizer.encode(TEXT)
+    expected = engine_logprobs(backend, folder, tokens)
+    assert np.abs(expected - engine_logprobs(backend, None, tokens, model=SMOLLM2)).max() > 1e-2
+    assert np.abs(hf_logprobs(model, tokens) - expected).max() < 1e-4
+    assert "<|im_start|>" in tokenizer.chat_template
 
 
 def test_adapter_export_loads_with_peft(backend: Any, tmp_path: Path) -> None:
