@@ -18,6 +18,7 @@ from kitchen.adapters.local.lora import LoraSpec
 from kitchen.adapters.local.resolve import resolve_model
 from kitchen.adapters.local.sampling_client import LocalSamplingClient
 from kitchen.adapters.local.settings import EngineSettings, apply_num_threads, choose_num_threads
+from kitchen.adapters.local.stability import StabilityRecords
 from kitchen.adapters.local.training_client import LocalTrainingClient
 from kitchen.engine.errors import BackendError, ConfigError
 from kitchen.ports import BackendSettings
@@ -36,6 +37,8 @@ class LocalBackend:
         self._lock = threading.Lock()
         # One decode batch for every sampler: concurrent requests on the same weights decode together.
         self.decoder = DecodeScheduler()
+        # What samplers recorded for stable_reinforce, by sequence id (stability.py).
+        self.stability = StabilityRecords()
         self._clients: list[LocalTrainingClient] = []
 
     @property
@@ -125,7 +128,9 @@ class LocalBackend:
     def sampling_client_for(
         self, host: ModelHost, snapshot: LoraSnapshot | None, model_path: str | None = None
     ) -> LocalSamplingClient:
-        return LocalSamplingClient(host, snapshot, self.decoder, self.settings.seed, model_path)
+        return LocalSamplingClient(
+            host, snapshot, self.decoder, self.settings.seed, model_path, self.stability
+        )
 
     def copy_host(self, host: ModelHost) -> ModelHost:
         """A frozen copy of a (fully fine-tuned) model: the sampler snapshot of full fine-tuning."""

@@ -28,6 +28,7 @@ from kitchen.adapters.local.lora import (
 )
 from kitchen.adapters.local.optimizer import adam_step, make_optimizer
 from kitchen.adapters.local.sampling_client import LocalSamplingClient
+from kitchen.adapters.local.stability import with_sampler_logprobs
 from kitchen.engine.errors import BackendError
 from kitchen.engine.futures import APIFuture
 from kitchen.ports import CustomLossFn
@@ -173,6 +174,8 @@ class LocalTrainingClient:
         config: Mapping[str, float] | None,
         backward: bool,
     ) -> types.ForwardBackwardOutput:
+        if loss_fn == "stable_reinforce":
+            data = with_sampler_logprobs(data, self.backend.stability)
         with self.host.use(self.adapter) as model:
             return run_builtin_loss(
                 model, data, loss_fn, config, self.backend.settings.microbatch_tokens, backward
