@@ -111,6 +111,7 @@ class Registry:
         return entry
 
     def add_sampler(self, session: Session, sampler_id: str, entry: SamplerEntry) -> None:
+        entry.session_id = session.session_id
         with self._lock:
             self._samplers[sampler_id] = entry
             session.samplers.add(sampler_id)

@@ -93,11 +93,12 @@ class LocalBackend:
             raise ConfigError("create_sampling_client needs model_path or base_model")
         return self.sampling_client_for(self.shared_host(base_model), None)
 
-    def close(self) -> None:
+    def close(self, cancel: bool = False) -> None:
+        """Free every client; queued work finishes first, or (`cancel`) is dropped."""
         for client in self._clients:
-            client.close()
+            client.close(cancel_queued=cancel)
         self._clients.clear()
-        self.decoder.close()
+        self.decoder.close(cancel=cancel)
 
     # -- shared pieces, used by the clients -------------------------------------------------------
 

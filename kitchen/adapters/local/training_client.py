@@ -156,9 +156,10 @@ class LocalTrainingClient:
             model_name=name,
         )
 
-    def close(self) -> None:
-        """Finish queued work, then free the adapter (LoRA) so the shared base stays lean."""
-        self._worker.shutdown(wait=True)
+    def close(self, cancel_queued: bool = False) -> None:
+        """Finish queued work (or, `cancel_queued`, only the running call), then free the adapter
+        (LoRA) so the shared base stays lean."""
+        self._worker.shutdown(wait=True, cancel_futures=cancel_queued)
         if self.adapter is not None:
             self.host.remove_adapter(self.adapter)
 
