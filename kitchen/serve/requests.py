@@ -36,10 +36,10 @@ class RequestRecord:
 
     def cancel(self, reason: str) -> None:
         """Drop the work (cancel_future, or its session ended) and fail the record with `reason`."""
-        if self.cancel_work is not None:
-            self.cancel_work()
         with contextlib.suppress(InvalidStateError):  # unless it finished meanwhile
             self.future.set_exception(Cancelled(reason))
+        if self.cancel_work is not None:  # after: the engine's CancelledError must not win
+            self.cancel_work()
 
 
 class Cancelled(Exception):
