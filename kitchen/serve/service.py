@@ -181,7 +181,13 @@ class KitchenService:
         job: Callable[[], Any],
         blocking: bool = False,
     ) -> types.UntypedAPIFuture:
+        if seq_id and seq_id in entry.by_seq_id:  # the SDK retried: answer with the first one
+            return types.UntypedAPIFuture(
+                request_id=entry.by_seq_id[seq_id], model_id=entry.model_id
+            )
         record = self.requests.new(encoding, entry.session_id)
+        if seq_id:
+            entry.by_seq_id[seq_id] = record.request_id
         entry.lane.submit(seq_id or None, kind, job, record.future, blocking)
         return types.UntypedAPIFuture(request_id=record.request_id, model_id=entry.model_id)
 

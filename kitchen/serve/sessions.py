@@ -34,6 +34,8 @@ class ModelEntry:
     session_id: str
     client: Any  # LocalTrainingClient
     lane: ModelLane
+    # seq_id -> request id: an SDK retry of a request (its response was lost) gets the same one.
+    by_seq_id: dict[int, str] = field(default_factory=dict)
 
 
 class Registry:
