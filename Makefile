@@ -34,6 +34,8 @@ $(STAMP): $(BIN)/python pyproject.toml | system-deps
 	# rouge): what its API models and the shipped tasks import.
 	$(BIN)/pip install openai sacrebleu sqlitedict pytablewriter word2number aiohttp tenacity
 	$(BIN)/pip install --no-deps 'lm-eval==0.4.13'
+	# tinker-cookbook itself, for the tests that run its recipes against kitchen serve.
+	$(BIN)/pip install --no-deps tinker-cookbook==0.6.1 chz blobfile lxml pycryptodomex cloudpickle pylatexenc math-verify latex2sympy2_extended==1.11.0 antlr4-python3-runtime==4.13.2
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -21,6 +21,7 @@ from fastapi.responses import Response
 from starlette.types import ASGIApp
 from tinker import types
 
+from kitchen.serve import checkpoint_routes
 from kitchen.serve.errors import UserError
 from kitchen.serve.hot_routes import (
     HotRoutes,
@@ -70,6 +71,7 @@ def create_app(service: KitchenService) -> ASGIApp:
     _training_routes(app, service)
     _sampling_routes(app, service)
     add_openai_routes(app, service)
+    checkpoint_routes.register(app, service)  # last: it ends with the catch-all
     outer: ASGIApp = HotRoutes(app, hot_handlers(service))
     if service.settings.require_key:
         outer = RequireKey(outer, service.settings.api_key)
@@ -99,7 +101,8 @@ def _session_routes(app: FastAPI, service: KitchenService) -> None:
 
     @app.post("/api/v1/client/dynamic_config")
     async def dynamic_config() -> Response:
-        return _json(types.ClientDynamicConfigResponse())
+        # Abandoned sampling futures send cancel_future, which drops their queued work.
+        return _json(types.ClientDynamicConfigResponse(sample_cancel_enabled=True))
 
     @app.post("/api/v1/create_session")
     async def create_session(request: Request) -> Response:
@@ -187,8 +190,9 @@ def _sampling_routes(app: FastAPI, service: KitchenService) -> None:
         return _json(service.get_sampler(sampler_id))
 
     @app.post("/api/v1/cancel_future")
-    async def cancel_future() -> Response:
-        return _json({})  # local work is short; it finishes and is dropped with the session
+    async def cancel_future(request: Request) -> Response:
+        service.cancel_request(str(json.loads(await request.body() or b"{}").get("request_id")))
+        return _json({})
 
 
 async def _reap(service: KitchenService) -> None:

@@ -6,13 +6,14 @@ long-polled through /api/v1/retrieve_future. Training requests of one model run 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import itertools
 import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +32,18 @@ class RequestRecord:
     future: Future[Any] = field(default_factory=Future)
     session_id: str | None = None
     delivered_at: float | None = None  # when a poll last returned its result
+    cancel_work: Callable[[], Any] | None = None  # drops the engine work behind it, if queued
+
+    def cancel(self, reason: str) -> None:
+        """Drop the work (cancel_future, or its session ended) and fail the record with `reason`."""
+        with contextlib.suppress(InvalidStateError):  # unless it finished meanwhile
+            self.future.set_exception(Cancelled(reason))
+        if self.cancel_work is not None:  # after: the engine's CancelledError must not win
+            self.cancel_work()
+
+
+class Cancelled(Exception):
+    """A request dropped before it finished (its session ended, or the client cancelled it)."""
 
 
 class RequestStore:
@@ -52,6 +65,24 @@ class RequestStore:
             if number % 256 == 0 or len(self._records) > self._capacity:
                 self._sweep()
         return record
+
+    def cancel_session(self, session_id: str, reason: str) -> int:
+        """Cancel every unfinished request of `session_id`; how many there were."""
+        with self._lock:
+            records = [
+                r
+                for r in self._records.values()
+                if r.session_id == session_id and not r.future.done()
+            ]
+        for record in records:
+            record.cancel(reason)
+        return len(records)
+
+    def cancel_all(self, reason: str) -> None:
+        with self._lock:
+            records = [r for r in self._records.values() if not r.future.done()]
+        for record in records:
+            record.cancel(reason)
 
     def get(self, request_id: str) -> RequestRecord | None:
         with self._lock:
@@ -85,16 +116,21 @@ class RequestStore:
 def chain(source: Any, target: Future[Any]) -> None:
     """Resolve `target` with `source`: a kitchen APIFuture (chained when it finishes) or a value."""
     if not isinstance(source, APIFuture):
-        target.set_result(source)
+        _settle(target, lambda: source)
         return
+    source.add_done_callback(lambda _: _settle(target, source.result))
 
-    def done(_: Any) -> None:
-        try:
-            target.set_result(source.result())
-        except BaseException as e:
+
+def _settle(target: Future[Any], get: Callable[[], Any]) -> None:
+    """Resolve `target` with `get()` (or its exception), unless it was settled already (cancelled)."""
+    try:
+        value = get()
+    except BaseException as e:
+        with contextlib.suppress(InvalidStateError):
             target.set_exception(e)
-
-    source.add_done_callback(done)
+        return
+    with contextlib.suppress(InvalidStateError):
+        target.set_result(value)
 
 
 @dataclass
@@ -186,12 +222,18 @@ def _finish(event: LaneEvent, _: Future[Any]) -> None:
 
 def _run(event: LaneEvent, job: _Job) -> None:
     event.dispatched_at = time.perf_counter()
+    if job.target.done():  # cancelled while it waited its turn: the engine never sees it
+        return
     try:
         out = job.run()
     except BaseException as e:
-        job.target.set_exception(e)
+        _settle(job.target, functools.partial(_reraise, e))
         return
     chain(out, job.target)
+
+
+def _reraise(error: BaseException) -> Any:
+    raise error
 
 
 def idle_gaps(events: list[LaneEvent]) -> list[float]:

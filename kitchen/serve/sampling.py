@@ -9,6 +9,7 @@ from tinker import types
 
 from kitchen.engine.futures import APIFuture
 from kitchen.serve.errors import UserError
+from kitchen.serve.requests import RequestRecord
 from kitchen.serve.wire import mask_prompt_logprobs
 
 
@@ -19,6 +20,7 @@ class SamplerEntry:
     sampler: Any  # LocalSamplingClient
     base_model: str
     model_path: str | None
+    session_id: str | None = None  # set when a session registers it; None for one-off samplers
 
 
 def check_sample_request(request: types.SampleRequest) -> None:
@@ -40,15 +42,33 @@ def check_sample_request(request: types.SampleRequest) -> None:
         )
 
 
-def submit_sample(sampler: Any, request: types.SampleRequest) -> APIFuture[types.SampleResponse]:
-    future: APIFuture[types.SampleResponse] = sampler.sample(
+def submit_sample(
+    sampler: Any, request: types.SampleRequest, sequence_ids: list[str], record: RequestRecord
+) -> APIFuture[types.SampleResponse]:
+    """Hand the request to the engine; `record` can then cancel it (cancel_future, session end)."""
+    future = sampler.sample(
         request.prompt,
         request.num_samples,
         request.sampling_params,
         include_prompt_logprobs=bool(request.prompt_logprobs),
         topk_prompt_logprobs=request.topk_prompt_logprobs,
+        record_stability_info=bool(request.record_stability_info),
+        sequence_ids=sequence_ids,
     )
+    record.cancel_work = future.cancel
     last_n = request.prompt_logprobs_last_n
     if last_n is not None:
-        return future.map(lambda response: mask_prompt_logprobs(response, last_n))
-    return future
+        return future.map(lambda response: mask_prompt_logprobs(response, last_n))  # type: ignore[no-any-return]
+    return future  # type: ignore[no-any-return]
+
+
+def check_provenance_session(data: list[types.Datum], session_id: str) -> None:
+    """Provenance works within one session (the service's rule): refuse a sequence sampled in
+    another session rather than train on records its owner may already have released."""
+    for i, datum in enumerate(data):
+        for span in datum.loss_fn_input_spans or []:
+            if not span.sequence_id.startswith(f"{session_id}:"):
+                raise UserError(
+                    f"datum {i}: provenance names sequence {span.sequence_id!r}, which was not "
+                    f"sampled in this session ({session_id}); sample and train in one session"
+                )

@@ -17,10 +17,16 @@ from typing import Any
 
 from tinker import types
 
+from kitchen.adapters.local.backend import LocalBackend
 from kitchen.serve import paths
 from kitchen.serve.errors import Gone, UserError
 from kitchen.serve.requests import FWDBWD, MODEL, SAMPLE, RequestStore, chain
-from kitchen.serve.sampling import SamplerEntry, check_sample_request, submit_sample
+from kitchen.serve.sampling import (
+    SamplerEntry,
+    check_provenance_session,
+    check_sample_request,
+    submit_sample,
+)
 from kitchen.serve.sessions import ModelEntry, Registry, Session
 from kitchen.serve.settings import ServeSettings
 from kitchen.serve.wire import ForwardBackwardCall
@@ -89,23 +95,38 @@ class KitchenService:
         self.registry.session(session_id).last_seen = time.monotonic()
         return types.SessionHeartbeatResponse()
 
-    def finish_session(self, session_id: str) -> None:
-        """Finish the session; its models are freed after their queued work."""
+    def finish_session(self, session_id: str, reason: str = "its session finished") -> None:
+        """Finish the session: its unfinished requests are dropped (a finished or dead client
+        collects no results), its models freed, its stability records forgotten."""
         for entry in self.registry.finish(session_id):
             self._control.submit(_close_model, entry)
+        self.requests.cancel_session(session_id, f"request dropped: {reason}")
+        records = getattr(self._backend, "stability", None)  # the local engine's (stability.py)
+        if records is not None:
+            records.drop(f"{session_id}:")
 
     def reap_idle_sessions(self) -> list[str]:
         """Finish sessions whose client stopped heartbeating (it crashed or lost the network)."""
         idle = self.registry.idle_sessions(self.settings.session_timeout_s)
         for session_id in idle:
-            self.finish_session(session_id)
+            self.finish_session(session_id, "its client stopped heartbeating")
         return idle
 
+    def cancel_request(self, request_id: str) -> None:
+        """cancel_future: drop the request's work if it has not finished (unknown ids: nothing)."""
+        record = self.requests.get(request_id)
+        if record is not None:
+            record.cancel("request cancelled by the client")
+
     def close(self) -> None:
+        """Shut down within seconds: queued work is dropped, running steps finish."""
+        self.requests.cancel_all("the server is shutting down")
         for session_id in self.registry.open_sessions():
-            self.finish_session(session_id)
-        self._control.shutdown(wait=True)
-        if self._backend is not None:
+            self.finish_session(session_id, "the server is shutting down")
+        self._control.shutdown(wait=True, cancel_futures=True)
+        if isinstance(self._backend, LocalBackend):
+            self._backend.close(cancel=True)
+        elif self._backend is not None:  # a test double
             self._backend.close()
 
     # -- models -----------------------------------------------------------------------------------
@@ -160,7 +181,13 @@ class KitchenService:
         job: Callable[[], Any],
         blocking: bool = False,
     ) -> types.UntypedAPIFuture:
+        if seq_id and seq_id in entry.by_seq_id:  # the SDK retried: answer with the first one
+            return types.UntypedAPIFuture(
+                request_id=entry.by_seq_id[seq_id], model_id=entry.model_id
+            )
         record = self.requests.new(encoding, entry.session_id)
+        if seq_id:
+            entry.by_seq_id[seq_id] = record.request_id
         entry.lane.submit(seq_id or None, kind, job, record.future, blocking)
         return types.UntypedAPIFuture(request_id=record.request_id, model_id=entry.model_id)
 
@@ -175,6 +202,8 @@ class KitchenService:
                 raise UserError("server-side custom losses are not supported; the SDK runs them")
             if not call.data:
                 raise UserError("forward_backward: no data")
+            if call.loss_fn == "stable_reinforce":
+                check_provenance_session(call.data, entry.session_id)
             method = entry.client.forward if call.forward_only else entry.client.forward_backward
             return method(call.data, call.loss_fn, call.loss_fn_config)
 
@@ -329,10 +358,11 @@ class KitchenService:
         else:  # stateless form: sample straight from a path or a base model
             entry = self._open_sampler(request.model_path, request.base_model)
             sampler_id = f"adhoc-{uuid.uuid4().hex[:8]}"
-        record = self.requests.new(SAMPLE)
-        chain(submit_sample(entry.sampler, request), record.future)
+        record = self.requests.new(SAMPLE, entry.session_id)
         seq = request.seq_id if request.seq_id is not None else record.request_id
+        # Named now: the SDK stamps these ids on the sequences; stability records use them too.
         ids = [f"{sampler_id}:{seq}:{i}" for i in range(request.num_samples)]
+        chain(submit_sample(entry.sampler, request, ids, record), record.future)
         return types.UntypedAPIFuture(request_id=record.request_id, sample_sequence_ids=ids)
 
     # -- stats ------------------------------------------------------------------------------------
@@ -343,6 +373,6 @@ class KitchenService:
 
 def _close_model(entry: ModelEntry) -> None:
     try:
-        entry.client.close()  # waits for the model's queued work, then frees its adapter
+        entry.client.close(cancel_queued=True)  # the running step finishes; queued ones go
     finally:
         entry.lane.close()

@@ -34,6 +34,8 @@ class ModelEntry:
     session_id: str
     client: Any  # LocalTrainingClient
     lane: ModelLane
+    # seq_id -> request id: an SDK retry of a request (its response was lost) gets the same one.
+    by_seq_id: dict[int, str] = field(default_factory=dict)
 
 
 class Registry:
@@ -111,6 +113,7 @@ class Registry:
         return entry
 
     def add_sampler(self, session: Session, sampler_id: str, entry: SamplerEntry) -> None:
+        entry.session_id = session.session_id
         with self._lock:
             self._samplers[sampler_id] = entry
             session.samplers.add(sampler_id)

@@ -25,5 +25,7 @@ class ServeSettings:
     # would otherwise fight over every core.
     threads: int | None = 1
     poll_timeout_s: float = 20.0  # retrieve_future long-poll; the SDK's own timeout is 45 s
-    session_timeout_s: float = 600.0  # a session with no heartbeat for this long is finished
+    # A session with no heartbeat for this long is finished and its queued work dropped; the SDK
+    # heartbeats every 10 s, so three missed beats mean the client is gone.
+    session_timeout_s: float = 30.0
     log_level: str = "warning"

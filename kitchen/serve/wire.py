@@ -94,7 +94,25 @@ def _datum(msg: Any, index: int) -> types.Datum:
         name: _tensor(t, f"datum {index} loss_fn_inputs[{name!r}]")
         for name, t in msg.loss_fn_inputs.items()
     }
-    return types.Datum(model_input=types.ModelInput(chunks=chunks), loss_fn_inputs=inputs)
+    datum = types.Datum(model_input=types.ModelInput(chunks=chunks), loss_fn_inputs=inputs)
+    if not (msg.model_input_spans or msg.loss_fn_input_spans):
+        return datum
+    return dataclasses.replace(
+        datum,
+        model_input_spans=[_span(x, index) for x in msg.model_input_spans],
+        loss_fn_input_spans=[_span(x, index) for x in msg.loss_fn_input_spans],
+    )
+
+
+def _span(msg: Any, index: int) -> types.PromptProvenanceSpan | types.SampledProvenanceSpan:
+    """A provenance span (which sampled sequence a run of positions reproduces)."""
+    kind = msg.WhichOneof("span")
+    cls = types.SampledProvenanceSpan if kind == "sampled_tokens" else types.PromptProvenanceSpan
+    arm = getattr(msg, kind or "prompt_tokens")
+    try:
+        return cls(sequence_id=arm.sequence_id, offset=arm.offset, length=arm.length)
+    except ValueError as e:
+        raise WireError(f"datum {index}: provenance span: {e}") from e
 
 
 def _tensor(msg: Any, where: str) -> types.TensorData:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 from typing import Any
 
 import numpy as np
 import pytest
 from tinker import types
+
+from kitchen.engine.errors import BackendError
 
 from .conftest import TEXTS, TINY, sft_datum
 
@@ -58,14 +61,71 @@ def test_stop_string_ends_the_sample_at_its_first_occurrence(sampler: Any) -> No
     assert stopped.tokens == free[: len(stopped.tokens)]
 
 
-def test_sample_logprobs_match_compute_logprobs(sampler: Any) -> None:
-    response = _sample(sampler, 4, max_tokens=16, seed=3, stop=[], temperature=0.7, top_p=0.9)
+def _tempered_logprobs(sampler: Any, tokens: list[int], start: int, temperature: float) -> Any:
+    """log_softmax(logits / T) of tokens[start:], from one plain forward pass of the model."""
+    import torch
+
+    with torch.inference_mode():
+        logits = sampler.host.base(input_ids=torch.tensor([tokens])).logits[0].float()
+    lsm = torch.log_softmax(logits[:-1] / temperature, dim=-1)
+    return lsm.gather(-1, torch.tensor(tokens[1:])[:, None]).squeeze(-1)[start - 1 :].numpy()
+
+
+@pytest.mark.parametrize("temperature", [0.5, 1.0, 1.5])
+def test_sampled_logprobs_are_tempered_as_the_service_returns_them(
+    sampler: Any, temperature: float
+) -> None:
+    response = _sample(sampler, 4, max_tokens=12, seed=3, stop=[], temperature=temperature)
     n = PROMPT.length
     for seq in response.sequences:
-        full = types.ModelInput.from_ints(PROMPT.to_ints() + seq.tokens)
-        scored = sampler.compute_logprobs(full).result()
-        assert scored[0] is None
-        np.testing.assert_allclose(seq.logprobs, scored[n:], atol=1e-4)
+        full = PROMPT.to_ints() + seq.tokens
+        expected = _tempered_logprobs(sampler, full, n, temperature)
+        np.testing.assert_allclose(seq.logprobs, expected, atol=1e-4)
+        if temperature == 1.0:  # at T = 1 they are the model's own logprobs
+            np.testing.assert_allclose(
+                seq.logprobs,
+                sampler.compute_logprobs(types.ModelInput.from_ints(full)).result()[n:],
+                atol=1e-4,
+            )
+
+
+@pytest.mark.parametrize(
+    ("params", "reason"),
+    [
+        ({"temperature": -1.0}, "temperature is -1.0"),
+        ({"top_p": 0.0}, "top_p is 0.0"),
+        ({"top_k": 0}, "top_k is 0"),
+        ({"max_tokens": -2}, "max_tokens is -2"),
+    ],
+)
+def test_impossible_sampling_params_fail_with_the_reason(
+    sampler: Any, params: dict[str, Any], reason: str
+) -> None:
+    with pytest.raises(BackendError, match=reason):
+        _sample(sampler, **params)
+
+
+def test_token_ids_outside_the_vocabulary_and_overlong_prompts_fail_with_the_reason(
+    sampler: Any,
+) -> None:
+    vocab = sampler.host.vocab_size
+    bad = types.ModelInput.from_ints([5, vocab + 3])
+    with pytest.raises(BackendError, match=f"token id {vocab + 3} is outside the vocabulary"):
+        sampler.sample(bad, 1, types.SamplingParams(max_tokens=2)).result()
+    with pytest.raises(BackendError, match="outside the vocabulary"):
+        sampler.compute_logprobs(bad).result()
+    long = types.ModelInput.from_ints([5] * sampler.host.max_context)
+    with pytest.raises(BackendError, match="takes at most"):
+        sampler.sample(long, 1, types.SamplingParams(max_tokens=2)).result()
+
+
+def test_a_cancelled_request_leaves_the_decode_batch_and_others_finish(sampler: Any) -> None:
+    long = sampler.sample(PROMPT, 8, types.SamplingParams(max_tokens=400, seed=1, stop=[]))
+    assert long.cancel()
+    short = _sample(sampler, 1, max_tokens=3, seed=2, stop=[])
+    assert len(short.sequences[0].tokens) == 3
+    with pytest.raises(concurrent.futures.CancelledError):
+        long.result(timeout=10)
 
 
 def test_prompt_logprobs_match_compute_logprobs(sampler: Any) -> None:

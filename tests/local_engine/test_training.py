@@ -168,5 +168,13 @@ def test_bad_datum_fails_with_position_and_key(backend: Any) -> None:
         client.forward_backward([datum], "cross_entropy").result()
     with pytest.raises(BackendError, match="datum 0: loss_fn_inputs has no 'logprobs'"):
         client.forward_backward([datum], "ppo").result()
-    with pytest.raises(BackendError, match="not supported by the local engine"):
+    with pytest.raises(BackendError, match="stable_reinforce needs provenance"):
         client.forward_backward([datum], "stable_reinforce").result()
+    with pytest.raises(BackendError, match="not supported by the local engine"):
+        client.forward_backward([datum], "no_such_loss").result()  # type: ignore[arg-type]
+    outside = types.Datum(
+        model_input=types.ModelInput.from_ints([1, 2, 10**6]),
+        loss_fn_inputs={"target_tokens": np.array([2, 3, 4]), "weights": np.ones(3, np.float32)},
+    )
+    with pytest.raises(BackendError, match="datum 0: model_input: token id 1000000 is outside"):
+        client.forward_backward([outside], "cross_entropy").result()

@@ -18,6 +18,7 @@ from kitchen.adapters.local.lora import LoraSpec
 from kitchen.adapters.local.resolve import resolve_model
 from kitchen.adapters.local.sampling_client import LocalSamplingClient
 from kitchen.adapters.local.settings import EngineSettings, apply_num_threads, choose_num_threads
+from kitchen.adapters.local.stability import StabilityRecords
 from kitchen.adapters.local.training_client import LocalTrainingClient
 from kitchen.engine.errors import BackendError, ConfigError
 from kitchen.ports import BackendSettings
@@ -36,6 +37,8 @@ class LocalBackend:
         self._lock = threading.Lock()
         # One decode batch for every sampler: concurrent requests on the same weights decode together.
         self.decoder = DecodeScheduler()
+        # What samplers recorded for stable_reinforce, by sequence id (stability.py).
+        self.stability = StabilityRecords()
         self._clients: list[LocalTrainingClient] = []
 
     @property
@@ -90,11 +93,12 @@ class LocalBackend:
             raise ConfigError("create_sampling_client needs model_path or base_model")
         return self.sampling_client_for(self.shared_host(base_model), None)
 
-    def close(self) -> None:
+    def close(self, cancel: bool = False) -> None:
+        """Free every client; queued work finishes first, or (`cancel`) is dropped."""
         for client in self._clients:
-            client.close()
+            client.close(cancel_queued=cancel)
         self._clients.clear()
-        self.decoder.close()
+        self.decoder.close(cancel=cancel)
 
     # -- shared pieces, used by the clients -------------------------------------------------------
 
@@ -125,7 +129,9 @@ class LocalBackend:
     def sampling_client_for(
         self, host: ModelHost, snapshot: LoraSnapshot | None, model_path: str | None = None
     ) -> LocalSamplingClient:
-        return LocalSamplingClient(host, snapshot, self.decoder, self.settings.seed, model_path)
+        return LocalSamplingClient(
+            host, snapshot, self.decoder, self.settings.seed, model_path, self.stability
+        )
 
     def copy_host(self, host: ModelHost) -> ModelHost:
         """A frozen copy of a (fully fine-tuned) model: the sampler snapshot of full fine-tuning."""

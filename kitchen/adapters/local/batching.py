@@ -38,6 +38,16 @@ def datum_tokens(datum: types.Datum, index: int) -> list[int]:
         ) from e
 
 
+def check_token_ids(tokens: Sequence[int], vocab_size: int, where: str) -> None:
+    """A clear error for ids the model has no embedding for (torch would say 'index out of range')."""
+    bad = [t for t in tokens if not 0 <= t < vocab_size]
+    if bad:
+        raise BackendError(
+            f"{where}: token id {bad[0]} is outside the vocabulary (ids 0 to {vocab_size - 1})"
+            + (f"; {len(bad) - 1} more" if len(bad) > 1 else "")
+        )
+
+
 def _array(datum: types.Datum, key: str, index: int) -> np.ndarray:
     value = datum.loss_fn_inputs.get(key)
     if value is None:
@@ -54,15 +64,26 @@ def plan_microbatches(
     fill_values: Mapping[str, float],
     max_tokens: int,
     device: Any,
+    vocab_size: int | None = None,
+    max_context: int | None = None,
 ) -> list[MicroBatch]:
     """Validate `data` and pack it. `input_keys` must be in every datum (besides target_tokens);
-    `optional_keys` are used where present, `fill_values[key]` elsewhere."""
+    `optional_keys` are used where present, `fill_values[key]` elsewhere. With `vocab_size` and
+    `max_context`, token ids and lengths the model cannot take are refused with the reason."""
     if not data:
         raise BackendError("no data: forward/backward needs at least one datum")
     tokens_N = [datum_tokens(d, i) for i, d in enumerate(data)]
     for i, tokens in enumerate(tokens_N):
         if not tokens:
             raise BackendError(f"datum {i}: model_input is empty")
+        if max_context is not None and len(tokens) > max_context:
+            raise BackendError(
+                f"datum {i}: model_input has {len(tokens)} tokens; the model takes at most {max_context}"
+            )
+        if vocab_size is not None:
+            check_token_ids(tokens, vocab_size, f"datum {i}: model_input")
+            targets = _array(data[i], "target_tokens", i).reshape(-1).tolist()
+            check_token_ids(targets, vocab_size, f"datum {i}: target_tokens")
     order = sorted(range(len(data)), key=lambda i: -len(tokens_N[i]))
     batches: list[list[int]] = []
     for i in order:

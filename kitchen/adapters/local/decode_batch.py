@@ -30,6 +30,7 @@ from kitchen.adapters.local.sampling import (
     StopRule,
     choose_tokens,
     prompt_scores,
+    sampled_logprobs,
 )
 from kitchen.engine.errors import BackendError
 
@@ -94,9 +95,13 @@ class DecodeScheduler:
         self._put(lambda: self._calls.append((fn, future)))
         return future
 
-    def close(self) -> None:
+    def close(self, cancel: bool = False) -> None:
+        """Stop taking requests; finish those in flight, or (`cancel`) drop them first."""
         with self._cond:
             self._closed = True
+            if cancel:
+                for job in self._pending + [r.job for r in self._rows]:
+                    job.future.cancel()
             self._cond.notify()
         self._thread.join()
 
@@ -120,7 +125,8 @@ class DecodeScheduler:
                 joining = self._admissible()
             for fn, future in calls:
                 _run_into(future, fn)
-            for group in _same_prompt(joining):
+            self._drop_cancelled()
+            for group in _same_prompt([j for j in joining if not j.future.cancelled()]):
                 try:
                     self._prefill(group)
                 except BaseException as e:  # the requests fail; the batch goes on
@@ -138,6 +144,7 @@ class DecodeScheduler:
 
     def _admissible(self) -> list[SampleJob]:
         """Pending jobs on the batch's weights (all of them while nothing else waits)."""
+        self._pending = [j for j in self._pending if not j.future.cancelled()]
         if not self._pending:
             return []
         key = self._rows[0].job.key if self._rows else self._pending[0].key
@@ -168,7 +175,7 @@ class DecodeScheduler:
                     logits, prompt_P, job.prompt_logprobs, job.topk_prompt_logprobs
                 )
             if job.max_new <= 0:
-                job.future.set_result((job.results, job.scores))
+                _resolve(job)
                 continue
             rows = [_Row(job, i, len(job.prompt), 0) for i in range(job.num_samples)]
             last_NV = logits[-1:].float().expand(job.num_samples, -1)
@@ -180,10 +187,9 @@ class DecodeScheduler:
 
     def _advance(self, job: SampleJob, rows: list[_Row], logits_NV: Any, step: int) -> list[_Row]:
         """Choose each row's next token, record it; return the rows that go on decoding."""
-        import torch
 
         next_N = choose_tokens(logits_NV, job.params, job.generator)
-        chosen_N = torch.log_softmax(logits_NV, dim=-1).gather(-1, next_N[:, None]).squeeze(-1)
+        chosen_N = sampled_logprobs(logits_NV, next_N, job.params.temperature)
         kept = []
         for row, token, logprob in zip(rows, next_N.tolist(), chosen_N.tolist(), strict=True):
             result = job.results[row.sample]
@@ -198,7 +204,7 @@ class DecodeScheduler:
                 kept.append(row)
         job.live += len(kept) - (len(rows) if step else 0)
         if job.live == 0:
-            job.future.set_result((job.results, job.scores))
+            _resolve(job)
         return kept
 
     def _join(self, rows: list[_Row], cache: Any, length: int) -> None:
@@ -249,12 +255,24 @@ class DecodeScheduler:
             going = {id(r) for r in self._advance(job, rows[start:end], logits_NV[start:end], 1)}
             kept += [i for i in range(start, end) if id(rows[i]) in going]
             start = end
+        self._keep(kept)
+
+    def _drop_cancelled(self) -> None:
+        """Rows of cancelled requests (a client gone or a cancel_future) leave the batch now."""
+        kept = [i for i, r in enumerate(self._rows) if not r.job.future.cancelled()]
+        self._keep(kept)
+
+    def _keep(self, kept: list[int]) -> None:
+        """Keep only the rows at indices `kept` (and their cache rows)."""
+        import torch
+
+        rows = self._rows
         if len(kept) == len(rows):
             return
         if not kept:
             self._rows, self._cache, self._pads = [], None, []
             return
-        self._cache.batch_select_indices(torch.tensor(kept, device=device))
+        self._cache.batch_select_indices(torch.tensor(kept, device=_device_of(self._cache)))
         self._rows = [rows[i] for i in kept]
         self._pads = [self._pads[i] for i in kept]
         trim = min(self._pads)
@@ -277,6 +295,15 @@ def _left_pad(x: Any, length: int) -> Any:
     import torch.nn.functional as F
 
     return F.pad(x, (0, 0, length - x.shape[-2], 0)) if x.shape[-2] < length else x
+
+
+def _resolve(job: SampleJob) -> None:
+    if not job.future.cancelled():  # a cancelled request's result goes nowhere
+        job.future.set_result((job.results, job.scores))
+
+
+def _device_of(cache: Any) -> Any:
+    return cache.layers[0].keys.device
 
 
 def _device(model: Any) -> Any:

@@ -14,6 +14,7 @@ import numpy as np
 from tinker import types
 
 from kitchen.adapters.local.batching import MicroBatch, plan_microbatches
+from kitchen.adapters.local.host import model_limits
 from kitchen.adapters.local.losses import (
     OPTIONAL_INPUTS,
     REQUIRED_INPUTS,
@@ -110,7 +111,9 @@ def run_builtin_loss(
     # Data without per-token thresholds get the batch-wide ones (loss_fn_config, else the default).
     low, high = clip_thresholds({}, config)
     fills = {"clip_low_threshold": float(low), "clip_high_threshold": float(high)}
-    batches = plan_microbatches(data, required, optional, fills, microbatch_tokens, _device(model))
+    batches = plan_microbatches(
+        data, required, optional, fills, microbatch_tokens, _device(model), *model_limits(model)
+    )
     if loss_fn != "cross_entropy" and any(mb.targets.dim() != 2 for mb in batches):
         raise BackendError(
             f"loss_fn {loss_fn!r} takes one target token per position; got 2-D target_tokens"
@@ -153,7 +156,9 @@ def run_custom_loss(
     """
     import torch
 
-    batches = plan_microbatches(data, (), (), {}, microbatch_tokens, _device(model))
+    batches = plan_microbatches(
+        data, (), (), {}, microbatch_tokens, _device(model), *model_limits(model)
+    )
     outputs: list[np.ndarray | None] = [None] * len(data)
     with torch.no_grad():
         for mb in batches:

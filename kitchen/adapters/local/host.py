@@ -72,7 +72,11 @@ class ModelHost:
 
     @property
     def max_context(self) -> int:
-        return int(getattr(self.base.config, "max_position_embeddings", 0) or 1 << 20)
+        return model_limits(self.base)[1]
+
+    @property
+    def vocab_size(self) -> int:
+        return model_limits(self.base)[0]
 
     def add_adapter(self, name: str, config: Any, seed: int) -> None:
         """Add a LoRA adapter initialised from `seed` (B = 0, so the model starts equal to the base)."""
@@ -144,6 +148,13 @@ class ModelHost:
                 self._slot_owner[slot] = snapshot.snapshot_id
             with self.use(slot) as model:
                 yield model
+
+
+def model_limits(model: Any) -> tuple[int, int]:
+    """(vocabulary size, context length): the token ids and the sequence length `model` can read."""
+    config = model.config
+    vocab = int(model.get_input_embeddings().num_embeddings)
+    return vocab, int(getattr(config, "max_position_embeddings", 0) or 1 << 20)
 
 
 def load_host(

@@ -24,6 +24,10 @@ LossFn = Callable[[Tensor, Mapping[str, Tensor], Mapping[str, float]], Tensor]
 DEFAULT_CLIP_LOW = 0.8
 DEFAULT_CLIP_HIGH = 1.2
 DEFAULT_DRO_BETA = 0.05
+# stable_reinforce: tinker-cookbook 0.6.1 documents a sampler KL term of kl_coeff = 0.01 by default;
+# the ratio cap is Kitchen's choice (truncated importance sampling's usual 2).
+DEFAULT_KL_COEFF = 0.01
+DEFAULT_RATIO_CAP = 2.0
 
 
 def cross_entropy(lp: Tensor, inputs: Mapping[str, Tensor], config: Mapping[str, float]) -> Tensor:
@@ -75,6 +79,22 @@ def gspo(lp: Tensor, inputs: Mapping[str, Tensor], config: Mapping[str, float]) 
     return -_minimum(ratio * advantages, torch_clamp(ratio, low, high) * advantages)
 
 
+def stable_reinforce(
+    lp: Tensor, inputs: Mapping[str, Tensor], config: Mapping[str, float]
+) -> Tensor:
+    """On sampled positions (`sampled_mask`, from the sampler's stability records, stability.py):
+    -(sg(min(p/q, ratio_cap)) * log p * A) + kl_coeff * (p/q - 1 - log(p/q)).
+
+    REINFORCE weighted by the truncated importance ratio (bounded however stale the sampler), plus
+    the k3 estimate of KL(sampler || learner), zero with a zero gradient while the two agree."""
+    log_ratio = lp - inputs["logprobs"]
+    cap = float(config.get("ratio_cap", DEFAULT_RATIO_CAP))
+    weight = log_ratio.detach().exp().clamp(max=cap)
+    kl = log_ratio.exp() - 1 - log_ratio
+    kl_coeff = float(config.get("kl_coeff", DEFAULT_KL_COEFF))
+    return inputs["sampled_mask"] * (-(weight * lp * inputs["advantages"]) + kl_coeff * kl)
+
+
 def clip_thresholds(inputs: Mapping[str, Tensor], config: Mapping[str, float]) -> tuple[Any, Any]:
     """Per-token thresholds from loss_fn_inputs if the datum has them, else loss_fn_config, else 0.8/1.2."""
     low = inputs.get("clip_low_threshold", config.get("clip_low_threshold", DEFAULT_CLIP_LOW))
@@ -120,6 +140,7 @@ LOSSES: dict[str, LossFn] = {
     "cispo": cispo,
     "dro": dro,
     "gspo": gspo,
+    "stable_reinforce": stable_reinforce,
 }
 
 _RL_INPUTS = ("target_tokens", "logprobs", "advantages")
@@ -127,6 +148,8 @@ REQUIRED_INPUTS: dict[str, tuple[str, ...]] = {
     "cross_entropy": ("target_tokens", "weights"),
     **{name: _RL_INPUTS for name in ("importance_sampling", "ppo", "cispo", "dro")},
     "gspo": (*_RL_INPUTS, "sequence_ratio_mask"),
+    # logprobs and sampled_mask come from the sampler's records (stability.py), not the client.
+    "stable_reinforce": (*_RL_INPUTS, "sampled_mask"),
 }
 # Per-token loss_fn_inputs each loss reads besides target_tokens (padded with zeros).
 OPTIONAL_INPUTS: dict[str, tuple[str, ...]] = {

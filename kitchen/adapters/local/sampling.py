@@ -1,9 +1,10 @@
 """Sampling rules shared by every row of a decode batch (see decode_batch.py): stop rules, token
 choice under temperature / top-k / top-p, and prompt scores.
 
-Returned logprobs are the model's own log p(token) (temperature 1, before top-k / top-p), the
-quantity importance sampling compares against; the stop token or the token completing a stop string
-is included in the sample, as the Tinker service does.
+Returned logprobs are the Tinker service's: log_softmax(logits / T) of the sampled token at the
+request's temperature T (before top-k / top-p; T <= 0, greedy, reports T = 1), the distribution the
+token was drawn from, so an importance ratio p_theta / q at T != 1 weighs samples correctly. The stop
+token or the token completing a stop string is included in the sample, as the Tinker service does.
 """
 
 from __future__ import annotations
@@ -62,6 +63,21 @@ class PromptScores:
     topk: list[list[tuple[int, float]] | None] | None = None
 
 
+def check_sampling_params(params: types.SamplingParams) -> None:
+    """Refuse parameters no distribution satisfies, with the reason (BackendError)."""
+    problems = []
+    if not params.temperature >= 0:  # also catches NaN
+        problems.append(f"temperature is {params.temperature}; expected >= 0")
+    if not 0 < params.top_p <= 1:
+        problems.append(f"top_p is {params.top_p}; expected 0 < top_p <= 1")
+    if params.top_k < -1 or params.top_k == 0:
+        problems.append(f"top_k is {params.top_k}; expected -1 (no limit) or >= 1")
+    if params.max_tokens is not None and params.max_tokens < 0:
+        problems.append(f"max_tokens is {params.max_tokens}; expected >= 0")
+    if problems:
+        raise BackendError("sampling_params: " + "; ".join(problems))
+
+
 def choose_tokens(logits_NV: Any, params: types.SamplingParams, generator: Any) -> Any:
     """Next token per row under temperature, top-k and top-p (temperature <= 0: greedy)."""
     import torch
@@ -82,6 +98,14 @@ def choose_tokens(logits_NV: Any, params: types.SamplingParams, generator: Any) 
         scores = torch.full_like(scores, float("-inf")).scatter(-1, order, sorted_scores)
     probs = scores.softmax(dim=-1)
     return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+
+
+def sampled_logprobs(logits_NV: Any, tokens_N: Any, temperature: float) -> Any:
+    """log_softmax(logits / T) of each row's sampled token (T <= 0 or T = 1: the plain logits)."""
+    import torch
+
+    scores = logits_NV / temperature if temperature > 0 and temperature != 1 else logits_NV
+    return torch.log_softmax(scores, dim=-1).gather(-1, tokens_N[:, None]).squeeze(-1)
 
 
 def prompt_scores(logits_PV: Any, prompt_P: Any, want_logprobs: bool, topk: int) -> PromptScores:

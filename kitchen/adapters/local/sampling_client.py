@@ -13,9 +13,16 @@ from typing import Any
 import numpy as np
 from tinker import types
 
+from kitchen.adapters.local.batching import check_token_ids
 from kitchen.adapters.local.decode_batch import DecodeScheduler, SampleJob
 from kitchen.adapters.local.host import LoraSnapshot, ModelHost
-from kitchen.adapters.local.sampling import Generated, PromptScores, StopRule
+from kitchen.adapters.local.sampling import (
+    Generated,
+    PromptScores,
+    StopRule,
+    check_sampling_params,
+)
+from kitchen.adapters.local.stability import SequenceRecord, StabilityRecords
 from kitchen.engine.errors import BackendError
 from kitchen.engine.futures import APIFuture
 
@@ -36,8 +43,10 @@ class LocalSamplingClient:
         scheduler: DecodeScheduler,
         seed: int,
         model_path: str | None = None,
+        records: StabilityRecords | None = None,
     ) -> None:
         self.host = host
+        self.records = records
         self.snapshot = snapshot
         self.model_path = model_path
         self.sampler_id = f"local-sampler-{next(_sampler_ids)}"
@@ -53,9 +62,13 @@ class LocalSamplingClient:
         sampling_params: types.SamplingParams,
         include_prompt_logprobs: bool = False,
         topk_prompt_logprobs: int = 0,
+        record_stability_info: bool = False,
+        sequence_ids: list[str] | None = None,
         on_token: Callable[[int, int, float], None] | None = None,
-    ) -> APIFuture[types.SampleResponse]:
-        """As the SDK's sample; `on_token(sample, token, logprob)` sees each token as it is chosen."""
+    ) -> SampleFuture:
+        """`num_samples` continuations. `sequence_ids` names them (the server names them at
+        submission); `record_stability_info` keeps a record of each for stable_reinforce;
+        `on_token(sample, token, logprob)` sees each token as it is chosen (streaming)."""
         with self._seed_lock:  # drawn at submission, so the seed follows submission order
             seed = (
                 sampling_params.seed
@@ -67,12 +80,22 @@ class LocalSamplingClient:
         except BackendError as e:  # bad requests fail their future, as the SDK's do
             failed: Future[types.SampleResponse] = Future()
             failed.set_exception(e)
-            return APIFuture(failed)
+            return SampleFuture(failed, failed)
+        if sequence_ids is not None and len(sequence_ids) != num_samples:
+            raise BackendError(
+                f"sample: {len(sequence_ids)} sequence ids for {num_samples} samples"
+            )
+        ids = sequence_ids or [
+            f"{self.sampler_id}:{next(self._sequence_ids)}" for _ in range(num_samples)
+        ]
         job.prompt_logprobs = include_prompt_logprobs
         job.topk_prompt_logprobs = topk_prompt_logprobs
         job.on_token = on_token
         done = self._scheduler.submit_sample(job)
-        return APIFuture(_then(done, self._response))
+        record = self.records if record_stability_info else None
+        return SampleFuture(
+            _then(done, lambda out: self._response(out, ids, job.prompt, record)), done
+        )
 
     def compute_logprobs(
         self, prompt: types.ModelInput, prompt_logprobs_last_n: int | None = None
@@ -104,7 +127,14 @@ class LocalSamplingClient:
             raise BackendError("sample: the prompt is empty; expected at least one token")
         if num_samples < 1:
             raise BackendError(f"sample: num_samples is {num_samples}; expected at least 1")
+        check_token_ids(tokens, self.host.vocab_size, "sample: prompt")
+        check_sampling_params(params)
         budget = self.host.max_context - len(tokens)
+        if budget < 1:
+            raise BackendError(
+                f"sample: the prompt has {len(tokens)} tokens; {self.host.model_name} takes at "
+                f"most {self.host.max_context - 1} so one can be sampled"
+            )
         return SampleJob(
             key=(id(self.host), self.snapshot.snapshot_id if self.snapshot else None),
             weights=self._weights,
@@ -117,17 +147,28 @@ class LocalSamplingClient:
             max_new=budget if params.max_tokens is None else min(params.max_tokens, budget),
         )
 
-    def _response(self, done: tuple[list[Generated], PromptScores]) -> types.SampleResponse:
+    def _response(
+        self,
+        done: tuple[list[Generated], PromptScores],
+        ids: list[str],
+        prompt: list[int],
+        records: StabilityRecords | None,
+    ) -> types.SampleResponse:
         results, scores = done
         sequences = [
             types.SampledSequence(
                 stop_reason="stop" if r.stop_reason == "stop" else "length",
-                sequence_id=f"{self.sampler_id}:{next(self._sequence_ids)}",
+                sequence_id=sequence_id,
                 tokens_np=np.asarray(r.tokens, dtype=np.int32),
                 logprobs_np=np.asarray(r.logprobs, dtype=np.float32),
             )
-            for r in results
+            for r, sequence_id in zip(results, ids, strict=True)
         ]
+        if records is not None:
+            shared = tuple(prompt)
+            for seq in sequences:
+                record = SequenceRecord(shared, tuple(seq.tokens), np.asarray(seq.logprobs_np))
+                records.put(seq.sequence_id or "", record)
         prompt_np = None
         if scores.logprobs is not None:
             prompt_np = np.asarray(
@@ -143,6 +184,12 @@ class LocalSamplingClient:
         import torch
 
         tokens = _prompt_tokens(prompt)
+        check_token_ids(tokens, self.host.vocab_size, "compute_logprobs: prompt")
+        if len(tokens) > self.host.max_context:
+            raise BackendError(
+                f"compute_logprobs: the prompt has {len(tokens)} tokens; "
+                f"{self.host.model_name} takes at most {self.host.max_context}"
+            )
         with self._weights() as model, torch.inference_mode():
             ids = torch.tensor([tokens], device=self.host.device)
             logits = model(input_ids=ids, use_cache=False).logits[0].float()
@@ -164,6 +211,17 @@ class LocalSamplingClient:
             elif isinstance(value, list | tuple):
                 ids.update(int(v) for v in value)
         return ids
+
+
+class SampleFuture(APIFuture[types.SampleResponse]):
+    """A sample request's future; `cancel()` drops its work from the decode batch at once."""
+
+    def __init__(self, inner: Future[types.SampleResponse], job: Future[Any]) -> None:
+        super().__init__(inner)
+        self._job = job
+
+    def cancel(self) -> bool:
+        return self._job.cancel()
 
 
 def _prompt_tokens(prompt: types.ModelInput) -> list[int]:

@@ -28,6 +28,7 @@ from kitchen.adapters.local.lora import (
 )
 from kitchen.adapters.local.optimizer import adam_step, make_optimizer
 from kitchen.adapters.local.sampling_client import LocalSamplingClient
+from kitchen.adapters.local.stability import with_sampler_logprobs
 from kitchen.engine.errors import BackendError
 from kitchen.engine.futures import APIFuture
 from kitchen.ports import CustomLossFn
@@ -155,9 +156,10 @@ class LocalTrainingClient:
             model_name=name,
         )
 
-    def close(self) -> None:
-        """Finish queued work, then free the adapter (LoRA) so the shared base stays lean."""
-        self._worker.shutdown(wait=True)
+    def close(self, cancel_queued: bool = False) -> None:
+        """Finish queued work (or, `cancel_queued`, only the running call), then free the adapter
+        (LoRA) so the shared base stays lean."""
+        self._worker.shutdown(wait=True, cancel_futures=cancel_queued)
         if self.adapter is not None:
             self.host.remove_adapter(self.adapter)
 
@@ -173,6 +175,8 @@ class LocalTrainingClient:
         config: Mapping[str, float] | None,
         backward: bool,
     ) -> types.ForwardBackwardOutput:
+        if loss_fn == "stable_reinforce":
+            data = with_sampler_logprobs(data, self.backend.stability)
         with self.host.use(self.adapter) as model:
             return run_builtin_loss(
                 model, data, loss_fn, config, self.backend.settings.microbatch_tokens, backward

@@ -1,0 +1,60 @@
+"""Run a tinker-cookbook module unchanged, with the Hugging Face datasets it loads answered from a
+few rows here (the hub is offline in tests):
+
+    python -m tests.cookbook_compat.offline_data tinker_cookbook.recipes.sl_loop key=value ...
+
+Only `datasets.load_dataset` is replaced, and only for the names below; any other name fails as it
+would offline.
+"""
+
+from __future__ import annotations
+
+import runpy
+import sys
+from typing import Any
+
+import datasets
+
+_TURNS = [("What is 2 + 3?", "2 + 3 = 5."), ("Name a colour.", "Blue."), ("Say hi.", "Hi!")]
+_SPLITS: dict[str, dict[str, list[dict[str, Any]]]] = {
+    "HuggingFaceH4/no_robots": {
+        "train": [
+            {"messages": [{"role": "user", "content": q}, {"role": "assistant", "content": a}]}
+            for q, a in _TURNS + _TURNS[:1]
+        ]
+    },
+    "openai/gsm8k": {
+        "train": [
+            {"question": f"What is {x} + {y}?", "answer": f"{x} + {y} = {x + y}\n#### {x + y}"}
+            for x, y in [(2, 3), (4, 1)]
+        ]
+    },
+    "Anthropic/hh-rlhf": {
+        split: [
+            {
+                "chosen": f"\n\nHuman: {q}\n\nAssistant: {a}",
+                "rejected": f"\n\nHuman: {q}\n\nAssistant: No.",
+            }
+            for q, a in _TURNS
+        ]
+        for split in ("train", "test")
+    },
+    "zwhe99/DeepMath-103K": {"train": [{"question": q} for q, _ in _TURNS]},
+}
+
+
+def load_dataset(path: str, *args: Any, split: str | None = None, **kwargs: Any) -> Any:
+    if path not in _SPLITS:
+        raise FileNotFoundError(f"{path}: not among the offline test datasets")
+    splits = {name: datasets.Dataset.from_list(rows) for name, rows in _SPLITS[path].items()}
+    if split is None:
+        return datasets.DatasetDict(splits)
+    if split not in splits:
+        raise ValueError(f"{path} has no split {split!r} offline")
+    return splits[split]
+
+
+if __name__ == "__main__":
+    datasets.load_dataset = load_dataset
+    module, sys.argv = sys.argv[1], [sys.argv[1], *sys.argv[2:]]
+    runpy.run_module(module, run_name="__main__", alter_sys=True)

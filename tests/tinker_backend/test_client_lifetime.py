@@ -1,0 +1,92 @@
+"""Work of clients that die, cancel or go away is dropped: a dead session's queued sampling stops
+delaying everyone else, cancel_future cancels, and shutdown takes seconds, not the backlog."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tinker import types
+
+from kitchen.serve.service import KitchenService
+from kitchen.serve.settings import ServeSettings
+
+from .conftest import TINY
+
+PROMPT = types.ModelInput.from_ints([5, 17, 42, 99, 7])
+
+
+@pytest.fixture
+def service(tmp_path: Path) -> Iterator[KitchenService]:
+    settings = ServeSettings(checkpoint_dir=tmp_path, session_timeout_s=0.2, dtype="float32")
+    service = KitchenService(settings)
+    service.preload(TINY)
+    yield service
+    service.close()
+
+
+def _sampler(service: KitchenService) -> str:
+    session = service.create_session(
+        types.CreateSessionRequest(tags=[], user_metadata=None, sdk_version="0.38.0")
+    ).session_id
+    return service.create_sampling_session(
+        types.CreateSamplingSessionRequest(
+            session_id=session, sampling_session_seq_id=0, base_model=TINY
+        )
+    ).sampling_session_id
+
+
+def _sample(service: KitchenService, sampler: str, max_tokens: int) -> str:
+    params = types.SamplingParams(max_tokens=max_tokens, stop=[], seed=1)
+    request = types.SampleRequest(
+        sampling_session_id=sampler, prompt=PROMPT, num_samples=4, sampling_params=params
+    )
+    return service.asample(request).request_id
+
+
+def _result(service: KitchenService, request_id: str, timeout: float) -> object:
+    record = service.requests.get(request_id)
+    assert record is not None
+    return record.future.result(timeout=timeout)
+
+
+def test_a_dead_clients_queued_samples_are_dropped_and_a_probe_is_quick(
+    service: KitchenService,
+) -> None:
+    dead = _sampler(service)
+    backlog = [_sample(service, dead, max_tokens=2000) for _ in range(16)]
+    time.sleep(0.3)  # no heartbeat since: the reaper finishes the session
+    assert service.reap_idle_sessions()
+    start = time.monotonic()
+    probe = _sample(service, _sampler(service), max_tokens=1)
+    _result(service, probe, timeout=30)
+    assert time.monotonic() - start < 2.0
+    for request_id in backlog:
+        record = service.requests.get(request_id)
+        assert record is not None and record.future.done()
+        with pytest.raises(Exception, match="stopped heartbeating"):
+            record.future.result()
+
+
+def test_cancel_future_cancels_the_work(service: KitchenService) -> None:
+    sampler = _sampler(service)
+    request_id = _sample(service, sampler, max_tokens=2000)
+    service.cancel_request(request_id)
+    with pytest.raises(Exception, match="cancelled by the client"):
+        _result(service, request_id, timeout=5)
+    start = time.monotonic()
+    _result(service, _sample(service, sampler, max_tokens=1), timeout=30)
+    assert time.monotonic() - start < 2.0
+
+
+def test_shutdown_cancels_the_backlog_within_seconds(tmp_path: Path) -> None:
+    service = KitchenService(ServeSettings(checkpoint_dir=tmp_path, dtype="float32"))
+    service.preload(TINY)
+    sampler = _sampler(service)
+    backlog = [_sample(service, sampler, max_tokens=2000) for _ in range(16)]
+    start = time.monotonic()
+    service.close()
+    assert time.monotonic() - start < 5.0
+    assert all(service.requests.get(r).future.done() for r in backlog)  # type: ignore[union-attr]
