@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from cookbook.envs.prompt_env import PromptSource, prompt_datasets, resolve_system_prompt
 from cookbook.recipes import SMOLLM2
@@ -20,16 +20,12 @@ from kitchen.workflows.distillation import DistillationConfig, TeacherSpec, on_p
 from kitchen.workflows.distillation.state import DistillationState
 
 
-class OnPolicyDistillationConfig(DistillationConfig):
-    defaults: ClassVar[dict[str, Any]] = {
-        "model_name": SMOLLM2,
-        "group_size": 4,
-        "groups_per_batch": 4,
-        "num_batches": 10,
-        "max_tokens": 48,
-        "learning_rate": 3e-4,
-    }
-    teacher_model: str = Field(SMOLLM2, description="Teacher model (same tokenizer as the student)")
+class TeacherFields(BaseModel):
+    """The one teacher of a distillation recipe (mixed into its config)."""
+
+    teacher_model: str = Field(
+        SMOLLM2, description="Teacher model (on-policy distillation: the student's tokenizer)"
+    )
     teacher_checkpoint: str | None = Field(
         None, description="Teacher weights: a saved sampler path (None = the base teacher_model)"
     )
@@ -40,18 +36,28 @@ class OnPolicyDistillationConfig(DistillationConfig):
         "bundled:prompt_distill",
         description="System prompt the teacher answers under: bundled:prompt_distill | a .txt path | text | None",
     )
+
+    def teacher(self) -> TeacherSpec:
+        return TeacherSpec(
+            self.teacher_model,
+            self.teacher_checkpoint,
+            self.teacher_renderer_name,
+            resolve_system_prompt(self.teacher_system_prompt),
+        )
+
+
+class OnPolicyDistillationConfig(DistillationConfig, TeacherFields):
+    defaults: ClassVar[dict[str, Any]] = {
+        "model_name": SMOLLM2,
+        "group_size": 4,
+        "groups_per_batch": 4,
+        "num_batches": 10,
+        "max_tokens": 48,
+        "learning_rate": 3e-4,
+    }
     dataset: str = Field(
         "bundled:prompt_distill",
         description="Prompts: deepmath | tulu3 | bundled:NAME | a JSONL of {prompt|question|messages}",
-    )
-
-
-def teacher_of(cfg: OnPolicyDistillationConfig) -> TeacherSpec:
-    return TeacherSpec(
-        cfg.teacher_model,
-        cfg.teacher_checkpoint,
-        cfg.teacher_renderer_name,
-        resolve_system_prompt(cfg.teacher_system_prompt),
     )
 
 
@@ -88,4 +94,4 @@ class OnPolicyDistillation(Recipe[OnPolicyDistillationConfig]):
     def workflow(self, cfg: OnPolicyDistillationConfig) -> Workflow[DistillationState]:
         source = PromptSource(cfg.dataset, cfg.groups_per_batch)
         make = prompt_datasets([source], cfg.group_size, cfg.seed, cfg.max_prompt_tokens)
-        return on_policy_distillation(cfg, make, [teacher_of(cfg)], self.name)
+        return on_policy_distillation(cfg, make, [cfg.teacher()], self.name)

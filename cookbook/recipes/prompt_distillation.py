@@ -13,20 +13,19 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import Field
-
-from cookbook.envs.prompt_env import prompt_of, resolve_system_prompt
+from cookbook.envs.prompt_env import prompt_of
 from cookbook.recipes import SMOLLM2
+from cookbook.recipes.on_policy_distillation import TeacherFields
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
 from kitchen.workflows.distillation import (
     PromptDistillationConfig as BaseConfig,
 )
-from kitchen.workflows.distillation import TeacherSpec, prompt_distillation
+from kitchen.workflows.distillation import prompt_distillation
 from kitchen.workflows.distillation.state import PromptDistillationState
 
 
-class PromptDistillationConfig(BaseConfig):
+class PromptDistillationConfig(BaseConfig, TeacherFields):
     defaults: ClassVar[dict[str, Any]] = {
         "model_name": SMOLLM2,
         "teacher_max_tokens": 64,
@@ -35,17 +34,6 @@ class PromptDistillationConfig(BaseConfig):
         "max_length": 512,
         "eval_every": 5,
     }
-    teacher_model: str = Field(SMOLLM2, description="Teacher model (any tokenizer)")
-    teacher_checkpoint: str | None = Field(
-        None, description="Teacher weights: a saved sampler path (None = the base teacher_model)"
-    )
-    teacher_renderer_name: str | None = Field(
-        None, description="Teacher's chat format; default: the teacher model's recommended one"
-    )
-    teacher_system_prompt: str | None = Field(
-        "bundled:prompt_distill",
-        description="The prompt to distil: bundled:prompt_distill | a .txt path | text",
-    )
 
 
 class PromptDistillation(Recipe[PromptDistillationConfig]):
@@ -73,8 +61,4 @@ class PromptDistillation(Recipe[PromptDistillationConfig]):
     }
 
     def workflow(self, cfg: PromptDistillationConfig) -> Workflow[PromptDistillationState]:
-        system_prompt = resolve_system_prompt(cfg.teacher_system_prompt)
-        teacher = TeacherSpec(
-            cfg.teacher_model, cfg.teacher_checkpoint, cfg.teacher_renderer_name, system_prompt
-        )
-        return prompt_distillation(cfg, teacher, prompt_of, self.name)
+        return prompt_distillation(cfg, cfg.teacher(), prompt_of, self.name)

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kitchen.ports.model_registry import RegisteredModel, RegistryError
+from kitchen.ports.model_registry import (
+    ModelDraft,
+    ModelNotFoundError,
+    RegisteredModel,
+    RegistryError,
+)
 
 GetModel = Callable[[str, int | None], RegisteredModel]
 
@@ -25,3 +30,11 @@ def follow_lineage(get: GetModel, name: str, version: int | None = None) -> list
         seen.add(parent)
         chain.append(get(parent.name, parent.version))
     return chain
+
+
+def missing_parent(draft: ModelDraft, location: str) -> ModelNotFoundError:
+    """The error of registering a draft whose parent `location` does not hold."""
+    return ModelNotFoundError(
+        f"parent model {draft.parent} of {draft.name} is not in model registry {location}; "
+        "register it first or drop the parent"
+    )

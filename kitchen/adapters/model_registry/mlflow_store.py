@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import builtins
 import json
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
 
-from kitchen.adapters.model_registry.lineage import follow_lineage
-from kitchen.adapters.model_registry.redact import config_hash, redact
+from kitchen.adapters.model_registry.lineage import follow_lineage, missing_parent
+from kitchen.adapters.model_registry.redact import record_fields
 from kitchen.engine.errors import ConfigError
 from kitchen.ports.model_registry import (
     ModelDraft,
@@ -124,17 +122,8 @@ class MLflowRegistry:
             try:
                 self.get(draft.parent.name, draft.parent.version)
             except ModelNotFoundError as err:
-                raise ModelNotFoundError(
-                    f"parent model {draft.parent} of {draft.name} is not in {self.location}; "
-                    "register it first or drop the parent"
-                ) from err
-        payload = {
-            **draft.model_dump(mode="json"),
-            "config": redact(draft.config),
-            "id": uuid.uuid4().hex,
-            "config_hash": config_hash(draft.config),
-            "created_at": datetime.now(UTC).isoformat(timespec="milliseconds"),
-        }
+                raise missing_parent(draft, self.location) from err
+        payload = record_fields(draft)
         action = f"registering {draft.name}"
         self._ensure_registered_model(draft.name, action)
         # MLflow needs a source URI; the checkpoint paths themselves are in the record.

@@ -1,4 +1,4 @@
-"""Secret redaction and the config hash of a registered model.
+"""Secret redaction, the config hash, and the fields every store adds to a draft it registers.
 
 A key is secret when its words (split on `_`, `-`, `.`, spaces and camelCase) contain secret,
 password or apikey, or end in token or api/access/private/auth key (`TINKER_API_KEY`, `apiKey`,
@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 from kitchen.engine.errors import ConfigError
 from kitchen.engine.secrets import is_secret_key
+from kitchen.ports.model_registry import ModelDraft
 
 REDACTED = "<redacted>"
 
@@ -53,3 +56,15 @@ def config_hash(config: dict[str, Any]) -> str:
     """sha256 hex of the canonical JSON of the redacted config, so the same settings hash the same
     whatever credentials the run used."""
     return hashlib.sha256(canonical_json(redact(config)).encode("utf-8")).hexdigest()
+
+
+def record_fields(draft: ModelDraft) -> dict[str, Any]:
+    """A draft as a store records it (JSON-ready): redacted config, its hash, a fresh id and the
+    registration time; the store adds the version."""
+    return {
+        **draft.model_dump(mode="json"),
+        "config": redact(draft.config),
+        "id": uuid.uuid4().hex,
+        "config_hash": config_hash(draft.config),
+        "created_at": datetime.now(UTC).isoformat(timespec="milliseconds"),
+    }

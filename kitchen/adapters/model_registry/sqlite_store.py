@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import builtins
 import sqlite3
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import quote
 
 from pydantic import ValidationError
 
-from kitchen.adapters.model_registry.lineage import follow_lineage
-from kitchen.adapters.model_registry.redact import config_hash, redact
+from kitchen.adapters.model_registry.lineage import follow_lineage, missing_parent
+from kitchen.adapters.model_registry.redact import record_fields
 from kitchen.ports.model_registry import (
     ModelDraft,
     ModelNotFoundError,
@@ -44,10 +42,6 @@ CREATE TABLE models (
     UNIQUE (name, version)
 );
 """
-
-
-def _now_iso_utc() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 class SQLiteRegistry:
@@ -203,23 +197,11 @@ class SQLiteRegistry:
                 (draft.parent.name, draft.parent.version),
             ).fetchone()
             if found is None:
-                raise ModelNotFoundError(
-                    f"parent model {draft.parent} of {draft.name} is not in model registry "
-                    f"{self.location}; register it first or drop the parent"
-                )
+                raise missing_parent(draft, self.location)
         (last,) = conn.execute(
             "SELECT COALESCE(MAX(version), 0) FROM models WHERE name = ?", (draft.name,)
         ).fetchone()
-        record = RegisteredModel.model_validate(
-            {
-                **draft.model_dump(),
-                "config": redact(draft.config),
-                "id": uuid.uuid4().hex,
-                "version": last + 1,
-                "config_hash": config_hash(draft.config),
-                "created_at": _now_iso_utc(),
-            }
-        )
+        record = RegisteredModel.model_validate({**record_fields(draft), "version": last + 1})
         conn.execute(
             "INSERT INTO models (id, name, version, created_at, parent_name, parent_version, "
             "record) VALUES (?, ?, ?, ?, ?, ?, ?)",
