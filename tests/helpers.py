@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 
@@ -31,27 +32,32 @@ def chat_files(tmp_path: Path, n: int = 24) -> tuple[str, str]:
 
 # Tokens a family's renderer needs as single ids; the tiny tokenizer has only ChatML and Llama-3's.
 FAMILY_TOKENS = ("<think>", "</think>", "<tool_call>", "</tool_call>")
+HUB_REVISION = "0" * 40
 
 
-def place_in_hub_cache(hub_cache: Path, repo_id: str, base: str = "kitchen/tiny-qwen") -> Path:
-    """Put a built-in tiny model into an offline Hugging Face cache under `repo_id` (as a hub
-    snapshot: refs/main -> snapshots/<rev>/), with the thinking and tool-call tokens added so the
-    family's renderer runs. Anything that resolves `repo_id` offline (the SDK's tokenizer, `kitchen
-    serve`, AutoModel) then finds the tiny model."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
+def place_in_hub_cache(
+    hub_cache: Path, repo_id: str, base: str, extra_tokens: tuple[str, ...] = ()
+) -> Path:
+    """Put built-in tiny model `base` into an offline Hugging Face cache under `repo_id` (as a hub
+    snapshot: refs/main -> snapshots/<rev>/), with `extra_tokens` added to its vocabulary (and
+    embeddings) so a family's renderer runs. Anything that resolves `repo_id` offline (the SDK's
+    tokenizer, `kitchen serve`, AutoModel) then finds the tiny model."""
     from kitchen.adapters.local import resolve_model
 
-    source = resolve_model(base)
-    tokenizer = AutoTokenizer.from_pretrained(str(source))
-    model = AutoModelForCausalLM.from_pretrained(str(source))
-    tokenizer.add_tokens(list(FAMILY_TOKENS))
-    model.resize_token_embeddings(len(tokenizer))
     repo = hub_cache / f"models--{repo_id.replace('/', '--')}"
-    revision = "0" * 40
-    snapshot = repo / "snapshots" / revision
-    model.save_pretrained(snapshot)
-    tokenizer.save_pretrained(snapshot)
+    snapshot = repo / "snapshots" / HUB_REVISION
+    source = resolve_model(base)
+    if not snapshot.is_dir() and not extra_tokens:
+        shutil.copytree(source, snapshot)
+    elif not snapshot.is_dir():
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(str(source))
+        model = AutoModelForCausalLM.from_pretrained(str(source))
+        tokenizer.add_tokens(list(extra_tokens))
+        model.resize_token_embeddings(len(tokenizer))
+        model.save_pretrained(snapshot)
+        tokenizer.save_pretrained(snapshot)
     (repo / "refs").mkdir(parents=True, exist_ok=True)
-    (repo / "refs" / "main").write_text(revision)
+    (repo / "refs" / "main").write_text(HUB_REVISION)
     return snapshot

@@ -4,12 +4,9 @@ with HF_HUB_OFFLINE=1 (the cache layout huggingface_hub reads: refs/main -> snap
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
-from kitchen.adapters.local.resolve import resolve_model
-
-REVISION = "0" * 40
+from tests.helpers import place_in_hub_cache
 
 # Cookbook name -> the tiny model whose chat format its renderer writes. Llama 3 names also load
 # their tokenizer from thinkingmachineslabinc/meta-llama-3-instruct-tokenizer (tokenizer_utils).
@@ -25,10 +22,5 @@ MODELS = {
 def build_hub_cache(hf_home: Path) -> Path:
     """Write every MODELS entry into `hf_home`/hub; returns `hf_home`."""
     for repo_id, tiny in MODELS.items():
-        repo = hf_home / "hub" / f"models--{repo_id.replace('/', '--')}"
-        snapshot = repo / "snapshots" / REVISION
-        if not snapshot.is_dir():
-            shutil.copytree(resolve_model(tiny), snapshot)
-        (repo / "refs").mkdir(parents=True, exist_ok=True)
-        (repo / "refs" / "main").write_text(REVISION)
+        place_in_hub_cache(hf_home / "hub", repo_id, tiny)
     return hf_home

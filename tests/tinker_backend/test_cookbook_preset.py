@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import place_in_hub_cache
+from tests.helpers import FAMILY_TOKENS, place_in_hub_cache
 
 from .conftest import TEST_KEY, serve_process
 
@@ -23,7 +23,7 @@ SMALL = ["group_size=2", "groups_per_batch=2", "max_tokens=8", "num_test_problem
 @pytest.mark.slow
 def test_math_rl_cookbook_preset_runs_two_steps_under_its_model_name(tmp_path: Path) -> None:
     hub = tmp_path / "hub"
-    place_in_hub_cache(hub, COOKBOOK_MODEL)
+    place_in_hub_cache(hub, COOKBOOK_MODEL, "kitchen/tiny-qwen", FAMILY_TOKENS)
     checkpoints = tmp_path / "serve"
     checkpoints.mkdir()
     env = {"HF_HUB_CACHE": str(hub)}
