@@ -69,14 +69,23 @@ class MetricsHook(BaseHook):
 
     def __init__(self, sinks: Sequence[MetricsSink]) -> None:
         self.sinks = list(sinks)
+        self._resumed_setup = False
+
+    def on_run_start(self, workflow: Any, state: BaseState) -> None:
+        # A resumed run starts past step 0; its setup stages report what the first run already
+        # logged at step 0, so those records would only log the resume step a second time.
+        self._resumed_setup = state.step > 0
 
     def on_step_end(self, step: int, metrics: Metrics) -> None:
+        self._resumed_setup = False
         if set(metrics) <= {"time/total"}:
             return  # a pipelined step reports its metrics later, with its step number
         for sink in self.sinks:
             sink.log(metrics, step)
 
     def on_metrics(self, step: int, metrics: Metrics) -> None:
+        if self._resumed_setup:
+            return
         for sink in self.sinks:
             sink.log(metrics, step)
 

@@ -94,6 +94,7 @@ def teacher_data(
             into="conversations",
             max_tokens=cfg.teacher_max_tokens,
             temperature=cfg.teacher_temperature,
+            seed=cfg.seed,
         )
     ]
     if cfg.test_dataset:
@@ -106,6 +107,7 @@ def teacher_data(
                 into="test_conversations",
                 max_tokens=cfg.teacher_max_tokens,
                 temperature=cfg.teacher_temperature,
+                seed=cfg.seed,
                 file_name="teacher_data_test.jsonl",
             )
         )
