@@ -91,12 +91,14 @@ class MetricsHook(BaseHook):
         self._resumed_setup = False
 
     def on_run_start(self, workflow: Any, state: BaseState) -> None:
-        # A resumed run starts past step 0; its setup stages report what the first run already
-        # logged at step 0, so those records would only log the resume step a second time.
+        # A resumed run starts past step 0; its setup stages (everything before the first loop)
+        # report what the first run already logged at step 0: not logged again at the resume step.
         self._resumed_setup = state.step > 0
 
-    def on_step_end(self, step: int, metrics: Metrics) -> None:
+    def on_loop_start(self, loop: Any, path: str, total: int, start: int) -> None:
         self._resumed_setup = False
+
+    def on_step_end(self, step: int, metrics: Metrics) -> None:
         if set(metrics) <= {"time/total"}:
             return  # a pipelined step reports its metrics later, with its step number
         for sink in self.sinks:
