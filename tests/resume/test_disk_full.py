@@ -1,12 +1,17 @@
 """Disk full while writing metrics, a checkpoint or its record: the run stops with one line naming
 the file, what was written before is intact, and a resume (space freed) ends like a run that never
 failed. ENOSPC is injected at the write layer (the sink's file, the checkpoint writer, the record
-append): a size-limited filesystem needs mount rights a test run does not have."""
+append); where the machine lets an unprivileged user make a mount namespace (`unshare -rm`), one
+run also fills a real size-limited tmpfs (skipped elsewhere)."""
 
 from __future__ import annotations
 
 import errno
 import json
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -120,3 +125,35 @@ def test_disk_full_stops_cleanly_and_resume_continues(
     run(recipe, overrides, backend="local", log_dir=log_dir, max_steps=STEPS, if_exists="resume")
     assert sorted(metrics_by_step(log_dir)) == list(range(STEPS))
     assert_same_run(straight, log_dir)
+
+
+def _can_mount_tmpfs(where: Path) -> bool:
+    if shutil.which("unshare") is None:
+        return False
+    probe = ["unshare", "-rm", "mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(where)]
+    return subprocess.run(probe, capture_output=True).returncode == 0
+
+
+def test_disk_full_on_a_small_tmpfs(straight: Path, tmp_path: Path) -> None:
+    mount = tmp_path / "small"
+    mount.mkdir()
+    if not _can_mount_tmpfs(mount):
+        pytest.skip("no unprivileged mount namespace here (unshare -rm) for a size-limited tmpfs")
+    recipe, overrides = _config(tmp_path)
+    root = Path(__file__).resolve().parents[2]
+    args = [str(mount), "10m", str(straight), recipe, json.dumps(overrides), str(STEPS)]
+    done = subprocess.run(
+        ["unshare", "-rm", sys.executable, "-m", "tests.resume.small_fs_child", *args],
+        cwd=root,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["problem"] is None, out["problem"]
+    error = out["error"]  # 4 MB checkpoints on a 10 MB disk: the 3rd cannot be written
+    assert error is not None and "\n" not in error, error
+    assert f"{mount}/run/" in error and ("No space left" in error or "bytes free" in error), error
+    print(f"\ndisk full on a 10 MB tmpfs: {error}")

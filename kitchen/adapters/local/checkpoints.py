@@ -78,10 +78,23 @@ def write_folder(dest: Path, fill: Callable[[Path], None]) -> Path:
         os.replace(tmp, dest)
     except BaseException as e:
         shutil.rmtree(tmp, ignore_errors=True)
-        if isinstance(e, OSError):
-            raise BackendError(f"cannot write checkpoint {dest}: {e.strerror or e}") from e
+        if isinstance(e, Exception):
+            raise BackendError(f"cannot write checkpoint {dest}: {_write_failure(e, dest)}") from e
         raise
     return dest
+
+
+def _write_failure(error: Exception, dest: Path) -> str:
+    """Why a write failed, in one line. torch and safetensors report a full disk as their own
+    errors ("file write failed"), so the disk's free space is added to those."""
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    first = (str(error).strip().splitlines() or [type(error).__name__])[-1]
+    try:
+        free = shutil.disk_usage(dest.parent).free
+    except OSError:
+        return first
+    return f"{type(error).__name__}: {first} ({free} bytes free on that disk)"
 
 
 def parse_checkpoint_path(path: str) -> Path:
