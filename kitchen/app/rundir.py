@@ -10,10 +10,13 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from kitchen.engine.errors import ConfigError, KitchenError
 from kitchen.engine.secrets import REDACTED, ScrubSecrets, redact, secret_values
+
+if TYPE_CHECKING:
+    from train_core.checkpoint import CheckpointRecord
 
 log = logging.getLogger("kitchen")
 
@@ -94,30 +97,32 @@ def detach_log_file(handler: logging.Handler) -> None:
     handler.close()
 
 
-def _logged_steps(path: Path) -> set[int]:
-    steps = set()
+def _last_logged_step(path: Path) -> int | None:
+    last = None
     if path.exists():
         for line in path.read_text().splitlines():
             try:
-                steps.add(int(json.loads(line).get("step", 0)))
+                step = int(json.loads(line).get("step", 0))
             except (ValueError, AttributeError, TypeError):
                 continue  # a line cut short by a kill
-    return steps
+            last = step if last is None else max(last, step)
+    return last
 
 
-def resume_record(log_dir: Path) -> Any:
-    """The checkpoint record to resume from: the last one with a state_path whose previous step's
-    metrics reached metrics.jsonl. A step is recorded (its checkpoint) before its metrics are
-    logged, so a run killed (or out of disk) in between resumes one checkpoint earlier and logs
-    that step again instead of never. (A setup line at step 0 can stand in for step 0's own.)"""
+def resume_record(log_dir: Path) -> CheckpointRecord | None:
+    """The checkpoint record to resume from: the last one with a state_path whose previous step
+    is no later than the last step in metrics.jsonl. A step is recorded (its checkpoint) before its
+    metrics are logged, so a run killed (or out of disk) in between resumes one checkpoint earlier
+    and logs that step again instead of never. A run that logged no step metrics at all resumes
+    from its last record."""
     from train_core.checkpoint import load_checkpoint_records
 
-    logged = _logged_steps(log_dir / "metrics.jsonl")
     resumable = [r for r in load_checkpoint_records(log_dir) if r.state_path]
-    usable = [r for r in resumable if not r.get("step", 0) or int(r.get("step")) - 1 in logged]
+    last = _last_logged_step(log_dir / "metrics.jsonl")
+    usable = [r for r in resumable if last is None or int(r.get("step", 0) or 0) - 1 <= last]
     if usable[-1:] != resumable[-1:]:
         log.warning(
-            "%s: checkpoint %s has no metrics for its last step; resuming from the one before",
+            "%s: checkpoint %s is past the last step in metrics.jsonl; resuming from the one before",
             log_dir,
             resumable[-1].name,
         )
