@@ -11,6 +11,7 @@ import httpx
 import pytest
 from tinker import types
 
+from kitchen.adapters.local.tiny import MAX_CONTEXT
 from tests.serve_hardening.conftest import KEY, MAX_BODY, TINY, Server
 from tests.tinker_backend.conftest import sft_datum as datum
 
@@ -183,7 +184,7 @@ ISSUE_22 = pytest.mark.xfail(
         pytest.param("negative token id", {"prompt": {"chunks": [{"type": "encoded_text", "tokens": [-5]}]}}, marks=ISSUE_22),
         pytest.param("max_tokens -1", {"sampling_params": {"max_tokens": -1}}, marks=ISSUE_22),
         pytest.param("max_tokens 10**9", {"sampling_params": {"max_tokens": 10**9}}, marks=ISSUE_22),
-        pytest.param("prompt past the context", {"prompt": {"chunks": [{"type": "encoded_text", "tokens": [1] * 100_000}]}}, marks=ISSUE_22),
+        pytest.param("prompt past the context", {"prompt": {"chunks": [{"type": "encoded_text", "tokens": [1] * (MAX_CONTEXT + 8)}]}}, marks=ISSUE_22),
         pytest.param("top_p 7", {"sampling_params": {"max_tokens": 2, "top_p": 7}}, marks=ISSUE_22),
     ],
 )  # fmt: skip
