@@ -26,7 +26,7 @@ def command(
         bool,
         typer.Option(
             "--require-key",
-            help=f"Refuse requests without an X-API-Key header (and, if ${API_KEY_ENV} is set, a different one)",
+            help=f"Refuse requests (every route, health included) without an X-API-Key header (and, if ${API_KEY_ENV} is set, a different one)",
         ),
     ] = False,
     checkpoint_dir: Annotated[
@@ -35,6 +35,16 @@ def command(
             "--checkpoint-dir", help="Where checkpoints live (default: kitchen cache/serve)"
         ),
     ] = None,
+    allow_checkpoint_dir: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--allow-checkpoint-dir",
+            help="A folder (repeatable) besides --checkpoint-dir that clients may load checkpoints from",
+        ),
+    ] = None,
+    max_body_mb: Annotated[
+        float, typer.Option("--max-body-mb", min=0.001, help="Largest request body accepted (MiB)")
+    ] = 256.0,
     seed: Annotated[int, typer.Option("--seed", help="Engine seed (LoRA init, sampling)")] = 0,
     device: Annotated[str, typer.Option("--device", help="auto | cpu | cuda")] = "auto",
     dtype: Annotated[str, typer.Option("--dtype", help="auto | float32 | bfloat16")] = "auto",
@@ -67,6 +77,8 @@ def command(
         require_key=require_key,
         api_key=os.environ.get(API_KEY_ENV) or None,
         checkpoint_dir=checkpoint_dir,
+        allowed_checkpoint_dirs=[d.expanduser().resolve() for d in allow_checkpoint_dir or []],
+        max_body_bytes=int(max_body_mb * 2**20),
         seed=seed,
         device=device,
         dtype=dtype,

@@ -22,6 +22,7 @@ from kitchen.app.rundir import (
     attach_log_file,
     detach_log_file,
     prepare,
+    resume_record,
     truncate_metrics,
     write_config,
     write_plan,
@@ -110,10 +111,9 @@ def make_backend(
 
 
 def read_resume(log_dir: Path) -> Resume | None:
-    """The last checkpoint record with a state_path, as a resume point; None when there is none."""
-    from train_core.checkpoint import get_last_checkpoint
-
-    record = get_last_checkpoint(log_dir)
+    """The last usable checkpoint record (rundir.resume_record), as a resume point; None when
+    there is none."""
+    record = resume_record(log_dir)
     if record is None or not record.state_path:
         return None
     cursor = record.get("cursor", None)

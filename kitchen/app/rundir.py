@@ -3,16 +3,52 @@ logs.log. Files are appended and flushed per step, so a killed run loses nothing
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from kitchen.engine.errors import ConfigError
+from kitchen.engine.errors import ConfigError, KitchenError
 from kitchen.engine.secrets import REDACTED, ScrubSecrets, redact, secret_values
 
+if TYPE_CHECKING:
+    from train_core.checkpoint import CheckpointRecord
+
+log = logging.getLogger("kitchen")
+
 IfExists = Literal["delete", "resume", "raise"]
+
+
+class RunDirError(KitchenError):
+    """A file of the run directory cannot be written (disk full, permissions): the run stops."""
+
+
+@contextlib.contextmanager
+def writing(path: Path) -> Iterator[None]:
+    """OSError while writing `path` -> one line naming the file and the reason."""
+    try:
+        yield
+    except OSError as e:
+        raise RunDirError(f"cannot write {path}: {e.strerror or e}") from e
+
+
+def replace_text(path: Path, text: str) -> None:
+    """Write `text` beside `path` and rename it into place: a kill or a full disk mid-write leaves
+    the old file whole."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with writing(path):
+        try:
+            with tmp.open("w") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
 
 
 def prepare(log_dir: Path, if_exists: IfExists) -> bool:
@@ -39,11 +75,11 @@ def write_config(
     text = json.dumps(payload, indent=2, default=str)
     for secret in secret_values():  # a key pasted into some other field is still a key
         text = text.replace(secret, REDACTED)
-    (log_dir / "config.json").write_text(text + "\n")
+    replace_text(log_dir / "config.json", text + "\n")
 
 
 def write_plan(log_dir: Path, plan: str) -> None:
-    (log_dir / "plan.txt").write_text(plan + "\n")
+    replace_text(log_dir / "plan.txt", plan + "\n")
 
 
 def attach_log_file(log_dir: Path) -> logging.Handler:
@@ -61,8 +97,41 @@ def detach_log_file(handler: logging.Handler) -> None:
     handler.close()
 
 
+def _last_logged_step(path: Path) -> int | None:
+    last = None
+    if path.exists():
+        for line in path.read_text().splitlines():
+            try:
+                step = int(json.loads(line).get("step", 0))
+            except (ValueError, AttributeError, TypeError):
+                continue  # a line cut short by a kill
+            last = step if last is None else max(last, step)
+    return last
+
+
+def resume_record(log_dir: Path) -> CheckpointRecord | None:
+    """The checkpoint record to resume from: the last one with a state_path whose previous step
+    is no later than the last step in metrics.jsonl. A step is recorded (its checkpoint) before its
+    metrics are logged, so a run killed (or out of disk) in between resumes one checkpoint earlier
+    and logs that step again instead of never. A run that logged no step metrics at all resumes
+    from its last record."""
+    from train_core.checkpoint import load_checkpoint_records
+
+    resumable = [r for r in load_checkpoint_records(log_dir) if r.state_path]
+    last = _last_logged_step(log_dir / "metrics.jsonl")
+    usable = [r for r in resumable if last is None or int(r.get("step", 0) or 0) - 1 <= last]
+    if usable[-1:] != resumable[-1:]:
+        log.warning(
+            "%s: checkpoint %s is past the last step in metrics.jsonl; resuming from the one before",
+            log_dir,
+            resumable[-1].name,
+        )
+    return usable[-1] if usable else None
+
+
 def truncate_metrics(path: Path, resume_step: int) -> int:
-    """Drop rows of steps a resumed run will redo, so metrics.jsonl holds each step once."""
+    """Drop rows of steps a resumed run will redo, so metrics.jsonl holds each step once. The
+    file is replaced whole, so a kill during the rewrite loses none of the rows kept."""
     if not path.exists():
         return 0
     kept, dropped = [], 0
@@ -76,5 +145,6 @@ def truncate_metrics(path: Path, resume_step: int) -> int:
             dropped += 1
         else:
             kept.append(line)
-    path.write_text("".join(k + "\n" for k in kept))
+    if dropped:
+        replace_text(path, "".join(k + "\n" for k in kept))
     return dropped

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from kitchen.app.rundir import writing
 from kitchen.engine.runner import BaseHook
 from kitchen.engine.stage import Metrics
 from kitchen.engine.state import BaseState
@@ -23,19 +26,35 @@ def _clean(value: Any) -> Any:
 
 
 class JsonlSink:
-    """One line per step in metrics.jsonl, flushed at once."""
+    """One line per record in metrics.jsonl, written and flushed at once. A write that fails (a
+    full disk) stops the run with the path named; a line it cut short is dropped on resume."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._file = path.open("a")
+        with writing(path):
+            self._file = path.open("a")
 
     def log(self, metrics: Mapping[str, Any], step: int) -> None:
         record = {"step": step, **{k: _clean(v) for k, v in metrics.items()}}
-        self._file.write(json.dumps(record) + "\n")
-        self._file.flush()
+        line = json.dumps(record) + "\n"
+        with writing(self.path):
+            try:
+                self._file.write(line)
+                self._file.flush()
+            except OSError:
+                self._abandon()
+                raise
+
+    def _abandon(self) -> None:
+        """Close without flushing again: what the failed write left stays as it is on disk."""
+        with contextlib.suppress(OSError):
+            os.close(self._file.fileno())
+        with contextlib.suppress(OSError, ValueError):
+            self._file.close()
 
     def close(self) -> None:
-        self._file.close()
+        with writing(self.path):
+            self._file.close()
 
 
 class WandbSink:
@@ -69,6 +88,15 @@ class MetricsHook(BaseHook):
 
     def __init__(self, sinks: Sequence[MetricsSink]) -> None:
         self.sinks = list(sinks)
+        self._resumed_setup = False
+
+    def on_run_start(self, workflow: Any, state: BaseState) -> None:
+        # A resumed run starts past step 0; its setup stages (everything before the first loop)
+        # report what the first run already logged at step 0: not logged again at the resume step.
+        self._resumed_setup = state.step > 0
+
+    def on_loop_start(self, loop: Any, path: str, total: int, start: int) -> None:
+        self._resumed_setup = False
 
     def on_step_end(self, step: int, metrics: Metrics) -> None:
         if set(metrics) <= {"time/total"}:
@@ -77,6 +105,8 @@ class MetricsHook(BaseHook):
             sink.log(metrics, step)
 
     def on_metrics(self, step: int, metrics: Metrics) -> None:
+        if self._resumed_setup:
+            return
         for sink in self.sinks:
             sink.log(metrics, step)
 

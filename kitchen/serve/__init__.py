@@ -4,15 +4,58 @@ SDK, `--backend tinker` and unmodified tinker-cookbook scripts run against this 
     create_app(service) -> FastAPI           the app (routes in `app.py`)
     KitchenService(settings)                 sessions, models, samplers over the local engine
     serve(settings)                          preload models, then run uvicorn until Ctrl-C
+    serving(settings) -> url                 the same in a thread of this process (tests, benches)
 
 FastAPI and uvicorn are imported only by `app.py` / `serve`, never by `kitchen --help`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
 from kitchen.serve.settings import ServeSettings
 
-__all__ = ["ServeSettings", "serve"]
+__all__ = ["ServeSettings", "serve", "serving"]
+
+
+@contextlib.contextmanager
+def serving(settings: ServeSettings, backend: Any | None = None) -> Iterator[str]:
+    """The server on loopback in a thread of this process, its models preloaded, for the block;
+    yields its URL. `settings.port` 0 picks a free port; `backend` replaces the local engine."""
+    import uvicorn
+
+    from kitchen.serve.app import create_app
+    from kitchen.serve.service import KitchenService
+
+    service = KitchenService(settings, backend=backend)
+    for model in settings.preload:
+        service.preload(model)
+    port = settings.port or _free_port()
+    config = uvicorn.Config(create_app(service), port=port, log_level=settings.log_level)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError(f"kitchen serve did not start on port {port}")
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(30)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def serve(settings: ServeSettings) -> None:

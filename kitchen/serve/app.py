@@ -13,10 +13,11 @@ import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import pydantic
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from starlette.types import ASGIApp
 from tinker import types
@@ -24,6 +25,7 @@ from tinker import types
 from kitchen.serve import checkpoint_routes
 from kitchen.serve.errors import UserError
 from kitchen.serve.hot_routes import (
+    BodyLimit,
     HotRoutes,
     RequireKey,
     hot_handlers,
@@ -33,6 +35,7 @@ from kitchen.serve.hot_routes import (
     user_error_response,
 )
 from kitchen.serve.openai import add_openai_routes
+from kitchen.serve.paths import checkpoint_ref
 from kitchen.serve.requests import idle_gaps
 from kitchen.serve.service import KitchenService
 
@@ -63,6 +66,12 @@ def create_app(service: KitchenService) -> ASGIApp:
     async def _user_error(request: Request, e: UserError) -> Response:
         return user_error_response(e)
 
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, e: RequestValidationError) -> Response:
+        first = e.errors()[0] if e.errors() else {"loc": (), "msg": "invalid request"}
+        where = ".".join(str(x) for x in first["loc"]) or "body"
+        return user_error_response(UserError(f"{request.url.path}: {where}: {first['msg']}"))
+
     @app.exception_handler(Exception)
     async def _server_error(request: Request, e: Exception) -> Response:
         return server_error_response(request.url.path, e)
@@ -72,7 +81,9 @@ def create_app(service: KitchenService) -> ASGIApp:
     _sampling_routes(app, service)
     add_openai_routes(app, service)
     checkpoint_routes.register(app, service)  # last: it ends with the catch-all
-    outer: ASGIApp = HotRoutes(app, hot_handlers(service))
+    outer: ASGIApp = BodyLimit(
+        HotRoutes(app, hot_handlers(service)), service.settings.max_body_bytes
+    )
     if service.settings.require_key:
         outer = RequireKey(outer, service.settings.api_key)
     return outer
@@ -136,7 +147,9 @@ def _session_routes(app: FastAPI, service: KitchenService) -> None:
 def _training_routes(app: FastAPI, service: KitchenService) -> None:
     @app.post("/api/v1/create_model")
     async def create_model(request: Request) -> Response:
-        return _json(service.create_model(await _parse(request, types.CreateModelRequest)))
+        body = await _parse(request, types.CreateModelRequest)
+        await asyncio.to_thread(_known_model, body.base_model)
+        return _json(service.create_model(body))
 
     @app.post("/api/v1/get_info")
     async def get_info(request: Request) -> Response:
@@ -144,11 +157,16 @@ def _training_routes(app: FastAPI, service: KitchenService) -> None:
 
     @app.post("/api/v1/save_weights")
     async def save_weights(request: Request) -> Response:
-        return _json(service.save_weights(await _parse(request, types.SaveWeightsRequest)))
+        body = await _parse(request, types.SaveWeightsRequest)
+        if body.path:
+            checkpoint_ref("run", "state", body.path)  # a bad name is refused now, not later
+        return _json(service.save_weights(body))
 
     @app.post("/api/v1/save_weights_for_sampler")
     async def save_for_sampler(request: Request) -> Response:
         body = await _parse(request, types.SaveWeightsForSamplerRequest)
+        if body.path:
+            checkpoint_ref("run", "sampler", body.path)
         return _json(service.save_weights_for_sampler(body))
 
     @app.post("/api/v1/load_weights")
@@ -157,7 +175,10 @@ def _training_routes(app: FastAPI, service: KitchenService) -> None:
 
     @app.post("/api/v1/weights_info")
     async def weights_info(request: Request) -> Response:
-        body = json.loads(await request.body() or b"{}")
+        try:
+            body = json.loads(await request.body() or b"{}")
+        except ValueError:
+            raise UserError("weights_info: the body is not JSON") from None
         path = body.get("tinker_path") if isinstance(body, dict) else None
         if not isinstance(path, str):
             raise UserError('weights_info: expected {"tinker_path": "tinker://..."}')
@@ -177,13 +198,10 @@ def _training_routes(app: FastAPI, service: KitchenService) -> None:
 
 def _sampling_routes(app: FastAPI, service: KitchenService) -> None:
     @app.post("/api/v1/create_sampling_session")
-    def create_sampling_session(request_body: dict[str, Any]) -> Response:
-        # Sync route (thread pool): opening a sampler may load a model.
-        try:
-            body = types.CreateSamplingSessionRequest.model_validate(request_body)
-        except pydantic.ValidationError as e:
-            raise UserError(f"create_sampling_session: {e.errors()[0]['msg']}") from None
-        return _json(service.create_sampling_session(body))
+    async def create_sampling_session(request: Request) -> Response:
+        body = await _parse(request, types.CreateSamplingSessionRequest)
+        # In a worker thread: opening a sampler may load a model.
+        return _json(await asyncio.to_thread(service.create_sampling_session, body))
 
     @app.get("/api/v1/samplers/{sampler_id}")
     async def get_sampler(sampler_id: str) -> Response:
@@ -191,8 +209,27 @@ def _sampling_routes(app: FastAPI, service: KitchenService) -> None:
 
     @app.post("/api/v1/cancel_future")
     async def cancel_future(request: Request) -> Response:
-        service.cancel_request(str(json.loads(await request.body() or b"{}").get("request_id")))
+        try:
+            body = json.loads(await request.body() or b"{}")
+        except ValueError:
+            raise UserError("cancel_future: the body is not JSON") from None
+        request_id = body.get("request_id") if isinstance(body, dict) else None
+        if not isinstance(request_id, str):
+            raise UserError('cancel_future: expected {"request_id": "..."}')
+        service.cancel_request(request_id)
         return _json({})
+
+
+def _known_model(base_model: str) -> None:
+    """A base model name the engine cannot resolve is refused at once (400), not after the SDK
+    polled a future for it."""
+    from kitchen.adapters.local.resolve import resolve_model
+    from kitchen.engine.errors import KitchenError
+
+    try:
+        resolve_model(base_model)
+    except (KitchenError, OSError, ValueError) as e:
+        raise UserError(f"create_model: base model {base_model!r}: {e}") from None
 
 
 async def _reap(service: KitchenService) -> None:

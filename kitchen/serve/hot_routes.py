@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import pydantic
 from starlette.responses import Response
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from tinker import types
 
 from kitchen.serve import wire
@@ -30,7 +30,6 @@ M = TypeVar("M", bound=pydantic.BaseModel)
 Headers = dict[bytes, bytes]
 Handler = Callable[[bytes, Headers], Awaitable[Response]]
 NO_RETRY = {"x-should-retry": "false"}
-OPEN_PATHS = frozenset({"/api/v1/healthz"})
 
 
 def json_response(body: pydantic.BaseModel | dict[str, Any], status: int = 200) -> Response:
@@ -72,6 +71,11 @@ def hot_handlers(service: KitchenService) -> dict[str, Handler]:
 
     async def optim_step(body: bytes, headers: Headers) -> Response:
         request = parse(body, types.OptimStepRequest, "/api/v1/optim_step")
+        if not isinstance(request.optim_params, types.AdamParams):  # the union's catch-all
+            adam = request.optim_params.model_dump()
+            request.optim_params = parse(
+                json.dumps(adam).encode(), types.AdamParams, "optim_params"
+            )
         return json_response(service.optim_step(request))
 
     async def asample(body: bytes, headers: Headers) -> Response:
@@ -150,16 +154,17 @@ async def _read_body(receive: Receive) -> bytes:
 
 
 class RequireKey:
-    """Refuse requests without an X-API-Key header (or with the wrong one, when a key is set);
-    the outermost layer, so no route is reachable without it."""
+    """Refuse requests without an X-API-Key header (or with the wrong one, when a key is set).
+    The outermost layer: every route, the health check and routes added later included, is
+    behind it."""
 
     def __init__(self, app: ASGIApp, expected: str | None) -> None:
         self.app = app
         self.expected = expected
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"] not in OPEN_PATHS:
-            key = dict(scope["headers"]).get(b"x-api-key", b"").decode("latin-1")
+        if scope["type"] == "http":
+            key = _api_key(dict(scope["headers"]))
             ok = bool(key) and (self.expected is None or hmac.compare_digest(key, self.expected))
             if not ok:
                 what = "missing" if not key else "not accepted"
@@ -167,3 +172,65 @@ class RequireKey:
                 await json_response({"detail": detail}, 401)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+def _api_key(headers: Headers) -> str:
+    """X-API-Key, or an `Authorization: Bearer` token (what OpenAI-style clients send)."""
+    key = headers.get(b"x-api-key", b"")
+    if not key:
+        auth = headers.get(b"authorization", b"")
+        key = auth[7:] if auth[:7].lower() == b"bearer " else b""
+    return key.decode("latin-1").strip()
+
+
+class BodyLimit:
+    """Refuse request bodies over `max_bytes` with 413 before any route reads them: by the
+    Content-Length header, or, for a streamed body, as soon as the bytes received pass it."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length", b"0")
+        try:
+            too_big = int(declared) > self.max_bytes
+        except ValueError:
+            await self._refuse(scope, receive, send, "Content-Length is not a number", 400)
+            return
+        if too_big:
+            await self._refuse(scope, receive, send, f"{int(declared)} bytes")
+            return
+        chunks, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            if size > self.max_bytes:
+                await self._refuse(scope, receive, send, f"over {size} bytes")
+                return
+            if not message.get("more_body", False):
+                break
+        body, replayed = b"".join(chunks), False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()  # after the body: the disconnect
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
+
+    async def _refuse(
+        self, scope: Scope, receive: Receive, send: Send, got: str, status: int = 413
+    ) -> None:
+        detail = f"{scope['path']}: request body too large ({got}; this server takes at most {self.max_bytes} bytes)"
+        if status != 413:
+            detail = f"{scope['path']}: {got}"
+        await json_response({"detail": detail, "category": "user"}, status)(scope, receive, send)

@@ -5,11 +5,16 @@ anything else), so the server hands those out. The mapping is a pure function of
 server restarted on the same checkpoint folder still resolves every path it ever returned:
 
     tinker://<model_id>/weights/<name>  ->  <root>/weights/<slug(model_id)>--<name>
+
+A plain folder path (one a `kitchen run --backend local` wrote) loads only when it lies inside the
+checkpoint root or a folder the operator allow-listed (`--allow-checkpoint-dir`): a client never
+names an arbitrary place on the server's disk.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,13 +79,30 @@ def parse_tinker_path(path: str) -> CheckpointRef:
     return checkpoint_ref(parts[0], _KIND[parts[1]], parts[2])
 
 
-def resolve_checkpoint(path: str, checkpoint_root: Path) -> tuple[str, str]:
-    """(engine folder, path to report) for a load: tinker paths map to the server's folders;
-    a plain folder the local engine wrote (e.g. by a `--backend local` run) is used as is."""
+def resolve_checkpoint(
+    path: str, checkpoint_root: Path, allowed: Sequence[Path] = ()
+) -> tuple[str, str]:
+    """(engine folder, path to report) for a load: tinker paths map to the server's folders; a
+    plain folder is used as is when it resolves (links followed) inside `checkpoint_root` or one
+    of the `allowed` folders."""
     if path.startswith(SCHEME):
         ref = parse_tinker_path(path)
         folder = ref.folder(checkpoint_root)
         if not folder.is_dir():
             raise CheckpointPathError(f"checkpoint {path} does not exist on this server")
         return str(folder), path
-    return path, path
+    if "://" in path and not path.startswith("local://"):
+        raise CheckpointPathError(
+            f"checkpoint path {path!r}: expected tinker://<run>/weights/<name> or a folder path"
+        )
+    folder = Path(path.removeprefix("local://")).expanduser()
+    if not folder.is_absolute():
+        raise CheckpointPathError(f"checkpoint path {path!r}: a folder path must be absolute")
+    real = folder.resolve()
+    roots = [Path(r).resolve() for r in (checkpoint_root, *allowed)]
+    if not any(real.is_relative_to(r) for r in roots):
+        raise CheckpointPathError(
+            f"checkpoint {path} is outside this server's checkpoint folders; the operator can "
+            "allow a folder with `kitchen serve --allow-checkpoint-dir DIR`"
+        )
+    return str(real), path

@@ -273,7 +273,9 @@ class KitchenService:
             entry = self.registry.model(request.model_id)
 
             def load() -> Any:
-                folder, shown = paths.resolve_checkpoint(request.path, self.checkpoint_root)
+                folder, shown = paths.resolve_checkpoint(
+                    request.path, self.checkpoint_root, self.settings.allowed_checkpoint_dirs
+                )
                 client = entry.client
                 method = (
                     client.load_state_with_optimizer if request.optimizer else client.load_state
@@ -282,7 +284,9 @@ class KitchenService:
                 return method(folder).map(lambda _: response)
 
             return self._submit(entry, request.seq_id, "load_weights", MODEL, load)
-        folder, response_path = paths.resolve_checkpoint(request.path, self.checkpoint_root)
+        folder, response_path = paths.resolve_checkpoint(
+            request.path, self.checkpoint_root, self.settings.allowed_checkpoint_dirs
+        )
         if request.session_id is None or request.model_seq_id is None:
             raise UserError("load_weights needs model_id, or session_id and model_seq_id")
         session = self.registry.session(request.session_id)
@@ -304,7 +308,9 @@ class KitchenService:
     def weights_info(self, tinker_path: str) -> types.WeightsInfoResponse:
         from kitchen.adapters.local import checkpoints as ckpt
 
-        folder, _ = paths.resolve_checkpoint(tinker_path, self.checkpoint_root)
+        folder, _ = paths.resolve_checkpoint(
+            tinker_path, self.checkpoint_root, self.settings.allowed_checkpoint_dirs
+        )
         meta = ckpt.read_meta(Path(folder))
         lora = meta.lora or {}
         return types.WeightsInfoResponse(
@@ -335,7 +341,9 @@ class KitchenService:
 
     def _open_sampler(self, model_path: str | None, base_model: str | None) -> SamplerEntry:
         if model_path:
-            folder, shown = paths.resolve_checkpoint(model_path, self.checkpoint_root)
+            folder, shown = paths.resolve_checkpoint(
+                model_path, self.checkpoint_root, self.settings.allowed_checkpoint_dirs
+            )
             sampler = self.backend.create_sampling_client(model_path=folder)
             return SamplerEntry(sampler, sampler.get_base_model(), shown)
         if not base_model:

@@ -18,6 +18,10 @@ class ServeSettings:
     require_key: bool = False  # refuse requests without an X-API-Key header
     api_key: str | None = None  # when set, the X-API-Key header must equal it
     checkpoint_dir: Path | None = None  # engine checkpoints live in <dir>/checkpoints
+    # Folders besides the checkpoint root that clients may load checkpoints from (e.g. the
+    # runs of `kitchen run --backend local`); nothing else on disk is reachable.
+    allowed_checkpoint_dirs: list[Path] = field(default_factory=list)
+    max_body_bytes: int = 256 * 2**20  # larger request bodies get 413
     seed: int = 0
     device: str = "auto"
     dtype: str = "auto"

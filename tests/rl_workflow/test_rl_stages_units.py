@@ -137,7 +137,7 @@ def test_pool_bounds_in_flight_groups_and_drops_stale_ones():
     async def go() -> tuple[list[list[int]], int, int]:
         policy = _Policy()
         pool = AsyncRolloutPool(
-            _Dataset(n_batches=4, per_batch=2), 4, 2, 1, lambda s: policy, "sampler-0", 0
+            _Dataset(n_batches=4, per_batch=2), 4, 2, 1, lambda s, where: policy, "sampler-0", 0
         )
         pool.start(0)
         await asyncio.sleep(0.01)

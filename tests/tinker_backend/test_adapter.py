@@ -4,7 +4,6 @@ recipe whose `tinker://` checkpoints are recorded and resumed from."""
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -142,32 +141,20 @@ def test_recipe_records_tinker_checkpoints_and_resumes_through_them(
 
 @pytest.fixture
 def keyed_server() -> Iterator[str]:
-    import uvicorn
-
     from kitchen.adapters.fake import create_fake_backend
-    from kitchen.serve.app import create_app
-    from kitchen.serve.service import KitchenService
+    from kitchen.serve import serving
 
-    settings = ServeSettings(require_key=True, api_key="tml-the-right-key")
-    service = KitchenService(settings, backend=create_fake_backend(BackendSettings()))
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(service), port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
+    settings = ServeSettings(port=0, require_key=True, api_key="tml-the-right-key")
+    with serving(settings, backend=create_fake_backend(BackendSettings())) as url:
+        yield url
 
 
 def test_require_key_refuses_requests_without_the_key(
     keyed_server: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert httpx.get(f"{keyed_server}/api/v1/healthz").status_code == 200  # liveness stays open
+    assert httpx.get(f"{keyed_server}/api/v1/healthz").status_code == 401  # every route
+    keyed = {"X-API-Key": "tml-the-right-key"}
+    assert httpx.get(f"{keyed_server}/api/v1/healthz", headers=keyed).status_code == 200
     missing = httpx.post(f"{keyed_server}/api/v1/client/config", json={"sdk_version": "0.38.0"})
     wrong = httpx.post(
         f"{keyed_server}/api/v1/client/config",

@@ -14,6 +14,7 @@ written beside its final place and renamed into it, so a crash never leaves half
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import re
@@ -58,19 +59,42 @@ def checkpoint_folder(root: Path, kind: str, name: str) -> Path:
 
 
 def write_folder(dest: Path, fill: Callable[[Path], None]) -> Path:
-    """Run `fill(tmp)` then move tmp to `dest`, replacing an older checkpoint of the same name."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.tmp-", dir=dest.parent))
+    """Run `fill(tmp)` then move tmp to `dest`, replacing an older checkpoint of the same name.
+
+    A kill mid-write leaves only a `.<name>.tmp-*` folder, which nothing names and the next save
+    of that name removes; a write error (a full disk) removes it at once and names `dest`."""
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        for stale in dest.parent.glob(f".{glob.escape(dest.name)}.tmp-*"):
+            shutil.rmtree(stale, ignore_errors=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.tmp-", dir=dest.parent))
+    except OSError as e:
+        raise BackendError(f"cannot write checkpoint {dest}: {e.strerror or e}") from e
     try:
         fill(tmp)
         tmp.chmod(0o755)
         if dest.exists():
             shutil.rmtree(dest)
         os.replace(tmp, dest)
-    except BaseException:
+    except BaseException as e:
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(e, Exception):
+            raise BackendError(f"cannot write checkpoint {dest}: {_write_failure(e, dest)}") from e
         raise
     return dest
+
+
+def _write_failure(error: Exception, dest: Path) -> str:
+    """Why a write failed, in one line. torch and safetensors report a full disk as their own
+    errors ("file write failed"), so the disk's free space is added to those."""
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    first = (str(error).strip().splitlines() or [type(error).__name__])[-1]
+    try:
+        free = shutil.disk_usage(dest.parent).free
+    except OSError:
+        return first
+    return f"{type(error).__name__}: {first} ({free} bytes free on that disk)"
 
 
 def parse_checkpoint_path(path: str) -> Path:

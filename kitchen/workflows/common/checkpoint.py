@@ -7,13 +7,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kitchen.engine.errors import StageError
 from kitchen.engine.stage import Context, Metrics
 
 
 def _record(
     ctx: Context[Any], name: str, paths: dict[str, str], steps_done: int, final: bool | None
 ) -> None:
-    from train_core.checkpoint import append_checkpoint_record, make_checkpoint_record
+    from train_core.checkpoint import (
+        append_checkpoint_record,
+        checkpoints_file,
+        make_checkpoint_record,
+    )
 
     if ctx.log_dir is None:
         return
@@ -21,7 +26,11 @@ def _record(
     record = make_checkpoint_record(
         name, {**cursor, "step": steps_done, "cursor": cursor}, paths, final=final
     )
-    append_checkpoint_record(ctx.log_dir, record)
+    try:
+        append_checkpoint_record(ctx.log_dir, record)
+    except OSError as e:  # a full disk: the checkpoint exists, but a resume will not use it
+        path = checkpoints_file(ctx.log_dir)
+        raise StageError(f"cannot write {path}: {e.strerror or e}") from e
 
 
 @dataclass(frozen=True, kw_only=True)

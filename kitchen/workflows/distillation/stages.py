@@ -4,12 +4,15 @@ alignment and the KL math are in train_core.distillation."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
 from kitchen.engine.errors import ConfigError, StageError
 from kitchen.engine.stage import Context, Metrics
+from kitchen.workflows.common.seeding import TEACHER_STREAM, SeededSampler
 from train_core.distillation.teacher import Teacher, TeacherSpec, same_tokenizer
 
 
@@ -106,12 +109,15 @@ class InitTeacher:
 class LabelWithTeacher:
     """Create-data: the teacher's conversations for the prompts in `source`, into `into`
     (train_core.distillation.teacher_conversations). Written to `<log_dir>/<file_name>` too, and
-    read back from there when it exists (a resumed run trains on the data it started with)."""
+    read back from there when it exists (a resumed run trains on the data it started with).
+    Prompt i's answer is sampled with the i-th seed of the (seed, teacher, `into`) stream: the
+    same data from the same seed."""
 
     source: str
     into: str
     max_tokens: int = 256
     temperature: float = 0.15
+    seed: int = 0
     file_name: str = "teacher_data.jsonl"
     name: str = "label_with_teacher"
 
@@ -133,8 +139,11 @@ class LabelWithTeacher:
             ctx.logger.info("reusing %d teacher-labelled rows from %s", len(rows), saved)
             return None
         prompts: list[str] = getattr(ctx.state, self.source)
+        teacher = ctx.state.teacher
+        key = (self.seed, TEACHER_STREAM, zlib.crc32(self.into.encode()))
+        seeded = SeededSampler(teacher.client, key)
         rows = await teacher_conversations(
-            ctx.state.teacher, prompts, self.max_tokens, self.temperature
+            dataclasses.replace(teacher, client=seeded), prompts, self.max_tokens, self.temperature
         )
         if not rows:
             raise StageError(f"the teacher gave no non-empty answer to the {len(prompts)} prompts")

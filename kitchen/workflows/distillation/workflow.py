@@ -100,6 +100,7 @@ def teacher_data(
             into="conversations",
             max_tokens=cfg.teacher_max_tokens,
             temperature=cfg.teacher_temperature,
+            seed=cfg.seed,
         )
     ]
     if cfg.test_dataset:
@@ -112,6 +113,7 @@ def teacher_data(
                 into="test_conversations",
                 max_tokens=cfg.teacher_max_tokens,
                 temperature=cfg.teacher_temperature,
+                seed=cfg.seed,
                 file_name="teacher_data_test.jsonl",
             )
         )

@@ -19,8 +19,12 @@ from typing import Any
 
 from kitchen.engine.errors import DataError
 from kitchen.engine.stage import Context, Metrics
+from kitchen.workflows.common.seeding import ROLLOUT_STREAM
 from kitchen.workflows.reinforcement.rollout import make_policy
 from train_core.completers import TokenCompleter
+
+PolicyFor = Callable[[Any, tuple[int, ...]], TokenCompleter]
+"""(sampler, seed key of the group) -> the policy that group samples with."""
 
 
 @dataclass
@@ -30,6 +34,7 @@ class TaggedGroup:
     builder: Any
     group: Any
     version: int
+    where: tuple[int, int]  # (batch index, group index): the group's seed key
 
 
 class AsyncRolloutPool:
@@ -41,7 +46,7 @@ class AsyncRolloutPool:
         end_batch: int,
         groups_per_batch: int,
         max_steps_off_policy: int,
-        policy_for: Callable[[Any], TokenCompleter],
+        policy_for: PolicyFor,
         sampler: Any,
         version: int,
     ) -> None:
@@ -73,19 +78,23 @@ class AsyncRolloutPool:
     async def _feed(self, start_batch: int) -> None:
         try:
             for i_batch in range(start_batch, self.end_batch):
-                for builder in self.dataset.get_batch(i_batch):
+                for i_group, builder in enumerate(self.dataset.get_batch(i_batch)):
                     self._expected += 1
-                    await self._launch(builder)
+                    await self._launch(builder, (i_batch, i_group))
         finally:
             self._feeding = False
             self._finished.put_nowait(None)
 
-    async def _launch(self, builder: Any) -> None:
+    async def _launch(self, builder: Any, where: tuple[int, int]) -> None:
+        """Roll out the group at (batch, group index) `where`, seeded by that place."""
         await self._slots.acquire()
         # Read the sampler and its version together, after the slot: the newest weights.
-        self._spawn(self._rollout(builder, self.policy_for(self.sampler), self.version))
+        policy = self.policy_for(self.sampler, where)
+        self._spawn(self._rollout(builder, where, policy, self.version))
 
-    async def _rollout(self, builder: Any, policy: TokenCompleter, version: int) -> None:
+    async def _rollout(
+        self, builder: Any, where: tuple[int, int], policy: TokenCompleter, version: int
+    ) -> None:
         from train_core.rl import do_group_rollout
 
         try:
@@ -95,7 +104,7 @@ class AsyncRolloutPool:
         except Exception as e:
             self._finished.put_nowait(e)
             return
-        self._finished.put_nowait(TaggedGroup(builder, group, version))
+        self._finished.put_nowait(TaggedGroup(builder, group, version, where))
 
     async def take(self, n: int, step: int) -> list[TaggedGroup]:
         """`n` groups no more than max_steps_off_policy versions behind `step`, oldest first
@@ -121,7 +130,7 @@ class AsyncRolloutPool:
         if step - item.version > self.max_steps_off_policy:
             self.dropped += 1
             self._slots.release()
-            self._spawn(self._launch(item.builder))
+            self._spawn(self._launch(item.builder, item.where))
             return
         self._buffer.append(item)
 
@@ -152,6 +161,7 @@ class StartRolloutPool:
     max_tokens: int
     temperature: float = 1.0
     coalesce: bool = True
+    seed: int = 0
     name: str = "start_rollout_pool"
     reads: frozenset[str] = frozenset({"training_client", "dataset", "n_batches", "rollout_pool"})
     writes: frozenset[str] = frozenset({"rollout_pool", "sampling_client", "policy_version"})
@@ -166,7 +176,13 @@ class StartRolloutPool:
             state.n_batches,
             self.groups_per_batch,
             self.max_steps_off_policy,
-            lambda s: make_policy(s, self.max_tokens, self.temperature, self.coalesce),
+            lambda sampler, where: make_policy(
+                sampler,
+                self.max_tokens,
+                self.temperature,
+                self.coalesce,
+                seed_key=(self.seed, ROLLOUT_STREAM, *where),
+            ),
             sampler,
             state.step,
         )

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,16 +14,42 @@ from typing import Any
 from tinker import types
 
 from kitchen.engine.stage import Context, Metrics
+from kitchen.workflows.common.seeding import EVALUATION_STREAM, ROLLOUT_STREAM, SeededSampler
 from train_core.completers import GroupedTokenCompleter, TinkerTokenCompleter, TokenCompleter
 
 
 def make_policy(
-    sampling_client: Any, max_tokens: int, temperature: float, coalesce: bool = True
+    sampling_client: Any,
+    max_tokens: int,
+    temperature: float,
+    coalesce: bool = True,
+    seed_key: Sequence[int] | None = None,
 ) -> TokenCompleter:
-    """The rollout policy: with `coalesce`, a group's identical prompts are sampled in one call."""
+    """The rollout policy: with `coalesce`, a group's identical prompts are sampled in one call;
+    with `seed_key`, unseeded requests draw their seeds from that key's stream (SeededSampler)."""
+    if seed_key is not None:
+        sampling_client = SeededSampler(sampling_client, seed_key)
     if coalesce:
         return GroupedTokenCompleter(sampling_client, max_tokens, temperature)
     return TinkerTokenCompleter(sampling_client, max_tokens=max_tokens, temperature=temperature)
+
+
+GroupPolicy = Callable[[int], TokenCompleter]
+"""group index -> the policy that group samples with (its own seed stream)."""
+
+
+def group_policies(
+    sampling_client: Any,
+    max_tokens: int,
+    temperature: float,
+    coalesce: bool,
+    key: Sequence[int],
+) -> GroupPolicy:
+    """Group i of a batch samples with seeds keyed by (*key, i): independent of which group asks
+    first, so a batch's samples are a function of the weights and the key alone."""
+    return lambda i: make_policy(
+        sampling_client, max_tokens, temperature, coalesce, seed_key=(*key, i)
+    )
 
 
 async def _indexed_group_rollout(i: int, builder: Any, policy: TokenCompleter) -> tuple[int, Any]:
@@ -32,14 +58,20 @@ async def _indexed_group_rollout(i: int, builder: Any, policy: TokenCompleter) -
     return i, await do_group_rollout(builder, policy)
 
 
+async def batch_rollouts(builders_P: list[Any], policy_for: GroupPolicy) -> list[Any]:
+    """Every group concurrently, each with its own policy; results in builder order."""
+    async with group_rollout_tasks(builders_P, policy_for) as tasks:
+        return [group for _, group in await asyncio.gather(*tasks)]
+
+
 @contextlib.asynccontextmanager
 async def group_rollout_tasks(
-    builders_P: list[Any], policy: TokenCompleter
+    builders_P: list[Any], policy_for: GroupPolicy
 ) -> AsyncIterator[list[asyncio.Task[tuple[int, Any]]]]:
     """One task per group, each resolving to (group index, TrajectoryGroup). On exit every task
     still running is cancelled and awaited (its env cleanup runs), so nothing outlives the block."""
     tasks = [
-        asyncio.ensure_future(_indexed_group_rollout(i, b, policy))
+        asyncio.ensure_future(_indexed_group_rollout(i, b, policy_for(i)))
         for i, b in enumerate(builders_P)
     ]
     try:
@@ -58,6 +90,7 @@ class DoRollouts:
     max_tokens: int
     temperature: float = 1.0
     coalesce: bool = True
+    seed: int = 0
     name: str = "do_rollouts"
     reads: frozenset[str] = frozenset({"sampling_client", "dataset", "batch_idx", "policy_version"})
     writes: frozenset[str] = frozenset(
@@ -65,15 +98,14 @@ class DoRollouts:
     )
 
     async def __call__(self, ctx: Context[Any]) -> Metrics | None:
-        from train_core.rl import do_batch_rollouts
-
         state = ctx.state
         builders_P = list(state.dataset.get_batch(state.batch_idx))
-        policy = make_policy(
-            state.sampling_client, self.max_tokens, self.temperature, self.coalesce
+        key = (self.seed, ROLLOUT_STREAM, state.batch_idx)
+        policy_for = group_policies(
+            state.sampling_client, self.max_tokens, self.temperature, self.coalesce, key
         )
         t0 = time.perf_counter()
-        groups_P = await do_batch_rollouts(builders_P, policy)
+        groups_P = await batch_rollouts(builders_P, policy_for)
         state.env_group_builders, state.trajectory_groups = builders_P, groups_P
         state.group_versions = [state.policy_version] * len(groups_P)
         return {"time/rollouts": time.perf_counter() - t0}
@@ -194,6 +226,7 @@ class EvaluateRL:
 
     max_tokens: int
     temperature: float = 0.0
+    seed: int = 0
     prefix: str = "test"
     report: bool = False
     name: str = "evaluate_rl"
@@ -207,14 +240,17 @@ class EvaluateRL:
         return frozenset({"eval_results"}) if self.report else frozenset()
 
     async def __call__(self, ctx: Context[Any]) -> Metrics | None:
-        from train_core.rl import compute_trajectory_metrics, do_batch_rollouts
+        from train_core.rl import compute_trajectory_metrics
 
         dataset = ctx.state.test_dataset
         if dataset is None:
             return None
         builders = [b for i in range(len(dataset)) for b in dataset.get_batch(i)]
-        policy = make_policy(ctx.state.sampling_client, self.max_tokens, self.temperature)
-        groups = await do_batch_rollouts(builders, policy)
+        key = (self.seed, EVALUATION_STREAM, ctx.state.step)
+        policy_for = group_policies(
+            ctx.state.sampling_client, self.max_tokens, self.temperature, True, key
+        )
+        groups = await batch_rollouts(builders, policy_for)
         metrics = compute_trajectory_metrics(groups, [b.logging_tags() for b in builders])
         out: Metrics = {f"{self.prefix}/{k}": v for k, v in metrics.items()}
         if not self.report:

@@ -13,8 +13,9 @@ import numpy as np
 from tinker import types
 
 from kitchen.engine.stage import Context, Metrics
+from kitchen.workflows.common.seeding import ROLLOUT_STREAM
 from kitchen.workflows.common.train_step import AdamSettings
-from kitchen.workflows.reinforcement.rollout import group_rollout_tasks, make_policy
+from kitchen.workflows.reinforcement.rollout import group_policies, group_rollout_tasks
 from kitchen.workflows.reinforcement.stages import assemble
 
 T = TypeVar("T")
@@ -210,6 +211,7 @@ class StreamRolloutsAndTrain:
     minibatch_size: int
     temperature: float = 1.0
     coalesce: bool = True
+    seed: int = 0
     recipe: MinibatchRecipe = field(default_factory=MinibatchRecipe)
     loss_fn: str = "importance_sampling"
     loss_fn_config: Mapping[str, float] | None = None
@@ -240,13 +242,14 @@ class StreamRolloutsAndTrain:
         client = state.training_client
         reference = state.reference_client if self.recipe.kl_penalty_coef > 0 else None
         builders_P = list(state.dataset.get_batch(state.batch_idx))
-        policy = make_policy(
-            state.sampling_client, self.max_tokens, self.temperature, self.coalesce
+        key = (self.seed, ROLLOUT_STREAM, state.batch_idx)
+        policy_for = group_policies(
+            state.sampling_client, self.max_tokens, self.temperature, self.coalesce, key
         )
         groups_P: list[Any] = [None] * len(builders_P)
         config = dict(self.loss_fn_config) if self.loss_fn_config else None
         fbs, data_D, waiting, metrics = [], [], [], {}
-        async with group_rollout_tasks(builders_P, policy) as tasks:
+        async with group_rollout_tasks(builders_P, policy_for) as tasks:
             for i_finished, next_done in enumerate(asyncio.as_completed(tasks)):
                 i, group = await next_done
                 groups_P[i] = group

@@ -112,7 +112,10 @@ def train(
 
 def evaluate(cfg: SyncConfig, *, report: bool = False) -> EvaluateRL:
     return EvaluateRL(
-        max_tokens=cfg.max_tokens, temperature=cfg.evaluation.temperature, report=report
+        max_tokens=cfg.max_tokens,
+        temperature=cfg.evaluation.temperature,
+        seed=cfg.seed,
+        report=report,
     )
 
 
@@ -139,7 +142,10 @@ def save(cfg: RLLoopConfig) -> list[Node]:
 
 def rollouts(cfg: RLLoopConfig) -> DoRollouts:
     return DoRollouts(
-        max_tokens=cfg.max_tokens, temperature=cfg.temperature, coalesce=cfg.coalesce_samples
+        max_tokens=cfg.max_tokens,
+        temperature=cfg.temperature,
+        coalesce=cfg.coalesce_samples,
+        seed=cfg.seed,
     )
 
 
@@ -181,6 +187,7 @@ def streaming_body(cfg: RLConfig) -> list[Node]:
         minibatch_size=cfg.stream_minibatch_size,
         temperature=cfg.temperature,
         coalesce=cfg.coalesce_samples,
+        seed=cfg.seed,
         recipe=recipe,
         loss_fn=cfg.loss_fn,
         loss_fn_config=cfg.loss_fn_config,
@@ -242,6 +249,7 @@ def reinforcement(
                 max_tokens=rl.max_tokens,
                 temperature=rl.temperature,
                 coalesce=rl.coalesce_samples,
+                seed=rl.seed,
             )
         )
         finally_.append(StopRolloutPool())
