@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import zlib
+from dataclasses import replace
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
@@ -24,17 +25,18 @@ from cookbook.datasets.comparison import chosen_and_rejected, swapped
 from cookbook.envs.preference import PreferenceRLDatasets
 from cookbook.recipes import SMOLLM2
 from cookbook.recipes.preference_data import PreferenceData, resolve_preference_dataset
-from kitchen.engine.graph import Workflow
+from kitchen.engine.graph import Node, Workflow
 from kitchen.engine.recipe import Recipe
 from kitchen.workflows.common.config import TrainConfig, nest
-from kitchen.workflows.common.setup import RowConverter
+from kitchen.workflows.common.sections import Sections
+from kitchen.workflows.common.setup import LoadDataset, RowConverter
 from kitchen.workflows.common.start import port_names
 from kitchen.workflows.reinforcement import RLConfig
 from kitchen.workflows.reinforcement.state import RLState
 from kitchen.workflows.rlhf import RLHFState, RunSection, SectionPaths, preference_rl, sectioned
 from kitchen.workflows.supervised import SupervisedConfig
 from kitchen.workflows.supervised.state import SupervisedState
-from kitchen.workflows.supervised.workflow import supervised, supervised_sections
+from kitchen.workflows.supervised.workflow import supervised_sections
 from train_core.preference.judge_accuracy import JudgeAccuracyEvaluator, labeled_comparison
 from train_core.preference.preference_model import GenerativePreferenceModel, judge_example
 from train_core.preference.tournament import TournamentPattern
@@ -55,6 +57,11 @@ class RLHFPairPrefConfig(TrainConfig):
         "final checkpoint from this log dir)"
     )  # fmt: skip
     max_length: int = Field(1024, gt=0, description="Longest SFT / judge example in tokens")
+    max_comparisons: int | None = Field(
+        200,
+        ge=1,
+        description="Comparisons the SFT and preference-model sections train on (None: all)",
+    )
     sft_learning_rate: float = Field(3e-4, gt=0, description="SFT Adam learning rate")
     sft_batch_size: int = Field(8, gt=0, description="SFT conversations per step")
     sft_num_epochs: int = Field(1, gt=0, description="SFT passes over the preferred completions")
@@ -109,6 +116,13 @@ def judge_row(convert: RowConverter) -> RowConverter:
     return convert_row
 
 
+def limited(sections: Sections, max_rows: int | None) -> list[Node]:
+    """The supervised steps, reading at most `max_rows` training rows."""
+    data = [replace(n, limit=max_rows) if isinstance(n, LoadDataset) and n.into == "conversations"
+            else n for n in sections.data]  # fmt: skip
+    return sections._replace(data=data).steps()
+
+
 def sft_section(cfg: RLHFPairPrefConfig, data: PreferenceData) -> RunSection:
     sft = SupervisedConfig(**nest(SupervisedConfig, _common(cfg), {
         "dataset": data.source, "test_dataset": None, "batch_size": cfg.sft_batch_size,
@@ -117,7 +131,8 @@ def sft_section(cfg: RLHFPairPrefConfig, data: PreferenceData) -> RunSection:
         "num_samples_to_show": 0, "no_register": True}))  # fmt: skip
 
     def build(paths: SectionPaths, backend: Any) -> Workflow[SupervisedState]:
-        return supervised(sft, chosen_conversation(data.convert), "rlhf_sft")
+        sections = supervised_sections(sft, chosen_conversation(data.convert), "rlhf_sft")
+        return Workflow("sft", SupervisedState, steps=limited(sections, cfg.max_comparisons))
 
     return RunSection(section="sft", build=build)
 
@@ -135,7 +150,8 @@ def preference_model_section(cfg: RLHFPairPrefConfig, data: PreferenceData) -> R
         sections = supervised_sections(
             pm, judge_row(data.convert), "rlhf_preference_model", JudgeAccuracyEvaluator()
         )
-        return Workflow("preference_model", SupervisedState, steps=sections.steps())
+        steps = limited(sections, cfg.max_comparisons)
+        return Workflow("preference_model", SupervisedState, steps=steps)
 
     return RunSection(section="preference_model", build=build)
 
