@@ -58,21 +58,22 @@ class RLHFPairPrefConfig(TrainConfig):
     )  # fmt: skip
     max_length: int = Field(1024, gt=0, description="Longest SFT / judge example in tokens")
     max_comparisons: int | None = Field(
-        200,
-        ge=1,
-        description="Comparisons the SFT and preference-model sections train on (None: all)",
-    )
+        96, ge=1, description="Comparisons the SFT and preference-model sections train on (None: all)"
+    )  # fmt: skip
+    num_test_comparisons: int | None = Field(
+        24, ge=1, description="Held-out comparisons the preference model is scored on (None: all)"
+    )  # fmt: skip
     sft_learning_rate: float = Field(3e-4, gt=0, description="SFT Adam learning rate")
     sft_batch_size: int = Field(8, gt=0, description="SFT conversations per step")
     sft_num_epochs: int = Field(1, gt=0, description="SFT passes over the preferred completions")
-    pm_learning_rate: float = Field(3e-4, gt=0, description="Preference model learning rate")
+    pm_learning_rate: float = Field(5e-4, gt=0, description="Preference model learning rate")
     pm_batch_size: int = Field(8, gt=0, description="Preference model comparisons per step")
     pm_num_epochs: int = Field(1, gt=0, description="Preference model passes over the comparisons")
-    pm_eval_every: int = Field(10, ge=0, description="Held-out pairwise accuracy every N steps")
-    rl_learning_rate: float = Field(1e-4, gt=0, description="RL learning rate")
+    pm_eval_every: int = Field(6, ge=0, description="Held-out pairwise accuracy every N steps")
+    rl_learning_rate: float = Field(3e-4, gt=0, description="RL learning rate")
     group_size: int = Field(4, ge=2, description="Answers per prompt, judged against each other")
-    groups_per_batch: int = Field(4, ge=1, description="Prompts per RL step")
-    num_batches: int | None = Field(8, ge=1, description="RL steps (None: every batch of prompts)")
+    groups_per_batch: int = Field(2, ge=1, description="Prompts per RL step")
+    num_batches: int | None = Field(6, ge=1, description="RL steps (None: every batch of prompts)")
     max_tokens: int = Field(48, ge=1, description="Max tokens of a policy answer")
     temperature: float = Field(1.0, gt=0, description="Sampling temperature of RL rollouts")
     tournament: TournamentPattern = Field(
@@ -81,7 +82,7 @@ class RLHFPairPrefConfig(TrainConfig):
     )  # fmt: skip
     matchup_group_size: int = Field(4, ge=2, description="Tournaments run within chunks this big")
     rl_eval_every: int = Field(2, ge=0, description="Win rate against the SFT policy every N steps")
-    num_eval_prompts: int = Field(16, ge=1, description="Held-out prompts of the win rate")
+    num_eval_prompts: int = Field(8, ge=1, description="Held-out prompts of the win rate")
 
 
 def _common(cfg: RLHFPairPrefConfig) -> dict[str, Any]:
@@ -116,10 +117,13 @@ def judge_row(convert: RowConverter) -> RowConverter:
     return convert_row
 
 
-def limited(sections: Sections, max_rows: int | None) -> list[Node]:
-    """The supervised steps, reading at most `max_rows` training rows."""
-    data = [replace(n, limit=max_rows) if isinstance(n, LoadDataset) and n.into == "conversations"
-            else n for n in sections.data]  # fmt: skip
+def limited(
+    sections: Sections, max_rows: int | None, max_test_rows: int | None = None
+) -> list[Node]:
+    """The supervised steps, reading at most `max_rows` training and `max_test_rows` test rows."""
+    limits = {"conversations": max_rows, "test_conversations": max_test_rows}
+    data = [replace(n, limit=limits[n.into]) if isinstance(n, LoadDataset) else n
+            for n in sections.data]  # fmt: skip
     return sections._replace(data=data).steps()
 
 
@@ -150,7 +154,7 @@ def preference_model_section(cfg: RLHFPairPrefConfig, data: PreferenceData) -> R
         sections = supervised_sections(
             pm, judge_row(data.convert), "rlhf_preference_model", JudgeAccuracyEvaluator()
         )
-        steps = limited(sections, cfg.max_comparisons)
+        steps = limited(sections, cfg.max_comparisons, cfg.num_test_comparisons)
         return Workflow("preference_model", SupervisedState, steps=steps)
 
     return RunSection(section="preference_model", build=build)
@@ -212,6 +216,8 @@ class RLHFPairPref(Recipe[RLHFPairPrefConfig]):
             "tournament": "all_pairs_both_ways",
             "rl_eval_every": 20,
             "num_eval_prompts": 256,
+            "max_comparisons": None,
+            "num_test_comparisons": None,
             "save_every": 100,
         }
     }

@@ -74,9 +74,9 @@ def test_rl_trains_the_sft_weights_against_the_preference_models_sampler(tmp_pat
         "fake://sampler/preference_model_final",
         "fake://sampler/sft_final",
     ]
-    # the preference model's own held-out accuracy (60 test pairs, 2 answers) judges with a
+    # the preference model's own held-out accuracy (24 test pairs, 2 answers) judges with a
     # snapshot of its training weights; every RL-time judgement with the final preference model
-    assert judged.count("snapshot") == 60 * 2
+    assert judged.count("snapshot") == 24 * 2
     judged = [path for path in judged if path != "snapshot"]
     assert set(judged) == {"fake://sampler/preference_model_final"}
     # rewards are judged per group: all_pairs_one_way of 3 = 3 matchups, 2 answers (A, B) each

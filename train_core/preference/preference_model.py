@@ -14,7 +14,6 @@ import math
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import numpy as np
 from tinker import types
 
 from train_core.evaluation.evaluator import resolve_future
@@ -52,16 +51,27 @@ def judge_example(labeled: LabeledComparison) -> list[Message]:
     ]
 
 
-def answer_input(renderer: Any, comparison: Comparison, answer: str) -> types.ModelInput:
-    """Judge prompt plus the first token of `answer`, as the judge is trained to produce it (the
-    renderer's supervised example cut after its first trained token, as tinker-cookbook's
-    ComparisonRendererFromChatRenderer does)."""
-    convo = [*judge_conversation(comparison), {"role": "assistant", "content": answer}]
-    model_input, weights_T = renderer.build_supervised_example(convo)
-    trained = np.flatnonzero(np.asarray(weights_T) > 0)
-    if trained.size == 0:
-        raise ValueError(f"renderer {type(renderer).__name__} trains no token of the answer")
-    return types.ModelInput.from_ints(model_input.to_ints()[: int(trained[0]) + 1])
+def answer_inputs(
+    renderer: Any, comparison: Comparison
+) -> tuple[types.ModelInput, types.ModelInput]:
+    """The judge's prompt followed by each answer up to its first token that tells them apart, as
+    the judge is trained to write them (tinker-cookbook cuts after the first trained token; the
+    first differing token is the same one when "A" and "B" are single tokens, and still a
+    decision when the renderer trains a shared separator first)."""
+    convo = judge_conversation(comparison)
+    tokens_A, tokens_B = (
+        renderer.build_supervised_example([*convo, {"role": "assistant", "content": a}])[
+            0
+        ].to_ints()
+        for a in ANSWERS
+    )
+    cut = next(
+        (k for k, (a, b) in enumerate(zip(tokens_A, tokens_B, strict=False)) if a != b), None
+    )
+    if cut is None:
+        raise ValueError(f"renderer {type(renderer).__name__} renders the answers A and B the same")
+    return (types.ModelInput.from_ints(tokens_A[: cut + 1]),
+            types.ModelInput.from_ints(tokens_B[: cut + 1]))  # fmt: skip
 
 
 def prob_first(logprob_a: float, logprob_b: float) -> float:
@@ -78,12 +88,12 @@ class GenerativePreferenceModel:
     renderer: Any
 
     async def answer_logprobs(self, comparison: Comparison) -> tuple[float, float]:
-        async def last_logprob(answer: str) -> float:
-            model_input = answer_input(self.renderer, comparison, answer)
+        async def last_logprob(model_input: types.ModelInput) -> float:
             logprobs = await resolve_future(self.sampling_client.compute_logprobs(model_input))
             return float(logprobs[-1])
 
-        lp_a, lp_b = await asyncio.gather(*(last_logprob(a) for a in ANSWERS))
+        inputs = answer_inputs(self.renderer, comparison)
+        lp_a, lp_b = await asyncio.gather(*(last_logprob(x) for x in inputs))
         return lp_a, lp_b
 
     async def __call__(self, comparison: Comparison) -> float:
