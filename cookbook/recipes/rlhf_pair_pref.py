@@ -46,7 +46,12 @@ SECTIONS: tuple[SectionName, ...] = ("sft", "preference_model", "rl")
 
 
 class RLHFPairPrefConfig(TrainConfig):
-    defaults: ClassVar[dict[str, Any]] = {"model_name": SMOLLM2}
+    # --learning-rate and --lr-schedule are the RL section's (the run's product is the RL policy)
+    defaults: ClassVar[dict[str, Any]] = {
+        "model_name": SMOLLM2,
+        "learning_rate": 3e-4,
+        "lr_schedule": "constant",
+    }
     dataset: str = Field(
         "bundled:prefs",
         description="Comparisons for all three sections: hhh | helpsteer3 | ultrafeedback | "
@@ -70,7 +75,6 @@ class RLHFPairPrefConfig(TrainConfig):
     pm_batch_size: int = Field(8, gt=0, description="Preference model comparisons per step")
     pm_num_epochs: int = Field(1, gt=0, description="Preference model passes over the comparisons")
     pm_eval_every: int = Field(6, ge=0, description="Held-out pairwise accuracy every N steps")
-    rl_learning_rate: float = Field(3e-4, gt=0, description="RL learning rate")
     group_size: int = Field(4, ge=2, description="Answers per prompt, judged against each other")
     groups_per_batch: int = Field(2, ge=1, description="Prompts per RL step")
     num_batches: int | None = Field(6, ge=1, description="RL steps (None: every batch of prompts)")
@@ -118,13 +122,17 @@ def judge_row(convert: RowConverter) -> RowConverter:
 
 
 def limited(
-    sections: Sections, max_rows: int | None, max_test_rows: int | None = None
+    sections: Sections, data: PreferenceData, max_rows: int | None, max_test_rows: int | None = None
 ) -> list[Node]:
-    """The supervised steps, reading at most `max_rows` training and `max_test_rows` test rows."""
-    limits = {"conversations": max_rows, "test_conversations": max_test_rows}
-    data = [replace(n, limit=limits[n.into]) if isinstance(n, LoadDataset) else n
-            for n in sections.data]  # fmt: skip
-    return sections._replace(data=data).steps()
+    """The supervised steps, reading at most `max_rows` rows of the dataset's training split (a
+    hub set held out from its own train split, as UltraFeedback, trains on the rest) and
+    `max_test_rows` held-out rows."""
+    loads = {"conversations": {"limit": max_rows, "split": data.split},
+             "test_conversations": {"limit": max_test_rows}}  # fmt: skip
+    steps = [
+        replace(n, **loads[n.into]) if isinstance(n, LoadDataset) else n for n in sections.data
+    ]
+    return sections._replace(data=steps).steps()
 
 
 def sft_section(cfg: RLHFPairPrefConfig, data: PreferenceData) -> RunSection:
@@ -136,7 +144,7 @@ def sft_section(cfg: RLHFPairPrefConfig, data: PreferenceData) -> RunSection:
 
     def build(paths: SectionPaths, backend: Any) -> Workflow[SupervisedState]:
         sections = supervised_sections(sft, chosen_conversation(data.convert), "rlhf_sft")
-        return Workflow("sft", SupervisedState, steps=limited(sections, cfg.max_comparisons))
+        return Workflow("sft", SupervisedState, steps=limited(sections, data, cfg.max_comparisons))
 
     return RunSection(section="sft", build=build)
 
@@ -154,7 +162,7 @@ def preference_model_section(cfg: RLHFPairPrefConfig, data: PreferenceData) -> R
         sections = supervised_sections(
             pm, judge_row(data.convert), "rlhf_preference_model", JudgeAccuracyEvaluator()
         )
-        steps = limited(sections, cfg.max_comparisons, cfg.num_test_comparisons)
+        steps = limited(sections, data, cfg.max_comparisons, cfg.num_test_comparisons)
         return Workflow("preference_model", SupervisedState, steps=steps)
 
     return RunSection(section="preference_model", build=build)
@@ -168,7 +176,8 @@ def rl_section(cfg: RLHFPairPrefConfig, data: PreferenceData) -> RunSection:
         rl = RLConfig(**nest(RLConfig, _common(cfg), {
             "group_size": cfg.group_size, "groups_per_batch": cfg.groups_per_batch,
             "num_batches": cfg.num_batches, "max_tokens": cfg.max_tokens,
-            "temperature": cfg.temperature, "learning_rate": cfg.rl_learning_rate,
+            "temperature": cfg.temperature, "learning_rate": cfg.optimizer.learning_rate,
+            "lr_schedule": cfg.optimizer.schedule,
             "load_checkpoint_path": paths["sft"]["state_path"], "eval_every": cfg.rl_eval_every,
             "no_register": cfg.no_register, "registry": cfg.registry,
             "registry_name": cfg.registry_name or "rlhf_pair_pref"}))  # fmt: skip
@@ -208,7 +217,7 @@ class RLHFPairPref(Recipe[RLHFPairPrefConfig]):
             "pm_learning_rate": 3e-4,
             "pm_batch_size": 256,
             "pm_eval_every": 20,
-            "rl_learning_rate": 1e-5,
+            "learning_rate": 1e-5,
             "group_size": 4,
             "groups_per_batch": 256,
             "num_batches": None,

@@ -59,6 +59,7 @@ def test_dry_run_shows_the_three_sections():
         assert section in result.output
     assert "evaluate_judge_accuracy" in result.output and "evaluate_win_rate" in result.output
     assert "load_checkpoint_path='<sft final state>'" in result.output
+    assert "learning_rate=0.0003, loss_fn='importance_sampling'" in result.output  # --learning-rate
 
 
 def test_rl_trains_the_sft_weights_against_the_preference_models_sampler(tmp_path, judged):
@@ -126,5 +127,46 @@ def test_cookbook_preset_holds_the_rlhf_pipelines_values():
         64,
         4,
     )
-    assert (cfg.sft_learning_rate, cfg.pm_learning_rate, cfg.rl_learning_rate) == (2e-4, 3e-4, 1e-5)
+    assert (cfg.sft_learning_rate, cfg.pm_learning_rate, cfg.optimizer.learning_rate) == (
+        2e-4,
+        3e-4,
+        1e-5,
+    )
     assert cfg.tournament == "all_pairs_both_ways" and cfg.max_tokens == 1024
+
+
+class HHStore:
+    """A dataset store serving hh-rlhf-shaped transcripts (the hub is offline in tests)."""
+
+    def __init__(self) -> None:
+        self.loads: list[tuple[str, str]] = []
+
+    def load(self, name, split="train"):
+        self.loads.append((name, split))
+        return [
+            {"chosen": f"\n\nHuman: question {i}?\n\nAssistant: A kind answer {i}.",
+             "rejected": f"\n\nHuman: question {i}?\n\nAssistant: Go away."}
+            for i in range(12)
+        ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "dataset,train_split,test_split",
+    [("hhh", "train", "test"), ("helpsteer3", "train", "validation"),
+     ("ultrafeedback", "train[1024:]", "train[:1024]")],
+)  # fmt: skip
+def test_hub_comparison_sets_feed_every_section_with_their_own_held_out_split(
+    dataset, train_split, test_split
+):
+    args = ["run", "rlhf_pair_pref", "--dry-run", f"dataset={dataset}"]
+    out = CliRunner().invoke(app, args, terminal_width=400).output
+    assert out.count(f"into='conversations', split='{train_split}'") == 2  # SFT and judge
+    assert f"into='test_conversations', split='{test_split}'" in out
+
+
+def test_hh_rlhf_rows_run_through_the_three_sections(tmp_path):
+    store = HHStore()
+    config = {**FAST, "dataset": "hhh", "groups_per_batch": 1}
+    result = run("rlhf_pair_pref", config, backend="fake", log_dir=tmp_path, datasets=store)
+    assert set(result.state.section_paths) == {"sft", "preference_model", "rl"}
+    assert ("Anthropic/hh-rlhf", "test") in store.loads  # judge accuracy and win-rate prompts
