@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kitchen.engine.errors import ConfigError, StageError
 from kitchen.engine.graph import Workflow
 from kitchen.engine.runner import BaseHook, Runner
 from kitchen.engine.stage import Context, Metrics, Resume
@@ -114,7 +115,7 @@ class RunSection:
                 paths.update({need: found} if found else {})
         missing = [s for s in self.needs if s not in paths]
         if missing:
-            raise ValueError(f"section {self.section} needs {', '.join(missing)} to finish first")
+            raise ConfigError(f"section {self.section} needs {', '.join(missing)} to finish first")
         folder = Path(ctx.log_dir) / self.section if ctx.log_dir is not None else None
         done = final_paths(folder) if folder is not None else None
         if done is not None:
@@ -136,7 +137,7 @@ class RunSection:
         written = final_paths(folder) if folder is not None else None
         handed_on = written or getattr(result.state, "final_paths", None)
         if not handed_on:
-            raise ValueError(f"section {self.section} ended without a final checkpoint")
+            raise StageError(f"section {self.section} ended without a final checkpoint")
         ctx.state.section_paths = {**paths, self.section: handed_on}
         results = getattr(result.state, "eval_results", {})
         return {f"{self.section}/{k}": v for k, v in results.items()}
