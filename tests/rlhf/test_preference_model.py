@@ -127,3 +127,20 @@ def test_judge_accuracy_counts_agreement_with_the_label():
     assert metrics["test/prob_correct"] == pytest.approx((0.9 + 0.4 + 0.8 + 0.3) / 4)
     labeled = [LabeledComparison(COMPARISON, "B"), LabeledComparison(COMPARISON, "Tie")]
     assert asyncio.run(judge_accuracy(ShorterIsBetter(), labeled))["test/num_pairs"] == 1.0
+
+
+def test_asking_both_ways_cancels_a_judges_position_bias():
+    class FirstSlotLover:
+        """Prefers slot A by 0.3, plus a little for the shorter completion."""
+
+        async def __call__(self, comparison):
+            return 0.8 if await ShorterIsBetter()(comparison) == 1.0 else 0.6
+
+    short_first = LabeledComparison(COMPARISON.swap(), "A")  # "go away" in slot A is the shorter
+    long_first = LabeledComparison(COMPARISON, "B")
+    metrics = asyncio.run(
+        judge_accuracy(FirstSlotLover(), [short_first, long_first], both_orders=True)
+    )
+    assert metrics["test/pairwise_accuracy"] == 0.5  # says A to both
+    assert metrics["test/both_orders/pairwise_accuracy"] == 1.0
+    assert metrics["test/both_orders/prob_correct"] == pytest.approx((0.8 + 1 - 0.6) / 2)

@@ -41,19 +41,32 @@ def labeled_comparison(row: dict[str, Any]) -> LabeledComparison:
 
 
 async def judge_accuracy(
-    judge: PreferenceModel, labeled: Sequence[LabeledComparison], prefix: str = "test"
+    judge: PreferenceModel,
+    labeled: Sequence[LabeledComparison],
+    prefix: str = "test",
+    both_orders: bool = False,
 ) -> dict[str, float]:
+    """`judge_accuracy_metrics` of the judge; with `both_orders` also of the judge asked both
+    ways (as BothOrders, reusing the first order's judgements), under {prefix}/both_orders/."""
     kept = [lc for lc in labeled if lc.label != "Tie"]
-    probs = await asyncio.gather(*(judge(lc.comparison) for lc in kept))
-    return judge_accuracy_metrics(probs, [lc.label for lc in kept], prefix)
+    labels = [lc.label for lc in kept]
+    p_ab = await asyncio.gather(*(judge(lc.comparison) for lc in kept))
+    metrics = judge_accuracy_metrics(p_ab, labels, prefix)
+    if both_orders:
+        p_ba = await asyncio.gather(*(judge(lc.comparison.swap()) for lc in kept))
+        both = [(ab + 1.0 - ba) / 2.0 for ab, ba in zip(p_ab, p_ba, strict=True)]
+        metrics.update(judge_accuracy_metrics(both, labels, f"{prefix}/both_orders"))
+    return metrics
 
 
 @dataclass(frozen=True, kw_only=True)
 class JudgeAccuracyEvaluator:
     """An Evaluator (sampling client): the generative judge on the current weights, over held-out
-    rows that carry their comparison fields (the judge's training rows do)."""
+    rows that carry their comparison fields (the judge's training rows do); with `both_orders`
+    also asked both ways, under {prefix}/both_orders/..."""
 
     prefix: str = "test"
+    both_orders: bool = True
     name: ClassVar[str] = "judge_accuracy"
     client: ClassVar[EvaluatorClient] = "sampling"
     inputs: ClassVar[tuple[str, ...]] = ("test_conversations", "renderer")
@@ -64,6 +77,5 @@ class JudgeAccuracyEvaluator:
         if not test_conversations:
             return {}
         judge = GenerativePreferenceModel(client, renderer)
-        return await judge_accuracy(
-            judge, [labeled_comparison(r) for r in test_conversations], self.prefix
-        )
+        labeled = [labeled_comparison(r) for r in test_conversations]
+        return await judge_accuracy(judge, labeled, self.prefix, self.both_orders)
