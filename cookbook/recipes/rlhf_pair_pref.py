@@ -71,17 +71,17 @@ class RLHFPairPrefConfig(TrainConfig):
     sft_learning_rate: float = Field(3e-4, gt=0, description="SFT Adam learning rate")
     sft_batch_size: int = Field(8, gt=0, description="SFT conversations per step")
     sft_num_epochs: int = Field(1, gt=0, description="SFT passes over the preferred completions")
-    pm_learning_rate: float = Field(5e-4, gt=0, description="Preference model learning rate")
+    pm_learning_rate: float = Field(1e-3, gt=0, description="Preference model learning rate")
     pm_batch_size: int = Field(8, gt=0, description="Preference model comparisons per step")
     pm_num_epochs: int = Field(1, gt=0, description="Preference model passes over the comparisons")
-    pm_eval_every: int = Field(6, ge=0, description="Held-out pairwise accuracy every N steps")
+    pm_eval_every: int = Field(12, ge=0, description="Held-out pairwise accuracy every N steps")
     group_size: int = Field(4, ge=2, description="Answers per prompt, judged against each other")
     groups_per_batch: int = Field(2, ge=1, description="Prompts per RL step")
-    num_batches: int | None = Field(6, ge=1, description="RL steps (None: every batch of prompts)")
+    num_batches: int | None = Field(4, ge=1, description="RL steps (None: every batch of prompts)")
     max_tokens: int = Field(48, ge=1, description="Max tokens of a policy answer")
     temperature: float = Field(1.0, gt=0, description="Sampling temperature of RL rollouts")
     tournament: TournamentPattern = Field(
-        "all_pairs_one_way", description="Pairs judged per group: all_pairs_one_way | "
+        "all_pairs_both_ways", description="Pairs judged per group: all_pairs_one_way | "
         "all_pairs_both_ways (each pair in both slot orders, cancelling position bias)"
     )  # fmt: skip
     matchup_group_size: int = Field(4, ge=2, description="Tournaments run within chunks this big")

@@ -16,7 +16,7 @@ from kitchen.app.launch import build_config, get_recipe, run
 
 FAST = {"num_batches": 2, "rl_eval_every": 1, "num_eval_prompts": 3, "pm_eval_every": 0,
         "group_size": 3, "groups_per_batch": 2, "no_register": True,
-        "max_comparisons": 16}  # fmt: skip
+        "max_comparisons": 16, "tournament": "all_pairs_one_way"}  # fmt: skip
 
 
 @dataclass
@@ -77,7 +77,7 @@ def test_rl_trains_the_sft_weights_against_the_preference_models_sampler(tmp_pat
     ]
     # the preference model's own held-out accuracy (24 test pairs, 2 answers) judges with a
     # snapshot of its training weights; every RL-time judgement with the final preference model
-    assert judged.count("snapshot") == 24 * 2
+    assert judged.count("snapshot") == 24 * 2 * 2  # both slot orders
     judged = [path for path in judged if path != "snapshot"]
     assert set(judged) == {"fake://sampler/preference_model_final"}
     # rewards are judged per group: all_pairs_one_way of 3 = 3 matchups, 2 answers (A, B) each
