@@ -54,7 +54,7 @@ def test_both_ways_judges_each_order_once():
     judge = RecordingJudge()
     c = Comparison([{"role": "user", "content": "q"}], [{"role": "assistant", "content": "long answer"}],
                    [{"role": "assistant", "content": "short"}])  # fmt: skip
-    assert asyncio.run(judge_against_reference(judge, c)) == 1.0
+    assert asyncio.run(judge_against_reference(judge, c)) == (0.0, 1.0)
     assert judge.seen == [("long answer", "short"), ("short", "long answer")]
 
 

@@ -48,20 +48,28 @@ class ReferenceSet(Protocol):
     renderer: Any
 
 
+def decided(p_a_better: float) -> float:
+    """The judge's decision as tinker-cookbook's greedy judge makes it: 1 (A) or 0 (B); 0.5 tie."""
+    return 1.0 if p_a_better > 0.5 else 0.0 if p_a_better < 0.5 else 0.5
+
+
 async def judge_against_reference(
     judge: PreferenceModel, comparison: Comparison, both_ways: bool = True
-) -> float:
-    """The score of `comparison.completion_B` (the policy's) against completion_A (the reference)."""
+) -> tuple[float, float | None]:
+    """(p0, p1): the judge's P(slot A better) with the reference (completion_A) first and, both
+    ways, with the policy's completion_B first."""
     if not both_ways:
-        return comparison_score(await judge(comparison), None)
+        return await judge(comparison), None
     p0, p1 = await asyncio.gather(judge(comparison), judge(comparison.swap()))
-    return comparison_score(p0, p1)
+    return p0, p1
 
 
 @dataclass(frozen=True, kw_only=True)
 class ComparisonEvaluator:
     """An Evaluator (sampling client): the policy answers each reference prompt, the judge scores
-    it against the reference. Keys: {prefix}/win_rate, {prefix}/win_rate_stderr."""
+    it against the reference. Keys: {prefix}/win_rate and {prefix}/win_rate_stderr from the
+    judge's probabilities, {prefix}/decided_win_rate and its stderr from its decisions (each
+    probability rounded to A or B, as a greedily sampled judge answers)."""
 
     max_tokens: int
     temperature: float = 0.0
@@ -80,11 +88,16 @@ class ComparisonEvaluator:
             client, test_dataset.renderer, self.max_tokens, temperature=self.temperature
         )
 
-        async def score(comparison: Comparison) -> float:
+        async def judged(comparison: Comparison) -> tuple[float, float | None]:
             answer = await policy(comparison.prompt_conversation)
             mine = replace(comparison, completion_B=[answer])
             return await judge_against_reference(test_dataset.judge, mine, self.both_ways)
 
-        scores = await asyncio.gather(*(score(c) for c in test_dataset.comparisons))
-        mean, stderr = win_rate_stats(scores)
-        return {f"{self.prefix}/win_rate": mean, f"{self.prefix}/win_rate_stderr": stderr}
+        judged_N = await asyncio.gather(*(judged(c) for c in test_dataset.comparisons))
+        out: dict[str, float] = {}
+        for key, rounding in (("win_rate", float), ("decided_win_rate", decided)):
+            scores = [comparison_score(rounding(p0), None if p1 is None else rounding(p1))
+                      for p0, p1 in judged_N]  # fmt: skip
+            mean, stderr = win_rate_stats(scores)
+            out |= {f"{self.prefix}/{key}": mean, f"{self.prefix}/{key}_stderr": stderr}
+        return out
