@@ -55,6 +55,8 @@ def _lines(nodes: Sequence[Node], prefix: str) -> list[str]:
             if node.orelse:
                 out.append(f"{prefix}{cont}else")
                 out += _lines(node.orelse, prefix + cont + "   ")
+        elif callable(getattr(node, "plan", None)):  # a stage that runs a whole workflow
+            out += _lines(node.plan().steps, prefix + cont)
     return out
 
 

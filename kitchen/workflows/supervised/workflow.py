@@ -16,6 +16,7 @@ from kitchen.workflows.common.train_step import AdamSettings, LogTrainStep, Subm
 from kitchen.workflows.supervised.config import SupervisedConfig
 from kitchen.workflows.supervised.stages import CrossEntropyLoss, TokenizeConversations
 from kitchen.workflows.supervised.state import SupervisedState
+from train_core.evaluation.evaluator import Evaluator
 from train_core.evaluation.labels import LabelEvaluator
 from train_core.supervised.evaluator import NLLEvaluator
 
@@ -76,11 +77,16 @@ def setup(cfg: SupervisedConfig, convert: RowConverter | None, start: StartPoint
 
 
 def supervised_sections(
-    cfg: SupervisedConfig, convert: RowConverter | None = None, recipe: str = "supervised"
+    cfg: SupervisedConfig,
+    convert: RowConverter | None = None,
+    recipe: str = "supervised",
+    evaluator: Evaluator | None = None,
 ) -> Sections:
     """The supervised workflow by sections. `train` starts from `conversations` (and
-    `test_conversations` when cfg.test_dataset is set), whoever wrote them."""
+    `test_conversations` when cfg.test_dataset is set), whoever wrote them. The held-out
+    `evaluator` defaults to the NLL of the test conversations."""
     start = start_point(cfg, cfg.checkpoint.load_path)
+    held_out = evaluator or NLLEvaluator()
     test = bool(cfg.test_dataset)
     show = cfg.num_samples_to_show > 0 and cfg.test_dataset is not None
     drain: list[Node] = [Await("step_queue", into="step_result"), LogTrainStep()]
@@ -92,7 +98,7 @@ def supervised_sections(
             ShuffleEpoch(seed=cfg.seed),
             Loop("batch", "n_batches", "batch_idx", steps=True, body=[
                 GetBatch(batch_size=cfg.batch_size),
-                *optional(test, When(Every.before_step(cfg.evaluation.every), [Evaluate(evaluator=NLLEvaluator())])),
+                *optional(test, When(Every.before_step(cfg.evaluation.every), [Evaluate(evaluator=held_out)])),
                 _submit(cfg),
                 Await("step_queue", into="step_result", keep=1),
                 LogTrainStep(),
@@ -100,7 +106,7 @@ def supervised_sections(
             ]),
         ]),
         *drain,
-        *optional(test, Evaluate(evaluator=NLLEvaluator(), report=True)),
+        *optional(test, Evaluate(evaluator=held_out, report=True)),
         *optional(test and cfg.eval_labels,
                   Evaluate(evaluator=LabelEvaluator(max_tokens=cfg.sample_max_tokens), report=True)),
     ]  # fmt: skip

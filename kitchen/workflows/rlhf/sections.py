@@ -1,0 +1,143 @@
+"""A section: a whole workflow run inside a larger run, in its own folder `<log_dir>/<section>`
+with its own config-free metrics.jsonl and checkpoints.jsonl (tinker-cookbook's rlhf_pipeline runs
+its three stages the same way, each reading the previous one's checkpoints.jsonl).
+
+A section whose checkpoints.jsonl already holds a final record is done: it is skipped and its paths
+are read from that record; one with only intermediate records resumes from the last of them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kitchen.engine.errors import ConfigError, StageError
+from kitchen.engine.graph import Workflow
+from kitchen.engine.runner import BaseHook, Runner
+from kitchen.engine.stage import Context, Metrics, Resume
+
+SectionPaths = dict[str, dict[str, str]]
+"""section name -> {"state_path", "sampler_path"} of its final checkpoint."""
+
+SectionBuilder = Callable[[SectionPaths, Any], Workflow[Any]]
+"""(paths of the earlier sections, the backend) -> the section's workflow. Called at run time,
+when the earlier sections' paths exist; with placeholder paths and no backend for the plan."""
+
+
+class _SectionMetrics(BaseHook):
+    """Appends the section's step records to its own metrics.jsonl."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def _write(self, step: int, metrics: Metrics) -> None:
+        with self.path.open("a") as f:
+            f.write(json.dumps({"step": step, **metrics}, default=float) + "\n")
+
+    def on_step_end(self, step: int, metrics: Metrics) -> None:
+        self._write(step, metrics)
+
+    def on_metrics(self, step: int, metrics: Metrics) -> None:
+        self._write(step, metrics)
+
+
+class _Prefixed:
+    """A training client or backend whose checkpoints are named `<section>_<name>`: sections share
+    one backend (and so one checkpoint folder), and each saves its own "final"."""
+
+    def __init__(self, inner: Any, prefix: str) -> None:
+        self._inner, self._prefix = inner, prefix
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._inner, name)
+        if name.startswith("create_") and "training_client" in name:
+            return lambda *a, **k: _Prefixed(attr(*a, **k), self._prefix)
+        if name in ("save_state", "save_weights_for_sampler"):
+            return lambda checkpoint, *a, **k: attr(f"{self._prefix}_{checkpoint}", *a, **k)
+        return attr
+
+
+def final_paths(folder: Path) -> dict[str, str] | None:
+    """The paths of the final record in `folder`'s checkpoints.jsonl, or None while unfinished."""
+    from train_core.checkpoint import load_checkpoint_records
+
+    if not (folder / "checkpoints.jsonl").exists():
+        return None
+    finals = [r for r in load_checkpoint_records(folder) if r.final and r.sampler_path]
+    if not finals:
+        return None
+    return {"state_path": str(finals[-1].state_path), "sampler_path": str(finals[-1].sampler_path)}
+
+
+def resume_point(folder: Path) -> Resume | None:
+    from train_core.checkpoint import get_last_checkpoint
+
+    if not (folder / "checkpoints.jsonl").exists():
+        return None
+    record = get_last_checkpoint(folder)
+    if record is None:
+        return None
+    cursor = dict(record.get("cursor", {}) or {})
+    return Resume(cursor, int(record.get("step", 0) or 0), record.state_path, record.sampler_path)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunSection:
+    """Run the workflow `build` makes from the earlier sections' paths, as section `section`."""
+
+    section: str
+    build: SectionBuilder
+    needs: tuple[str, ...] = ()
+    name: str = field(default="", repr=False)
+    reads: frozenset[str] = frozenset({"section_paths"})
+    writes: frozenset[str] = frozenset({"section_paths"})
+    ports: frozenset[str] = frozenset({"backend", "datasets"})
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            object.__setattr__(self, "name", f"section_{self.section}")
+
+    def plan(self) -> Workflow[Any]:
+        """The section's workflow with placeholder paths, for --dry-run and validation (the plan
+        renders it under this node)."""
+        paths = {s: {"state_path": f"<{s} final state>", "sampler_path": f"<{s} final sampler>"}
+                 for s in self.needs}  # fmt: skip
+        return self.build(paths, None)
+
+    async def __call__(self, ctx: Context[Any]) -> Metrics | None:
+        paths = dict(ctx.state.section_paths)
+        if ctx.log_dir is not None:  # an earlier section finished by an earlier run of this one
+            for need in set(self.needs) - set(paths):
+                found = final_paths(Path(ctx.log_dir) / need)
+                paths.update({need: found} if found else {})
+        missing = [s for s in self.needs if s not in paths]
+        if missing:
+            raise ConfigError(f"section {self.section} needs {', '.join(missing)} to finish first")
+        folder = Path(ctx.log_dir) / self.section if ctx.log_dir is not None else None
+        done = final_paths(folder) if folder is not None else None
+        if done is not None:
+            ctx.logger.info("section %s: already finished (%s)", self.section, folder)
+            ctx.state.section_paths = {**paths, self.section: done}
+            return None
+        workflow = self.build(paths, ctx.require_backend())
+        hooks = []
+        if folder is not None:
+            folder.mkdir(parents=True, exist_ok=True)
+            hooks.append(_SectionMetrics(folder / "metrics.jsonl"))
+            (folder / "plan.txt").write_text(workflow.render() + "\n")
+        backend = _Prefixed(ctx.backend, self.section)
+        sub = Context(state=workflow.state(), backend=backend, datasets=ctx.datasets,
+                      ports=ctx.ports, log_dir=folder, logger=ctx.logger,
+                      resume=resume_point(folder) if folder is not None else None)  # fmt: skip
+        ctx.logger.info("section %s: %s", self.section, workflow.name)
+        result = await Runner(workflow, sub, hooks).run()
+        written = final_paths(folder) if folder is not None else None
+        handed_on = written or getattr(result.state, "final_paths", None)
+        if not handed_on:
+            raise StageError(f"section {self.section} ended without a final checkpoint")
+        ctx.state.section_paths = {**paths, self.section: handed_on}
+        results = getattr(result.state, "eval_results", {})
+        return {f"{self.section}/{k}": v for k, v in results.items()}
