@@ -24,7 +24,7 @@ from pydantic import Field
 from cookbook.datasets.comparison import chosen_and_rejected, swapped
 from cookbook.envs.preference import PreferenceRLDatasets
 from cookbook.recipes import SMOLLM2
-from cookbook.recipes.preference_data import PreferenceData, resolve_preference_dataset
+from cookbook.recipes.dataset_splits import DatasetSplits, resolve_dataset
 from kitchen.engine.graph import Node, Workflow
 from kitchen.engine.recipe import Recipe
 from kitchen.workflows.common.config import TrainConfig, nest
@@ -122,7 +122,7 @@ def judge_row(convert: RowConverter) -> RowConverter:
 
 
 def limited(
-    sections: Sections, data: PreferenceData, max_rows: int | None, max_test_rows: int | None = None
+    sections: Sections, data: DatasetSplits, max_rows: int | None, max_test_rows: int | None = None
 ) -> list[Node]:
     """The supervised steps, reading at most `max_rows` rows of the dataset's training split (a
     hub set held out from its own train split, as UltraFeedback, trains on the rest) and
@@ -135,7 +135,7 @@ def limited(
     return sections._replace(data=steps).steps()
 
 
-def sft_section(cfg: RLHFPairPrefConfig, data: PreferenceData) -> RunSection:
+def sft_section(cfg: RLHFPairPrefConfig, data: DatasetSplits) -> RunSection:
     sft = SupervisedConfig(**nest(SupervisedConfig, _common(cfg), {
         "dataset": data.source, "test_dataset": None, "batch_size": cfg.sft_batch_size,
         "num_epochs": cfg.sft_num_epochs, "learning_rate": cfg.sft_learning_rate,
@@ -149,7 +149,7 @@ def sft_section(cfg: RLHFPairPrefConfig, data: PreferenceData) -> RunSection:
     return RunSection(section="sft", build=build)
 
 
-def preference_model_section(cfg: RLHFPairPrefConfig, data: PreferenceData) -> RunSection:
+def preference_model_section(cfg: RLHFPairPrefConfig, data: DatasetSplits) -> RunSection:
     """The judge starts from the base model, as tinker-cookbook's preference model does."""
     pm = SupervisedConfig(**nest(SupervisedConfig, _common(cfg), {
         "dataset": data.source, "test_dataset": data.test_source, "test_split": data.test_split,
@@ -168,7 +168,7 @@ def preference_model_section(cfg: RLHFPairPrefConfig, data: PreferenceData) -> R
     return RunSection(section="preference_model", build=build)
 
 
-def rl_section(cfg: RLHFPairPrefConfig, data: PreferenceData) -> RunSection:
+def rl_section(cfg: RLHFPairPrefConfig, data: DatasetSplits) -> RunSection:
     """The SFT policy's weights are trained; the judge and the reference (the SFT policy, for the
     win rate) are frozen samplers on the earlier sections' final sampler paths."""
 
@@ -232,7 +232,7 @@ class RLHFPairPref(Recipe[RLHFPairPrefConfig]):
     }
 
     def workflow(self, cfg: RLHFPairPrefConfig) -> Workflow[RLHFState]:
-        data = resolve_preference_dataset(cfg.dataset)
+        data = resolve_dataset(cfg.dataset, "comparison")
         make = {"sft": sft_section, "preference_model": preference_model_section, "rl": rl_section}
         sections = [make[s](cfg, data) for s in SECTIONS if s in cfg.sections]
         return sectioned(self.name, sections, port_names(cfg))
