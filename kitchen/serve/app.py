@@ -48,6 +48,19 @@ async def _parse(request: Request, model: type[M]) -> M:
     return parse(await request.body(), model, request.url.path)
 
 
+async def _string_field(request: Request, route: str, key: str, example: str) -> str:
+    """The one string field of a body the SDK sends as `{key: "..."}` (no SDK type to parse it
+    with); anything else is a one-line 400."""
+    try:
+        body = json.loads(await request.body() or b"{}")
+    except ValueError:
+        raise UserError(f"{route}: the body is not JSON") from None
+    value = body.get(key) if isinstance(body, dict) else None
+    if not isinstance(value, str):
+        raise UserError(f'{route}: expected {{"{key}": "{example}"}}')
+    return value
+
+
 def create_app(service: KitchenService) -> ASGIApp:
     """The ASGI app for `service`; `kitchen serve` runs it under uvicorn."""
 
@@ -175,13 +188,7 @@ def _training_routes(app: FastAPI, service: KitchenService) -> None:
 
     @app.post("/api/v1/weights_info")
     async def weights_info(request: Request) -> Response:
-        try:
-            body = json.loads(await request.body() or b"{}")
-        except ValueError:
-            raise UserError("weights_info: the body is not JSON") from None
-        path = body.get("tinker_path") if isinstance(body, dict) else None
-        if not isinstance(path, str):
-            raise UserError('weights_info: expected {"tinker_path": "tinker://..."}')
+        path = await _string_field(request, "weights_info", "tinker_path", "tinker://...")
         return _json(service.weights_info(path))
 
     @app.get("/kitchen/v1/lanes/{model_id}")
@@ -209,14 +216,7 @@ def _sampling_routes(app: FastAPI, service: KitchenService) -> None:
 
     @app.post("/api/v1/cancel_future")
     async def cancel_future(request: Request) -> Response:
-        try:
-            body = json.loads(await request.body() or b"{}")
-        except ValueError:
-            raise UserError("cancel_future: the body is not JSON") from None
-        request_id = body.get("request_id") if isinstance(body, dict) else None
-        if not isinstance(request_id, str):
-            raise UserError('cancel_future: expected {"request_id": "..."}')
-        service.cancel_request(request_id)
+        service.cancel_request(await _string_field(request, "cancel_future", "request_id", "..."))
         return _json({})
 
 
