@@ -64,43 +64,33 @@ def hf_logprobs(model: Any, tokens: list[int]) -> np.ndarray:
     return lsm.gather(-1, torch.tensor(tokens[1:])[:, None]).squeeze(-1).numpy()
 
 
-@pytest.mark.parametrize("rank", [4, 0], ids=["lora", "full"])
+@pytest.mark.parametrize(
+    ("model_name", "rank", "template_marker"),
+    [
+        pytest.param(TINY, 4, "<|start_header_id|>", id="lora"),
+        pytest.param(TINY, 0, "<|start_header_id|>", id="full"),
+        # The real model: SmolLM2 ties lm_head to the embeddings, which the merge must untie.
+        pytest.param(SMOLLM2, 8, "<|im_start|>", id="smollm2-lora", marks=pytest.mark.slow),
+    ],
+)
 def test_merged_export_loads_in_transformers_with_the_engines_logprobs(
-    backend: Any, tmp_path: Path, rank: int
+    backend: Any, tmp_path: Path, model_name: str, rank: int, template_marker: str
 ) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from kitchen.adapters.local.export import export_checkpoint
 
-    folder = trained_sampler_folder(backend, rank, f"merged-{rank}")
+    name = f"merged-{rank}-{model_name.replace('/', '--')}"
+    folder = trained_sampler_folder(backend, rank, name, model=model_name)
     export_checkpoint(folder, tmp_path / "out", merge=True)
     model = AutoModelForCausalLM.from_pretrained(tmp_path / "out", dtype="float32")
     tokenizer = AutoTokenizer.from_pretrained(tmp_path / "out")
     tokens = tokenizer.encode(TEXT)
     expected = engine_logprobs(backend, folder, tokens)
-    assert np.abs(expected - engine_logprobs(backend, None, tokens)).max() > 1e-2  # trained
+    trained = np.abs(expected - engine_logprobs(backend, None, tokens, model=model_name)).max()
+    assert trained > 1e-2
     assert np.abs(hf_logprobs(model, tokens) - expected).max() < 1e-4
-    assert tokenizer.chat_template
-
-
-@pytest.mark.slow
-def test_merged_smollm2_lora_loads_in_transformers_with_the_engines_logprobs(
-    backend: Any, tmp_path: Path
-) -> None:
-    """The real model: SmolLM2 ties lm_head to the embeddings, which the merge must untie."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from kitchen.adapters.local.export import export_checkpoint
-
-    folder = trained_sampler_folder(backend, 8, "smollm2", model=SMOLLM2)
-    export_checkpoint(folder, tmp_path / "out", merge=True)
-    model = AutoModelForCausalLM.from_pretrained(tmp_path / "out", dtype="float32")
-    tokenizer = AutoTokenizer.from_pretrained(tmp_path / "out")
-    tokens = tokenizer.encode(TEXT)
-    expected = engine_logprobs(backend, folder, tokens)
-    assert np.abs(expected - engine_logprobs(backend, None, tokens, model=SMOLLM2)).max() > 1e-2
-    assert np.abs(hf_logprobs(model, tokens) - expected).max() < 1e-4
-    assert "<|im_start|>" in tokenizer.chat_template
+    assert template_marker in tokenizer.chat_template
 
 
 def test_adapter_export_loads_with_peft(backend: Any, tmp_path: Path) -> None:
