@@ -48,7 +48,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check kitchen train_core cookbook tests bench examples
 
 typecheck: $(STAMP)
-	$(BIN)/mypy kitchen train_core
+	$(BIN)/mypy kitchen train_core cookbook
 
 pytest: $(STAMP)
 	$(BIN)/pytest

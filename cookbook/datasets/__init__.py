@@ -1,7 +1,7 @@
 """Row-shape converters: upstream dataset rows -> plain dicts the recipes train on.
 
-Shapes (each documented in its module): chat conversations (chat.py), comparisons (comparison.py,
-preference.py), GSM8K word problems (math.py), code problems with tests (code.py). Loaders that
+Shapes (each documented in its module): chat conversations (chat.py), comparisons and their
+converters (comparison.py), GSM8K word problems (math.py), code problems with tests (code.py). Loaders that
 pick the right converter for a source live in catalog.py.
 """
 
@@ -28,18 +28,16 @@ from cookbook.datasets.comparison import (
     LABELS,
     chosen_and_rejected,
     comparison_row,
-    make_comparison,
-    swapped,
-)
-from cookbook.datasets.math import extract_gsm8k_answer, gsm8k_row
-from cookbook.datasets.preference import (
     helpsteer3_row,
     hh_rlhf_row,
+    make_comparison,
     parse_hh_transcript,
     preference_row,
+    swapped,
     trl_preference_row,
     ultrafeedback_row,
 )
+from cookbook.datasets.math import extract_gsm8k_answer, gsm8k_row
 
 __all__ = [
     "ALIASES",

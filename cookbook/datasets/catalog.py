@@ -16,14 +16,14 @@ from typing import Any
 
 from cookbook.datasets.chat import chat_row, no_robots_row, tulu3_row
 from cookbook.datasets.code import deepcoder_row
-from cookbook.datasets.fields import require_str
-from cookbook.datasets.math import gsm8k_row
-from cookbook.datasets.preference import (
+from cookbook.datasets.comparison import (
     helpsteer3_row,
     hh_rlhf_row,
     preference_row,
     ultrafeedback_row,
 )
+from cookbook.datasets.fields import require_str
+from cookbook.datasets.math import gsm8k_row
 from kitchen.engine.errors import DataError
 from kitchen.ports import DatasetStore
 

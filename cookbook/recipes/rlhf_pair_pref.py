@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from cookbook.datasets.comparison import chosen_and_rejected, swapped
-from cookbook.envs.preference import PreferenceRLDatasets
+from cookbook.envs.pairwise import PreferenceRLDatasets
 from cookbook.recipes import SMOLLM2
 from cookbook.recipes.dataset_splits import DatasetSplits, resolve_dataset
 from kitchen.engine.graph import Node, Workflow
@@ -127,7 +127,7 @@ def limited(
     """The supervised steps, reading at most `max_rows` rows of the dataset's training split (a
     hub set held out from its own train split, as UltraFeedback, trains on the rest) and
     `max_test_rows` held-out rows."""
-    loads = {"conversations": {"limit": max_rows, "split": data.split},
+    loads: dict[str, dict[str, Any]] = {"conversations": {"limit": max_rows, "split": data.split},
              "test_conversations": {"limit": max_test_rows}}  # fmt: skip
     steps = [
         replace(n, **loads[n.into]) if isinstance(n, LoadDataset) else n for n in sections.data

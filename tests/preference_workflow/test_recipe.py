@@ -6,7 +6,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from cookbook.datasets.preference import helpsteer3_row, hh_rlhf_row, preference_row
+from cookbook.datasets.comparison import helpsteer3_row, hh_rlhf_row, preference_row
 from cookbook.recipes.dataset_splits import resolve_dataset
 from cookbook.recipes.dpo import DPO
 from kitchen.app.cli import app

@@ -9,7 +9,7 @@ import math
 import pytest
 from tinker import types
 
-from cookbook.envs.preference import PairwisePreferenceGroupBuilder
+from cookbook.envs.pairwise import PairwisePreferenceGroupBuilder
 from kitchen.adapters.fake.tokenizer import FakeTokenizer
 from train_core.completers import TokensWithLogprobs
 from train_core.preference import Comparison, LabeledComparison
