@@ -12,6 +12,7 @@ A model with no built-in format but a chat template in its tokenizer: `get_rende
 tokenizer)`; `get_recommended_renderer_name(model_name)` picks the format from the model name.
 """
 
+from train_core.renderers import types
 from train_core.renderers.base import (
     Renderer,
     encode_without_special_tokens,
@@ -45,50 +46,13 @@ from train_core.renderers.registry import (
     resolve_renderer_name,
     unregister_renderer,
 )
-from train_core.renderers.types import (
-    AudioPart,
-    Content,
-    ContentPart,
-    ImagePart,
-    Message,
-    ParseFailureKind,
-    ParseTermination,
-    RenderContext,
-    RenderedMessage,
-    RendererError,
-    Role,
-    TextPart,
-    ThinkingPart,
-    Tokenizer,
-    ToolCall,
-    ToolSpec,
-    TrainOnWhat,
-    UnparsedToolCall,
-)
+from train_core.renderers.types import *  # noqa: F403  (listed in types.__all__)
 
 __all__ = [
     "UNTERMINATED_TOOL_BLOCK_ERROR",
-    "AudioPart",
-    "Content",
-    "ContentPart",
     "HFTemplateRenderer",
-    "ImagePart",
-    "Message",
-    "ParseFailureKind",
-    "ParseTermination",
-    "RenderContext",
-    "RenderedMessage",
     "Renderer",
-    "RendererError",
     "RendererFactory",
-    "Role",
-    "TextPart",
-    "ThinkingPart",
-    "Tokenizer",
-    "ToolCall",
-    "ToolSpec",
-    "TrainOnWhat",
-    "UnparsedToolCall",
     "builtin_renderer_names",
     "classify_parse_failure",
     "detect_unterminated_tool_block",
@@ -111,3 +75,4 @@ __all__ = [
     "resolve_renderer_name",
     "unregister_renderer",
 ]
+__all__ += types.__all__

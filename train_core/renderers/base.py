@@ -18,55 +18,33 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import tinker
 
+from train_core.renderers import types
+
+# tinker-cookbook keeps these types in renderers/base: `from ...renderers.base import ToolCall` works.
+from train_core.renderers.types import *  # noqa: F403
 from train_core.renderers.types import (
-    AudioPart,
-    Content,
-    ContentPart,
-    ImagePart,
     Message,
-    ParseFailureKind,
     ParseTermination,
     RenderContext,
     RenderedMessage,
     RendererError,
     Role,
-    TextPart,
-    ThinkingPart,
     Tokenizer,
-    ToolCall,
     ToolSpec,
     TrainOnWhat,
-    UnparsedToolCall,
 )
 
 logger = logging.getLogger(__name__)
 
-__all__ = [  # the types are re-exported: `from ...renderers.base import Message` keeps working
-    "AudioPart",
-    "Content",
-    "ContentPart",
-    "ImagePart",
-    "Message",
-    "ParseFailureKind",
-    "ParseTermination",
-    "RenderContext",
-    "RenderedMessage",
+__all__ = [
     "Renderer",
-    "RendererError",
-    "Role",
-    "TextPart",
-    "ThinkingPart",
-    "Tokenizer",
-    "ToolCall",
-    "ToolSpec",
-    "TrainOnWhat",
-    "UnparsedToolCall",
     "check_trainable_field",
     "encode_without_special_tokens",
     "message_contexts",
     "parse_response_for_stop_token",
     "single_token",
 ]
+__all__ += types.__all__
 
 
 @runtime_checkable

@@ -14,6 +14,27 @@ from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
 import pydantic
 import tinker
 
+__all__ = [
+    "AudioPart",
+    "Content",
+    "ContentPart",
+    "ImagePart",
+    "Message",
+    "ParseFailureKind",
+    "ParseTermination",
+    "RenderContext",
+    "RenderedMessage",
+    "RendererError",
+    "Role",
+    "TextPart",
+    "ThinkingPart",
+    "Tokenizer",
+    "ToolCall",
+    "ToolSpec",
+    "TrainOnWhat",
+    "UnparsedToolCall",
+]
+
 # A tokenizer is any Hugging Face tokenizer (or object with the same `encode`, `decode`,
 # `convert_tokens_to_ids`, `bos_token`, `eos_token_id`). Kept as Any so that importing this
 # module never imports transformers, and so mypy does not fight transformers' loose signatures.

@@ -3,6 +3,7 @@
 Pure logic over tinker.types; the stages of `kitchen.workflows.reinforcement` call into it.
 """
 
+from train_core.rl import types
 from train_core.rl.advantages import (
     ADVANTAGE_ESTIMATORS,
     compute_advantages,
@@ -21,43 +22,10 @@ from train_core.rl.gae import gae_turn_advantages  # registers the "gae" estimat
 from train_core.rl.kl import compute_kl_sample_train
 from train_core.rl.metrics import compute_trajectory_metrics
 from train_core.rl.rollouts import do_batch_rollouts, do_group_rollout, do_single_rollout
-from train_core.rl.types import (
-    Action,
-    ActionExtra,
-    Env,
-    EnvGroupBuilder,
-    InitialObservationOverflow,
-    Logs,
-    Metrics,
-    Observation,
-    RLDataset,
-    RLDatasetBuilder,
-    RolloutError,
-    StepResult,
-    StopReason,
-    Trajectory,
-    TrajectoryGroup,
-    Transition,
-)
+from train_core.rl.types import *  # noqa: F403  (the RL types are this package's vocabulary)
 
 __all__ = [
     "ADVANTAGE_ESTIMATORS",
-    "Action",
-    "ActionExtra",
-    "Env",
-    "EnvGroupBuilder",
-    "InitialObservationOverflow",
-    "Logs",
-    "Metrics",
-    "Observation",
-    "RLDataset",
-    "RLDatasetBuilder",
-    "RolloutError",
-    "StepResult",
-    "StopReason",
-    "Trajectory",
-    "TrajectoryGroup",
-    "Transition",
     "assemble_training_data",
     "compute_advantages",
     "compute_kl_sample_train",
@@ -74,3 +42,4 @@ __all__ = [
     "remove_mask",
     "trajectory_to_data",
 ]
+__all__ += types.__all__  # every public name of rl.types, listed once there
