@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
 from train_core.renderers.content import UNTERMINATED_TOOL_BLOCK_ERROR, has_thinking
 from train_core.renderers.qwen3_vl import Qwen3VLRenderer
@@ -25,7 +24,6 @@ from train_core.renderers.types import (
     RenderedMessage,
     Role,
     TextPart,
-    Tokenizer,
     ToolCall,
     ToolSpec,
     UnparsedToolCall,
@@ -108,14 +106,8 @@ class Qwen3_5Renderer(Qwen3VLRenderer):
 
     groups_tool_responses = True
 
-    def __init__(
-        self,
-        tokenizer: Tokenizer,
-        image_processor: Any = None,
-        strip_thinking_from_history: bool = True,
-        thinking: bool = True,
-    ) -> None:
-        super().__init__(tokenizer, image_processor, strip_thinking_from_history)
+    def _set_thinking(self, thinking: bool) -> None:
+        # The model always reasons in a think block; thinking=False closes it in the prompt.
         self.disables_thinking = not thinking
 
     @property

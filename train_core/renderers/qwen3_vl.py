@@ -67,6 +67,10 @@ class Qwen3VLRenderer(Qwen3Renderer):
     ) -> None:
         super().__init__(tokenizer, strip_thinking_from_history=strip_thinking_from_history)
         self.image_processor = image_processor
+        self._set_thinking(thinking)
+
+    def _set_thinking(self, thinking: bool) -> None:
+        """What `thinking=False` means for this format: here the Instruct model's unframed output."""
         self.frames_thinking = thinking
 
     # -- hooks the Qwen3.5-derived formats override -------------------------------------------
