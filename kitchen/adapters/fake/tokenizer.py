@@ -5,16 +5,8 @@ from __future__ import annotations
 
 import re
 
-SPECIAL_TOKENS = [
-    "<|endoftext|>",
-    "<|im_start|>",
-    "<|im_end|>",
-    "<|begin_of_text|>",
-    "<|end_of_text|>",
-    "<|start_header_id|>",
-    "<|end_header_id|>",
-    "<|eot_id|>",
-]
+# The tiny models' special tokens, so a renderer sees the same markers on the fake as on them.
+from kitchen.adapters.local.tiny_tokenizer import SPECIAL_TOKENS
 
 
 class FakeTokenizer:
