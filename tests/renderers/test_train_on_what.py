@@ -7,17 +7,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.renderers.harness import weighted_spans
+from tests.renderers.harness import CONVERSATIONS, weighted_spans
 from train_core.renderers import Message, RendererError, TrainOnWhat, get_renderer
 
-CONVERSATION: list[Message] = [
-    {"role": "system", "content": "Be brief."},
-    {"role": "user", "content": "Hello there!"},
-    {"role": "assistant", "content": "Hello!"},
-    {"role": "user", "content": "What is 2+2?"},
-    {"role": "assistant", "content": "4"},
-]
-TRAINABLE = [False, True, False, False, True]
+# The golden "customized" conversation flags its trainable messages; the other modes get it unflagged.
+CUSTOMIZED: list[Message] = CONVERSATIONS["customized"]  # type: ignore[assignment]
+CONVERSATION = [Message(role=m["role"], content=m["content"]) for m in CUSTOMIZED]
 
 END = "<|im_end|>"
 EXPECTED_CHATML: dict[TrainOnWhat, list[str]] = {
@@ -41,9 +36,7 @@ EXPECTED_CHATML: dict[TrainOnWhat, list[str]] = {
 
 
 def _messages(train_on_what: TrainOnWhat) -> list[Message]:
-    if train_on_what != TrainOnWhat.CUSTOMIZED:
-        return CONVERSATION
-    return [{**m, "trainable": t} for m, t in zip(CONVERSATION, TRAINABLE, strict=True)]  # type: ignore[typeddict-item]
+    return CUSTOMIZED if train_on_what == TrainOnWhat.CUSTOMIZED else CONVERSATION
 
 
 @pytest.mark.parametrize("train_on_what", list(EXPECTED_CHATML))
