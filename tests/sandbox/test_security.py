@@ -28,6 +28,13 @@ def no_leftovers():
     assert jailed_processes() == [], "a sandboxed process outlived its run"
 
 
+def clean_stdout(sandbox, program: str, limits: Limits = FAST) -> str:
+    """The stdout of a run that must end normally (the hostile act inside it only failing)."""
+    result = sandbox.run(program, limits=limits)
+    assert result.reason == "ok", result.stderr
+    return result.stdout
+
+
 def test_cannot_read_host_files(sandbox, tmp_path):
     secret = tmp_path / "secret.txt"
     secret.write_text("hunter2-secret")
@@ -46,10 +53,9 @@ def test_cannot_read_host_files(sandbox, tmp_path):
         "    except OSError as e:\n"
         "        print('DENIED', path, type(e).__name__)\n"
     )
-    result = sandbox.run(program, limits=FAST)
-    assert result.reason == "ok"
-    assert "READ" not in result.stdout
-    assert result.stdout.count("DENIED") == len(targets)
+    stdout = clean_stdout(sandbox, program)
+    assert "READ" not in stdout
+    assert stdout.count("DENIED") == len(targets)
     # Graded as a solution whose expected answer is the secret, it fails, with the reason.
     report = asyncio.run(
         grade_stdio(
@@ -82,9 +88,8 @@ def test_cannot_write_outside_work_dir(sandbox, tmp_path):
         "open('/tmp/inside.txt', 'w').write('fine')\n"  # the jail's own /tmp: allowed, thrown away
         "print('TMP', open('/tmp/inside.txt').read())\n"
     )
-    result = sandbox.run(program, limits=FAST)
-    assert result.reason == "ok", result.stderr
-    assert "WROTE" not in result.stdout and "TMP fine" in result.stdout
+    stdout = clean_stdout(sandbox, program)
+    assert "WROTE" not in stdout and "TMP fine" in stdout
     assert existing.read_text() == "original"
     assert not (tmp_path / "new.txt").exists() and not (REPO / "pwned.txt").exists()
     assert not Path("/tmp/inside.txt").exists() and not Path("/pwned").exists()
@@ -92,8 +97,8 @@ def test_cannot_write_outside_work_dir(sandbox, tmp_path):
 
 def test_host_environment_is_not_inherited(sandbox, monkeypatch):
     monkeypatch.setenv("TINKER_API_KEY", "tml-very-secret")
-    result = sandbox.run("import os; print(sorted(os.environ.items()))", limits=FAST)
-    assert result.reason == "ok" and "tml-very-secret" not in result.stdout
+    environment = clean_stdout(sandbox, "import os; print(sorted(os.environ.items()))")
+    assert "tml-very-secret" not in environment
 
 
 def test_cannot_reach_host_loopback_listener(sandbox):
@@ -136,12 +141,11 @@ def test_public_address_is_unreachable_at_once(sandbox):
         "except OSError as e:\n"
         "    print('NO DNS')\n"
     )
-    result = sandbox.run(program, limits=FAST)
-    assert result.reason == "ok", result.stderr
-    words = result.stdout.split()
+    stdout = clean_stdout(sandbox, program)
+    words = stdout.split()
     assert words[0] == "FAILED" and int(words[1]) == 101  # ENETUNREACH
     assert float(words[2]) < 0.5
-    assert "NO DNS" in result.stdout
+    assert "NO DNS" in stdout
 
 
 def test_fork_bomb_is_contained(sandbox):
@@ -169,9 +173,8 @@ def test_process_count_is_limited(sandbox):
         "except OSError as e:\n"
         "    print('LIMIT', n, e.errno)\n"
     )
-    result = sandbox.run(program, limits=Limits(wall_s=5.0, max_processes=10))
-    assert result.reason == "ok", result.stderr
-    words = result.stdout.split()
+    stdout = clean_stdout(sandbox, program, Limits(wall_s=5.0, max_processes=10))
+    words = stdout.split()
     # max_processes counts the program itself: 9 children, then EAGAIN
     assert words[0] == "LIMIT" and int(words[1]) == 9 and int(words[2]) == 11
 
@@ -260,8 +263,7 @@ def test_background_processes_die_with_the_run(sandbox):
         "print('parent done')\n"
     )
     t0 = time.monotonic()
-    result = sandbox.run(program, limits=Limits(wall_s=10.0))
-    assert result.reason == "ok" and result.stdout == "parent done\n"
+    assert clean_stdout(sandbox, program, Limits(wall_s=10.0)) == "parent done\n"
     assert time.monotonic() - t0 < 3.0  # the daemon neither outlives nor delays the run
     assert jailed_processes() == []
 
@@ -274,9 +276,8 @@ def test_jail_has_no_privileges(sandbox):
         "print(sorted(p for p in os.listdir('/proc') if p.isdigit()))\n"
         "print(sorted(os.listdir('/')))\n"
     )
-    result = sandbox.run(program, limits=FAST)
-    assert result.reason == "ok", result.stderr
-    caps, pids, root = result.stdout.splitlines()
+    stdout = clean_stdout(sandbox, program)
+    caps, pids, root = stdout.splitlines()
     assert caps == "0000000000000000 1 True"
     assert pids == "['1']"  # its own PID namespace: it sees only itself
     visible = set(ast.literal_eval(root))
