@@ -1,13 +1,14 @@
 """Kitchen's TrainingClient / SamplingClient ports over the Tinker SDK's clients.
 
 Thin: each method forwards to the SDK and wraps its future (kitchen.adapters.tinker.futures). The
-SDK keeps its own retries, request ordering and pipelining; the raw SDK client is `.sdk`.
+SDK keeps its own retries, request ordering and pipelining; the raw SDK client is `.sdk`. Where the
+port's signature (kitchen.ports) is the SDK's own (sample, forward, forward_backward), the method
+passes its arguments through as given, so the signature is stated in one place.
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from tinker import types
@@ -28,24 +29,8 @@ class TinkerSamplingClient:
         self.sdk = sdk
         self._backend = backend
 
-    def sample(
-        self,
-        prompt: types.ModelInput,
-        num_samples: int,
-        sampling_params: types.SamplingParams,
-        include_prompt_logprobs: bool = False,
-        topk_prompt_logprobs: int = 0,
-    ) -> APIFuture[types.SampleResponse]:
-        def submit() -> Any:
-            return self.sdk.sample(
-                prompt,
-                num_samples,
-                sampling_params,
-                include_prompt_logprobs=include_prompt_logprobs,
-                topk_prompt_logprobs=topk_prompt_logprobs,
-            )
-
-        return wrap(submit, "sample", self._backend.api_key)
+    def sample(self, *args: Any, **kwargs: Any) -> APIFuture[types.SampleResponse]:
+        return wrap(lambda: self.sdk.sample(*args, **kwargs), "sample", self._backend.api_key)
 
     def compute_logprobs(self, prompt: types.ModelInput) -> APIFuture[list[float | None]]:
         return wrap(
@@ -72,24 +57,12 @@ class TinkerTrainingClient:
     def model_id(self) -> str:
         return str(self.sdk.model_id)
 
-    def forward(
-        self,
-        data: list[types.Datum],
-        loss_fn: types.LossFnType,
-        loss_fn_config: Mapping[str, float] | None = None,
-    ) -> APIFuture[types.ForwardBackwardOutput]:
-        return wrap(lambda: self.sdk.forward(data, loss_fn, loss_fn_config), "forward", self._key)
+    def forward(self, *args: Any, **kwargs: Any) -> APIFuture[types.ForwardBackwardOutput]:
+        return wrap(lambda: self.sdk.forward(*args, **kwargs), "forward", self._key)
 
-    def forward_backward(
-        self,
-        data: list[types.Datum],
-        loss_fn: types.LossFnType,
-        loss_fn_config: Mapping[str, float] | None = None,
-    ) -> APIFuture[types.ForwardBackwardOutput]:
+    def forward_backward(self, *args: Any, **kwargs: Any) -> APIFuture[types.ForwardBackwardOutput]:
         return wrap(
-            lambda: self.sdk.forward_backward(data, loss_fn, loss_fn_config),
-            "forward_backward",
-            self._key,
+            lambda: self.sdk.forward_backward(*args, **kwargs), "forward_backward", self._key
         )
 
     def forward_backward_custom(
