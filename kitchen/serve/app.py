@@ -24,6 +24,7 @@ from tinker import types
 
 from kitchen.serve import checkpoint_routes
 from kitchen.serve.errors import UserError
+from kitchen.serve.external_weights import check_recipients
 from kitchen.serve.hot_routes import (
     BodyLimit,
     HotRoutes,
@@ -181,6 +182,13 @@ def _training_routes(app: FastAPI, service: KitchenService) -> None:
         if body.path:
             checkpoint_ref("run", "sampler", body.path)
         return _json(service.save_weights_for_sampler(body))
+
+    @app.post("/api/v1/save_weights_external")
+    async def save_weights_external(request: Request) -> Response:
+        body = await _parse(request, types.SaveWeightsExternalRequest)
+        checkpoint_ref("run", "external", body.path)
+        check_recipients(body.age_encryption_recipients)  # refused before any weights are written
+        return _json(service.save_weights_external(body))
 
     @app.post("/api/v1/load_weights")
     async def load_weights(request: Request) -> Response:
