@@ -20,7 +20,7 @@ from tinker import types
 from kitchen.adapters.local.backend import LocalBackend
 from kitchen.serve import paths
 from kitchen.serve.errors import Gone, UserError
-from kitchen.serve.external_weights import export_folder
+from kitchen.serve.external_weights import check_recipients, export_folder
 from kitchen.serve.requests import FWDBWD, MODEL, SAMPLE, RequestStore, chain
 from kitchen.serve.sampling import (
     SamplerEntry,
@@ -273,6 +273,7 @@ class KitchenService:
         """A sampler save of the model, moved (and encrypted) into its export folder."""
         entry = self.registry.model(request.model_id)
         ref = paths.checkpoint_ref(entry.model_id, "external", request.path)
+        check_recipients(request.age_encryption_recipients)  # refused before weights are written
         staging = f"{ref.engine_name}.export-{uuid.uuid4().hex[:8]}"
 
         def finish(_: Any) -> types.SaveWeightsExternalResponseInternal:
