@@ -18,10 +18,11 @@ import datasets
 _TURNS = [("What is 2 + 3?", "2 + 3 = 5."), ("Name a colour.", "Blue."), ("Say hi.", "Hi!")]
 _SPLITS: dict[str, dict[str, list[dict[str, Any]]]] = {
     "HuggingFaceH4/no_robots": {
-        "train": [
+        split: [
             {"messages": [{"role": "user", "content": q}, {"role": "assistant", "content": a}]}
             for q, a in _TURNS + _TURNS[:1]
         ]
+        for split in ("train", "test")
     },
     "openai/gsm8k": {
         "train": [
