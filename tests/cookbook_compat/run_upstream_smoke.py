@@ -43,6 +43,10 @@ QWEN_NAMES = [
 ]
 
 
+# Log lines of a run that exits 0 having trained nothing: reported, never counted as a pass.
+_NOTHING_TRAINED = ("= 0 steps", "Will train on 0 batches")
+
+
 def upstream_tests(cache: Path) -> Path:
     """tests/recipes of the tinker-cookbook sdist (pip download, once)."""
     root = cache / f"tinker_cookbook-{VERSION}"
@@ -120,6 +124,7 @@ def main() -> int:
     results = []
     with serve_process([], checkpoints, hf) as url:
         env = {**os.environ, **hf, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+        env["KITCHEN_OFFLINE_ROWS"] = "1600"  # full default batches (256) for 6 steps
         env |= {"TINKER_BASE_URL": url, "TINKER_API_KEY": TEST_KEY}
         env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
         logs = opts.work / "logs"
@@ -135,6 +140,8 @@ def main() -> int:
             try:
                 fn()
                 verdict, reason = "PASS", ""
+                if any(mark in log.read_text(errors="replace") for mark in _NOTHING_TRAINED):
+                    verdict, reason = "EMPTY", "exited 0 but trained 0 steps (too few rows?)"
             except Exception as e:  # a failed recipe or a failed upstream assertion
                 verdict = "FAIL"
                 reason = str(e) if isinstance(e, RecipeFailed) else traceback.format_exc(-1)
