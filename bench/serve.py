@@ -31,22 +31,12 @@ os.environ.setdefault("TINKER_API_KEY", "tml-bench")
 os.environ.setdefault("TINKER_TELEMETRY", "0")  # the SDK's own event uploads are not the protocol
 
 import httpx
-import numpy as np
 from tinker import types
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sft_batch import sft_batch
+
 ADAM = types.AdamParams(learning_rate=1e-4)
-
-
-def batch(n: int, length: int, seed: int) -> list[types.Datum]:
-    rng = np.random.default_rng(seed)
-    rows = rng.integers(10, 1000, size=(n, length + 1), dtype=np.int64)
-    return [
-        types.Datum(
-            model_input=types.ModelInput.from_ints(r[:-1].tolist()),
-            loss_fn_inputs={"target_tokens": r[1:], "weights": np.ones(length, dtype=np.float32)},
-        )
-        for r in rows
-    ]
 
 
 def timed(fn: Callable[[], Any]) -> float:
@@ -141,7 +131,7 @@ def main() -> None:
     url = f"http://127.0.0.1:{port}"
     checkpoints = tempfile.mkdtemp(prefix="kitchen-bench-serve-")
     proc = start_server(port, args.model, checkpoints)
-    small, big = batch(1, 16, 0), batch(args.pipeline_batch, 64, 1)
+    small, big = sft_batch(1, 16, 0), sft_batch(args.pipeline_batch, 64, 1)
     try:
         import tinker
         import torch

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -28,6 +29,9 @@ os.environ.setdefault("TINKER_TELEMETRY", "0")
 import numpy as np
 from tinker import types
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sft_batch import sft_batch
+
 TINY = "kitchen/tiny-llama"
 KEY = "tml-serve-load"
 ADAM = types.AdamParams(learning_rate=1e-2)
@@ -40,18 +44,6 @@ class ClientRun:
     losses: list[float] = field(default_factory=list)
     latencies: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
-
-
-def client_batch(seed: int, n: int = 2, length: int = 24) -> list[types.Datum]:
-    rng = np.random.default_rng(seed)
-    rows = rng.integers(10, 200, size=(n, length + 1), dtype=np.int64)
-    return [
-        types.Datum(
-            model_input=types.ModelInput.from_ints(r[:-1].tolist()),
-            loss_fn_inputs={"target_tokens": r[1:], "weights": np.ones(length, dtype=np.float32)},
-        )
-        for r in rows
-    ]
 
 
 def _timed(run: ClientRun, future: Any) -> Any:
@@ -77,7 +69,7 @@ def client_workload(
     service = tinker.ServiceClient(base_url=url, api_key=api_key)
     try:
         client = service.create_lora_training_client(TINY, rank=4, seed=seed).result()
-        data = client_batch(seed)
+        data = sft_batch(2, 24, seed, max_token=200)
         params = types.SamplingParams(max_tokens=4, temperature=1.0, seed=seed)
         deadline = time.monotonic() + seconds if seconds is not None else None
         while (steps is None or len(run.losses) < steps) and (

@@ -15,10 +15,11 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import IO, Annotated, Any
 
 import typer
 
@@ -45,6 +46,9 @@ def command(
     output: Annotated[
         Path | None, typer.Option("--output", help="Write the results as JSON")
     ] = None,
+    start_timeout: Annotated[
+        float, typer.Option("--start-timeout", help="Seconds the started server has to be ready")
+    ] = 300.0,
 ) -> None:
     """Score a model or checkpoint with lm-eval-harness through `kitchen serve`."""
     if harness != "lm-eval":
@@ -70,7 +74,7 @@ def command(
     manager = TaskManager(include_path=str(SHIPPED_TASKS))
     names = [t.strip() for t in tasks.split(",") if t.strip()]
     results: dict[str, Any] = {}
-    with _server(url, base) as server:
+    with _server(url, base, start_timeout) as server:
         for name in names:
             task = next(iter(get_task_dict([name], manager).values()))
             scoring = getattr(task, "OUTPUT_TYPE", "") in LOGLIKELIHOOD_TYPES
@@ -97,28 +101,47 @@ def command(
 
 
 @contextlib.contextmanager
-def _server(url: str | None, base_model: str) -> Iterator[str]:
-    """`url`, or a `kitchen serve` of `base_model` on a free loopback port for the block."""
+def _server(url: str | None, base_model: str, start_timeout_s: float) -> Iterator[str]:
+    """`url`, or a `kitchen serve` of `base_model` on a free loopback port for the block; one that
+    dies or is not ready within `start_timeout_s` ends the command with its last log lines."""
     if url is not None:
         yield url.rstrip("/")
         return
-    import httpx
-
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = int(s.getsockname()[1])
     cmd = [sys.executable, "-m", "kitchen.app.cli", "serve", "--port", str(port)]
-    proc = subprocess.Popen([*cmd, "--model", base_model], env=dict(os.environ))
-    url = f"http://127.0.0.1:{port}"
-    try:
-        while True:
-            if proc.poll() is not None:
-                raise typer.Exit(1)
+    with tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen(
+            [*cmd, "--model", base_model], env=dict(os.environ), stdout=log, stderr=log
+        )
+        url = f"http://127.0.0.1:{port}"
+        try:
+            _wait_ready(proc, url, log, start_timeout_s)
+            yield url
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+
+
+def _wait_ready(proc: subprocess.Popen[bytes], url: str, log: IO[bytes], timeout_s: float) -> None:
+    import httpx
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        code = proc.poll()
+        if code is not None:
+            problem = f"kitchen serve exited ({code}) before it was ready"
+        elif time.monotonic() > deadline:
+            problem = f"kitchen serve was not ready within {timeout_s:g} s"
+        else:
             with contextlib.suppress(httpx.HTTPError):
                 if httpx.get(f"{url}/api/v1/healthz", timeout=1).status_code == 200:
-                    break
+                    return
             time.sleep(0.5)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+            continue
+        log.seek(0)
+        lines = [x.strip() for x in log.read().decode(errors="replace").splitlines() if x.strip()]
+        tail = " | ".join(lines[-3:]) or "(no output)"
+        typer.echo(f"error: {problem}; its last log lines: {tail}", err=True)
+        raise typer.Exit(1)

@@ -12,8 +12,8 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator
-from typing import TypeVar
+from collections.abc import AsyncIterator, Callable
+from typing import Any, TypeVar
 
 import pydantic
 from fastapi import FastAPI, Request
@@ -168,19 +168,23 @@ def _training_routes(app: FastAPI, service: KitchenService) -> None:
     async def get_info(request: Request) -> Response:
         return _json(service.get_info(await _parse(request, types.GetInfoRequest)))
 
-    @app.post("/api/v1/save_weights")
-    async def save_weights(request: Request) -> Response:
-        body = await _parse(request, types.SaveWeightsRequest)
-        if body.path:
-            checkpoint_ref("run", "state", body.path)  # a bad name is refused now, not later
-        return _json(service.save_weights(body))
-
-    @app.post("/api/v1/save_weights_for_sampler")
-    async def save_for_sampler(request: Request) -> Response:
-        body = await _parse(request, types.SaveWeightsForSamplerRequest)
-        if body.path:
-            checkpoint_ref("run", "sampler", body.path)
-        return _json(service.save_weights_for_sampler(body))
+    saves: list[tuple[str, type[Any], str, Callable[[Any], pydantic.BaseModel]]] = [
+        ("save_weights", types.SaveWeightsRequest, "state", service.save_weights),
+        (
+            "save_weights_for_sampler",
+            types.SaveWeightsForSamplerRequest,
+            "sampler",
+            service.save_weights_for_sampler,
+        ),
+        (
+            "save_weights_external",
+            types.SaveWeightsExternalRequest,
+            "external",
+            service.save_weights_external,
+        ),
+    ]
+    for route, request_type, kind, save in saves:
+        _save_route(app, route, request_type, kind, save)
 
     @app.post("/api/v1/load_weights")
     async def load_weights(request: Request) -> Response:
@@ -201,6 +205,21 @@ def _training_routes(app: FastAPI, service: KitchenService) -> None:
                 "idle_gaps_s": idle_gaps(events),
             }
         )
+
+
+def _save_route(
+    app: FastAPI,
+    route: str,
+    request_type: type[Any],
+    kind: str,
+    save: Callable[[Any], pydantic.BaseModel],
+) -> None:
+    @app.post(f"/api/v1/{route}", name=route)
+    async def handler(request: Request) -> Response:
+        body = await _parse(request, request_type)
+        if body.path:  # a bad name is refused now, not after the SDK polled for it
+            checkpoint_ref("run", kind, body.path)
+        return _json(save(body))
 
 
 def _sampling_routes(app: FastAPI, service: KitchenService) -> None:

@@ -1,5 +1,6 @@
-"""The RestClient's checkpoint routes (list, delete), and a final answer for every route this server
-does not serve.
+"""The RestClient's checkpoint routes (list, delete, TTL, external weights URLs), the signed
+downloads of external weights (`external_weights.py`), and a final answer for every route this
+server does not serve.
 
 Checkpoints are the folders `paths.py` maps tinker paths to, so listing a run is a directory scan
 and deleting one removes its folder. Any other path gets a 404 with a one-line reason and
@@ -8,27 +9,30 @@ and deleting one removes its folder. Any other path gets a 404 with a one-line r
 
 from __future__ import annotations
 
+import hmac
 import shutil
+import time
+import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import Response
+from fastapi.responses import FileResponse, Response
 from tinker import types
 
-from kitchen.serve import paths
-from kitchen.serve.errors import NotFound
+from kitchen.serve import external_weights, paths
+from kitchen.serve.errors import NotFound, UserError
 from kitchen.serve.hot_routes import json_response
 
-_TYPES = {"state": "training", "sampler": "sampler"}
+_TYPES = {"state": "training", "sampler": "sampler", "external": "external"}
 
 
 def list_checkpoints(root: Path, run_id: str) -> types.CheckpointsListResponse:
     """Every checkpoint `run_id` saved, oldest first."""
     prefix = f"{paths.run_slug(run_id)}--"
     found = []
-    for kind, subdir in (("state", "weights"), ("sampler", "sampler_weights")):
+    for kind, subdir in paths.SUBDIRS.items():
         folder = root / subdir
         for path in folder.glob(f"{prefix}*") if folder.is_dir() else []:
             ref = paths.checkpoint_ref(run_id, kind, path.name[len(prefix) :])
@@ -44,12 +48,15 @@ def list_checkpoints(root: Path, run_id: str) -> types.CheckpointsListResponse:
     return types.CheckpointsListResponse(checkpoints=sorted(found, key=lambda c: c.time))
 
 
-def delete_checkpoint(root: Path, run_id: str, checkpoint_id: str) -> None:
+def existing_folder(root: Path, run_id: str, checkpoint_id: str, kind: str | None = None) -> Path:
+    """The folder of a saved checkpoint (of `kind`, when given); 404 if there is none."""
     ref = paths.parse_tinker_path(f"{paths.SCHEME}{run_id}/{checkpoint_id}")
+    if kind is not None and ref.kind != kind:
+        raise UserError(f"{ref.tinker_path} is not a checkpoint of kind {kind}")
     folder = ref.folder(root)
     if not folder.is_dir():
         raise NotFound(f"checkpoint {ref.tinker_path} does not exist on this server")
-    shutil.rmtree(folder)
+    return folder
 
 
 def register(app: FastAPI, service: Any) -> None:
@@ -61,10 +68,42 @@ def register(app: FastAPI, service: Any) -> None:
 
     @app.delete("/api/v1/training_runs/{run_id}/checkpoints/{checkpoint_id:path}")
     async def delete(run_id: str, checkpoint_id: str) -> Response:
-        delete_checkpoint(service.checkpoint_root, run_id, checkpoint_id)
+        shutil.rmtree(existing_folder(service.checkpoint_root, run_id, checkpoint_id))
         return json_response({})
+
+    @app.put("/api/v1/training_runs/{run_id}/checkpoints/{checkpoint_id:path}/ttl")
+    async def ttl(run_id: str, checkpoint_id: str) -> Response:
+        existing_folder(service.checkpoint_root, run_id, checkpoint_id)  # TTLs are not enforced
+        return json_response({})
+
+    _external_weights_routes(app, service)
 
     @app.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"])
     async def unserved(request: Request, path: str) -> Response:
         detail = f"{request.method} /{path} is not served by kitchen serve (local engine)"
         return json_response({"detail": detail, "category": "user"}, 404)
+
+
+def _external_weights_routes(app: FastAPI, service: Any) -> None:
+    # The server's API key when it has one (stable across restarts), else a per-process secret.
+    secret = (service.settings.api_key or "").encode() or uuid.uuid4().bytes
+    route = "/api/v1/training_runs/{run_id}/checkpoints/{checkpoint_id:path}/external_weights_urls"
+
+    @app.get(route)
+    async def urls(request: Request, run_id: str, checkpoint_id: str) -> Response:
+        folder = existing_folder(service.checkpoint_root, run_id, checkpoint_id, "external")
+        base = str(request.base_url)
+        return json_response(external_weights.signed_urls(secret, base, folder, time.time()))
+
+    @app.get(external_weights.DOWNLOAD_PREFIX + "{export}/{relative:path}")
+    async def download(request: Request, export: str, relative: str) -> Response:
+        expires = int(request.query_params.get("expires", "0") or 0)
+        given = request.query_params.get("signature", "")
+        expected = external_weights.signature(secret, request.url.path, expires)
+        if not hmac.compare_digest(given, expected) or expires < time.time():
+            return json_response({"detail": "download URL invalid or expired"}, 403)
+        root = (service.checkpoint_root / paths.SUBDIRS["external"] / export).resolve()
+        file = (root / relative).resolve()
+        if not file.is_relative_to(root) or not file.is_file():
+            raise NotFound(f"{export}/{relative} is not part of an export on this server")
+        return FileResponse(file)

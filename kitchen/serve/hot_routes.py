@@ -22,6 +22,7 @@ from tinker import types
 
 from kitchen.serve import wire
 from kitchen.serve.errors import NotFound, UserError, error_category, error_message
+from kitchen.serve.external_weights import DOWNLOAD_PREFIX
 from kitchen.serve.requests import FWDBWD, SAMPLE
 from kitchen.serve.service import KitchenService
 
@@ -156,14 +157,14 @@ async def _read_body(receive: Receive) -> bytes:
 class RequireKey:
     """Refuse requests without an X-API-Key header (or with the wrong one, when a key is set).
     The outermost layer: every route, the health check and routes added later included, is
-    behind it."""
+    behind it; only external weights downloads pass, whose signed URL is their credential."""
 
     def __init__(self, app: ASGIApp, expected: str | None) -> None:
         self.app = app
         self.expected = expected
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
+        if scope["type"] == "http" and not scope["path"].startswith(DOWNLOAD_PREFIX):
             key = _api_key(dict(scope["headers"]))
             ok = bool(key) and (self.expected is None or hmac.compare_digest(key, self.expected))
             if not ok:

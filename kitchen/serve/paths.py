@@ -21,8 +21,8 @@ from pathlib import Path
 from kitchen.serve.errors import UserError
 
 SCHEME = "tinker://"
-_SUBDIR = {"state": "weights", "sampler": "sampler_weights"}
-_KIND = {v: k for k, v in _SUBDIR.items()}
+SUBDIRS = {"state": "weights", "sampler": "sampler_weights", "external": "external_weights"}
+_KIND = {v: k for k, v in SUBDIRS.items()}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _RUN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")
 
@@ -36,12 +36,12 @@ class CheckpointRef:
     """One checkpoint: the training run (model id) that wrote it, its kind and its name."""
 
     run_id: str
-    kind: str  # "state" | "sampler"
+    kind: str  # "state" | "sampler" | "external"
     name: str
 
     @property
     def tinker_path(self) -> str:
-        return f"{SCHEME}{self.run_id}/{_SUBDIR[self.kind]}/{self.name}"
+        return f"{SCHEME}{self.run_id}/{SUBDIRS[self.kind]}/{self.name}"
 
     @property
     def engine_name(self) -> str:
@@ -49,7 +49,7 @@ class CheckpointRef:
         return f"{run_slug(self.run_id)}--{self.name}"
 
     def folder(self, checkpoint_root: Path) -> Path:
-        return checkpoint_root / _SUBDIR[self.kind] / self.engine_name
+        return checkpoint_root / SUBDIRS[self.kind] / self.engine_name
 
 
 def run_slug(run_id: str) -> str:
@@ -65,7 +65,7 @@ def checkpoint_ref(run_id: str, kind: str, name: str) -> CheckpointRef:
 
 
 def parse_tinker_path(path: str) -> CheckpointRef:
-    """`tinker://<run>/<weights|sampler_weights>/<name>` -> CheckpointRef; a clear error otherwise."""
+    """`tinker://<run>/<weights|sampler_weights|external_weights>/<name>` -> CheckpointRef; a clear error otherwise."""
     if not path.startswith(SCHEME):
         raise CheckpointPathError(
             f"checkpoint path {path!r}: expected tinker://<run>/weights/<name>"
@@ -73,8 +73,8 @@ def parse_tinker_path(path: str) -> CheckpointRef:
     parts = path[len(SCHEME) :].split("/")
     if len(parts) != 3 or parts[1] not in _KIND or not _RUN.match(parts[0]):
         raise CheckpointPathError(
-            f"checkpoint path {path!r}: expected tinker://<run>/weights/<name> "
-            "or tinker://<run>/sampler_weights/<name>"
+            f"checkpoint path {path!r}: expected tinker://<run>/<kind>/<name>, <kind> one of "
+            "weights, sampler_weights, external_weights"
         )
     return checkpoint_ref(parts[0], _KIND[parts[1]], parts[2])
 

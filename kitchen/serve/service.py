@@ -20,6 +20,7 @@ from tinker import types
 from kitchen.adapters.local.backend import LocalBackend
 from kitchen.serve import paths
 from kitchen.serve.errors import Gone, UserError
+from kitchen.serve.external_weights import check_recipients, export_folder
 from kitchen.serve.requests import FWDBWD, MODEL, SAMPLE, RequestStore, chain
 from kitchen.serve.sampling import (
     SamplerEntry,
@@ -265,6 +266,26 @@ class KitchenService:
             return types.SaveWeightsForSamplerResponseInternal(sampling_session_id=sampler_id)
 
         return self._submit(entry, request.seq_id, "snapshot", MODEL, snapshot, blocking=True)
+
+    def save_weights_external(
+        self, request: types.SaveWeightsExternalRequest
+    ) -> types.UntypedAPIFuture:
+        """A sampler save of the model, moved (and encrypted) into its export folder."""
+        entry = self.registry.model(request.model_id)
+        ref = paths.checkpoint_ref(entry.model_id, "external", request.path)
+        check_recipients(request.age_encryption_recipients)  # refused before weights are written
+        staging = f"{ref.engine_name}.export-{uuid.uuid4().hex[:8]}"
+
+        def finish(_: Any) -> types.SaveWeightsExternalResponseInternal:
+            folder = self.checkpoint_root / paths.SUBDIRS["sampler"] / staging
+            dest = ref.folder(self.checkpoint_root)
+            size = export_folder(folder, dest, request.age_encryption_recipients)
+            return types.SaveWeightsExternalResponseInternal(path=ref.tinker_path, size_bytes=size)
+
+        def save() -> Any:
+            return entry.client.save_weights_for_sampler(staging).map(finish)
+
+        return self._submit(entry, request.seq_id, "save_weights_external", MODEL, save)
 
     def load_weights(self, request: types.LoadWeightsRequest) -> types.UntypedAPIFuture:
         """Both addressing modes: onto an existing model (model_id + seq_id), or a new model

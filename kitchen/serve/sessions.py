@@ -10,11 +10,13 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from kitchen.serve.errors import Gone, NotFound, UserError
 from kitchen.serve.requests import ModelLane
 from kitchen.serve.sampling import SamplerEntry
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -106,11 +108,7 @@ class Registry:
             session.models.add(model_id)
 
     def model(self, model_id: str) -> ModelEntry:
-        with self._lock:
-            entry = self._models.get(model_id)
-        if entry is None:
-            raise NotFound(f"model {model_id!r} is unknown to this server (or its session ended)")
-        return entry
+        return self._find(self._models, model_id, "model")
 
     def add_sampler(self, session: Session, sampler_id: str, entry: SamplerEntry) -> None:
         entry.session_id = session.session_id
@@ -119,8 +117,11 @@ class Registry:
             session.samplers.add(sampler_id)
 
     def sampler(self, sampler_id: str) -> SamplerEntry:
+        return self._find(self._samplers, sampler_id, "sampling session")
+
+    def _find(self, table: dict[str, T], key: str, what: str) -> T:
         with self._lock:
-            entry = self._samplers.get(sampler_id)
+            entry = table.get(key)
         if entry is None:
-            raise NotFound(f"sampling session {sampler_id!r} is unknown to this server")
+            raise NotFound(f"{what} {key!r} is unknown to this server (or its session ended)")
         return entry

@@ -4,11 +4,14 @@ few rows here (the hub is offline in tests):
     python -m tests.cookbook_compat.offline_data tinker_cookbook.recipes.sl_loop key=value ...
 
 Only `datasets.load_dataset` is replaced, and only for the names below; any other name fails as it
-would offline.
+would offline. KITCHEN_OFFLINE_ROWS=N repeats each split's rows up to N, for recipes whose default
+batch (256) would otherwise see no full batch.
 """
 
 from __future__ import annotations
 
+import itertools
+import os
 import runpy
 import sys
 from typing import Any
@@ -18,10 +21,11 @@ import datasets
 _TURNS = [("What is 2 + 3?", "2 + 3 = 5."), ("Name a colour.", "Blue."), ("Say hi.", "Hi!")]
 _SPLITS: dict[str, dict[str, list[dict[str, Any]]]] = {
     "HuggingFaceH4/no_robots": {
-        "train": [
+        split: [
             {"messages": [{"role": "user", "content": q}, {"role": "assistant", "content": a}]}
             for q, a in _TURNS + _TURNS[:1]
         ]
+        for split in ("train", "test")
     },
     "openai/gsm8k": {
         "train": [
@@ -46,7 +50,13 @@ _SPLITS: dict[str, dict[str, list[dict[str, Any]]]] = {
 def load_dataset(path: str, *args: Any, split: str | None = None, **kwargs: Any) -> Any:
     if path not in _SPLITS:
         raise FileNotFoundError(f"{path}: not among the offline test datasets")
-    splits = {name: datasets.Dataset.from_list(rows) for name, rows in _SPLITS[path].items()}
+    least = int(os.environ.get("KITCHEN_OFFLINE_ROWS", "0"))
+    splits = {
+        name: datasets.Dataset.from_list(
+            list(itertools.islice(itertools.cycle(rows), max(least, len(rows))))
+        )
+        for name, rows in _SPLITS[path].items()
+    }
     if split is None:
         return datasets.DatasetDict(splits)
     if split not in splits:
