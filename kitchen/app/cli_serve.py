@@ -51,6 +51,15 @@ def command(
     threads: Annotated[
         int, typer.Option("--threads", min=1, help="torch threads in the server process")
     ] = 1,
+    session_timeout: Annotated[
+        float,
+        typer.Option(
+            "--session-timeout",
+            min=1.0,
+            help="Seconds without a heartbeat before a session ends and its queued work is dropped "
+            "(the SDK beats every 10 s; raise it where a loaded client may miss beats)",
+        ),
+    ] = 30.0,
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level")] = "warning",
 ) -> None:
     """Serve the local engine over the Tinker SDK 0.38.0 protocol (point TINKER_BASE_URL here)."""
@@ -83,6 +92,7 @@ def command(
         device=device,
         dtype=dtype,
         threads=threads,
+        session_timeout_s=session_timeout,
         log_level=log_level,
     )
     if host not in LOOPBACK and not require_key:

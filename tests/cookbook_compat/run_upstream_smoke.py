@@ -122,7 +122,8 @@ def main() -> int:
     checkpoints.mkdir(exist_ok=True)
     hf = {"HF_HOME": str(hf_home)}
     results = []
-    with serve_process([], checkpoints, hf) as url:
+    # Two shared cores can starve a client's heartbeat thread for over 30 s in a long recipe.
+    with serve_process([], checkpoints, hf, ["--session-timeout", "300"]) as url:
         env = {**os.environ, **hf, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
         env["KITCHEN_OFFLINE_ROWS"] = "1600"  # full default batches (256) for 6 steps
         env |= {"TINKER_BASE_URL": url, "TINKER_API_KEY": TEST_KEY}

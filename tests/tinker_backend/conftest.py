@@ -9,7 +9,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -55,7 +55,10 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 @contextmanager
 def serve_process(
-    models: list[str], checkpoints: Path, env: dict[str, str] | None = None
+    models: list[str],
+    checkpoints: Path,
+    env: dict[str, str] | None = None,
+    extra_args: Sequence[str] = (),
 ) -> Iterator[str]:
     """`kitchen serve` (the real CLI, its own process) with `models` preloaded; yields its URL."""
     port = free_port()
@@ -69,7 +72,7 @@ def serve_process(
     cmd = [sys.executable, "-m", "kitchen.app.cli", "serve", "--port", str(port)]
     for model in models:
         cmd += ["--model", model]
-    cmd += ["--checkpoint-dir", str(checkpoints)]
+    cmd += ["--checkpoint-dir", str(checkpoints), *extra_args]
     proc = subprocess.Popen(cmd, env=full_env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:

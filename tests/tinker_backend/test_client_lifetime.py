@@ -90,3 +90,20 @@ def test_shutdown_cancels_the_backlog_within_seconds(tmp_path: Path) -> None:
     service.close()
     assert time.monotonic() - start < 5.0
     assert all(service.requests.get(r).future.done() for r in backlog)  # type: ignore[union-attr]
+
+
+def test_kitchen_serve_takes_the_session_timeout_from_its_flag(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    import kitchen.serve
+    from kitchen.app.cli import app
+
+    seen: list[ServeSettings] = []
+    monkeypatch.setattr(kitchen.serve, "serve", seen.append)
+    args = ["serve", "--checkpoint-dir", str(tmp_path), "--session-timeout", "300"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert seen[0].session_timeout_s == 300.0
+    assert ServeSettings(checkpoint_dir=tmp_path).session_timeout_s == 30.0
