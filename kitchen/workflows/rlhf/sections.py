@@ -8,7 +8,6 @@ are read from that record; one with only intermediate records resumes from the l
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any
 
 from kitchen.engine.errors import ConfigError, StageError
 from kitchen.engine.graph import Workflow
-from kitchen.engine.runner import BaseHook, Runner
+from kitchen.engine.runner import Runner
 from kitchen.engine.stage import Context, Metrics, Resume
 
 SectionPaths = dict[str, dict[str, str]]
@@ -25,23 +24,6 @@ SectionPaths = dict[str, dict[str, str]]
 SectionBuilder = Callable[[SectionPaths, Any], Workflow[Any]]
 """(paths of the earlier sections, the backend) -> the section's workflow. Called at run time,
 when the earlier sections' paths exist; with placeholder paths and no backend for the plan."""
-
-
-class _SectionMetrics(BaseHook):
-    """Appends the section's step records to its own metrics.jsonl."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def _write(self, step: int, metrics: Metrics) -> None:
-        with self.path.open("a") as f:
-            f.write(json.dumps({"step": step, **metrics}, default=float) + "\n")
-
-    def on_step_end(self, step: int, metrics: Metrics) -> None:
-        self._write(step, metrics)
-
-    def on_metrics(self, step: int, metrics: Metrics) -> None:
-        self._write(step, metrics)
 
 
 class _Prefixed:
@@ -70,18 +52,6 @@ def final_paths(folder: Path) -> dict[str, str] | None:
     if not finals:
         return None
     return {"state_path": str(finals[-1].state_path), "sampler_path": str(finals[-1].sampler_path)}
-
-
-def resume_point(folder: Path) -> Resume | None:
-    from train_core.checkpoint import get_last_checkpoint
-
-    if not (folder / "checkpoints.jsonl").exists():
-        return None
-    record = get_last_checkpoint(folder)
-    if record is None:
-        return None
-    cursor = dict(record.get("cursor", {}) or {})
-    return Resume(cursor, int(record.get("step", 0) or 0), record.state_path, record.sampler_path)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,17 +93,17 @@ class RunSection:
             ctx.state.section_paths = {**paths, self.section: done}
             return None
         workflow = self.build(paths, ctx.require_backend())
-        hooks = []
-        if folder is not None:
-            folder.mkdir(parents=True, exist_ok=True)
-            hooks.append(_SectionMetrics(folder / "metrics.jsonl"))
+        resume: Resume | None = None
+        hooks: list[Any] = []
+        if folder is not None and ctx.open_folder is not None:  # metrics.jsonl, --progress
+            resume, hooks = ctx.open_folder(folder)
             (folder / "plan.txt").write_text(workflow.render() + "\n")
         backend = _Prefixed(ctx.backend, self.section)
         sub = Context(state=workflow.state(), backend=backend, datasets=ctx.datasets,
-                      ports=ctx.ports, log_dir=folder, logger=ctx.logger,
-                      resume=resume_point(folder) if folder is not None else None)  # fmt: skip
+                      ports=ctx.ports, log_dir=folder, logger=ctx.logger, resume=resume,
+                      open_folder=ctx.open_folder)  # fmt: skip
         ctx.logger.info("section %s: %s", self.section, workflow.name)
-        result = await Runner(workflow, sub, hooks).run()
+        result = await Runner(workflow, sub, hooks, ctx.max_steps).run()
         written = final_paths(folder) if folder is not None else None
         handed_on = written or getattr(result.state, "final_paths", None)
         if not handed_on:
