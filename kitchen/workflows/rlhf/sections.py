@@ -2,12 +2,15 @@
 with its own config-free metrics.jsonl and checkpoints.jsonl (tinker-cookbook's rlhf_pipeline runs
 its three stages the same way, each reading the previous one's checkpoints.jsonl).
 
-A section whose checkpoints.jsonl already holds a final record is done: it is skipped and its paths
-are read from that record; one with only intermediate records resumes from the last of them.
+A section whose checkpoints.jsonl already holds a final record is done: it is skipped, its paths
+are read from that record and its summary (the final evaluation, results.json) is logged again;
+one with only intermediate records resumes as a run does (`Context.open_folder`).
 """
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,10 +91,12 @@ class RunSection:
             raise ConfigError(f"section {self.section} needs {', '.join(missing)} to finish first")
         folder = Path(ctx.log_dir) / self.section if ctx.log_dir is not None else None
         done = final_paths(folder) if folder is not None else None
-        if done is not None:
+        if done is not None and folder is not None:
             ctx.logger.info("section %s: already finished (%s)", self.section, folder)
             ctx.state.section_paths = {**paths, self.section: done}
-            return None
+            # logged again, so a resumed run's metrics.jsonl holds it as a run never stopped does
+            logged = folder / "results.json"
+            return json.loads(logged.read_text()) if logged.exists() else None
         workflow = self.build(paths, ctx.require_backend())
         resume: Resume | None = None
         hooks: list[Any] = []
@@ -110,4 +115,9 @@ class RunSection:
             raise StageError(f"section {self.section} ended without a final checkpoint")
         ctx.state.section_paths = {**paths, self.section: handed_on}
         results = getattr(result.state, "eval_results", {})
-        return {f"{self.section}/{k}": v for k, v in results.items()}
+        summary = {f"{self.section}/{k}": v for k, v in results.items()}
+        if folder is not None:
+            tmp = folder / ".results.json.tmp"
+            tmp.write_text(json.dumps(summary, default=float))
+            os.replace(tmp, folder / "results.json")
+        return summary
