@@ -20,7 +20,7 @@ from kitchen.engine.errors import DataError
 from kitchen.workflows.reinforcement.stages import RLEnvContext
 from train_core.completers import Message, RendererLike, TinkerMessageCompleter, termination_flags
 from train_core.preference import Comparison
-from train_core.preference.preference_model import PreferenceModel
+from train_core.preference.preference_model import PreferenceModel, decided
 from train_core.preference.tournament import (
     TournamentPattern,
     get_pairs_chunked,
@@ -62,8 +62,10 @@ class PreferenceEnv(Env):
 @dataclass(frozen=True)
 class PairwisePreferenceGroupBuilder(EnvGroupBuilder):
     """`num_envs` answers to one prompt, rewarded by `preference_model` over the tournament
-    `pattern` within chunks of `matchup_group_size`. A response not ended by the renderer's stop
-    sequence loses `format_coef` (metric `format`)."""
+        `pattern` within chunks of `matchup_group_size`. A response not ended by the renderer's stop
+        sequence loses `format_coef` (metric `format`). With `decisions` each matchup counts as the
+    judge's decision (a win or a loss, as tinker-cookbook's greedy judge), not its probability: a
+    judge unsure by a few percent still gives rewards of size 1, not a few hundredths."""
 
     convo_prefix: list[Message]
     renderer: Any
@@ -72,6 +74,7 @@ class PairwisePreferenceGroupBuilder(EnvGroupBuilder):
     pattern: TournamentPattern = "all_pairs_one_way"
     matchup_group_size: int = 4
     format_coef: float = 1.0
+    decisions: bool = True
 
     async def make_envs(self) -> Sequence[Env]:
         return [PreferenceEnv(self.convo_prefix, self.renderer) for _ in range(self.num_envs)]
@@ -93,6 +96,8 @@ class PairwisePreferenceGroupBuilder(EnvGroupBuilder):
             *(self.preference_model(Comparison(self.convo_prefix, answers_G[i], answers_G[j]))
               for i, j in pairs_M)
         )  # fmt: skip
+        if self.decisions:
+            judged_M = [decided(p) for p in judged_M]
         rewards_G, wml_G = pairwise_group_rewards(
             len(answers_G), pairs_M, judged_M, valid_G, self.format_coef
         )
@@ -171,6 +176,7 @@ class PreferenceRLDatasets:
     pattern: TournamentPattern = "all_pairs_one_way"
     matchup_group_size: int = 4
     max_tokens: int = 64
+    decisions: bool = True
     max_test_prompts: int | None = 32
     seed: int = 0
 
@@ -190,8 +196,9 @@ class PreferenceRLDatasets:
 
         def builder(prompt: list[Message]) -> PairwisePreferenceGroupBuilder:
             return PairwisePreferenceGroupBuilder(
-                prompt, ctx.renderer, judge, self.group_size, self.pattern, self.matchup_group_size
-            )
+                prompt, ctx.renderer, judge, self.group_size, self.pattern,
+                self.matchup_group_size, decisions=self.decisions,
+            )  # fmt: skip
 
         train = PairwisePreferenceDataset(
             self._prompts(ctx.datasets, self.source, self.split), self.groups_per_batch, self.seed, builder

@@ -85,6 +85,10 @@ class RLHFPairPrefConfig(TrainConfig):
         "all_pairs_both_ways (each pair in both slot orders, cancelling position bias)"
     )  # fmt: skip
     matchup_group_size: int = Field(4, ge=2, description="Tournaments run within chunks this big")
+    judge_decisions: bool = Field(
+        True, description="RL rewards from the judge's decisions (A or B, as tinker-cookbook's "
+        "greedy judge) instead of its probabilities (an unsure judge gives tiny rewards)"
+    )  # fmt: skip
     rl_eval_every: int = Field(2, ge=0, description="Win rate against the SFT policy every N steps")
     num_eval_prompts: int = Field(8, ge=1, description="Held-out prompts of the win rate")
 
@@ -194,6 +198,7 @@ def rl_section(cfg: RLHFPairPrefConfig, data: DatasetSplits) -> RunSection:
             open_reference=lambda: backend.create_sampling_client(sft_path),
             pattern=cfg.tournament, matchup_group_size=cfg.matchup_group_size,
             max_tokens=cfg.max_tokens, max_test_prompts=cfg.num_eval_prompts, seed=cfg.seed,
+            decisions=cfg.judge_decisions,
         )  # fmt: skip
         return preference_rl(rl, make, "rlhf_pair_pref")
 

@@ -11,6 +11,7 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +128,29 @@ def read_resume(log_dir: Path) -> Resume | None:
     )
 
 
+def resume_folder(folder: Path) -> Resume | None:
+    """Where a run directory resumes; its metrics.jsonl loses the rows of the steps it will redo."""
+    resume = read_resume(folder)
+    log.info("resuming %s from %s", folder, resume)
+    truncate_metrics(folder / "metrics.jsonl", resume.step if resume else 0)
+    return resume
+
+
+def open_folder(
+    folder: Path, hooks: Sequence[Hook], progress: bool
+) -> tuple[Resume | None, list[Hook]]:
+    """A folder inside a run (a section's) as a run directory of its own: its resume point and
+    the hooks of a run into it (the caller's `hooks`, a metrics.jsonl, the progress bar)."""
+    resume = resume_folder(folder) if folder.is_dir() and any(folder.iterdir()) else None
+    folder.mkdir(parents=True, exist_ok=True)
+    out = [*hooks, MetricsHook([JsonlSink(folder / "metrics.jsonl")])]
+    if progress:
+        from kitchen.app.progress import ProgressHook
+
+        out.append(ProgressHook())
+    return resume, out
+
+
 @dataclass
 class Launch:
     """Everything a run needs besides the workflow. Built by `run` and by the CLI."""
@@ -158,9 +182,7 @@ def run_launch(workflow: Workflow[Any], launch: Launch) -> RunResult:
         resuming = prepare(log_dir, launch.if_exists)
         handler = attach_log_file(log_dir)
         if resuming:
-            resume = read_resume(log_dir)
-            log.info("resuming %s from %s", log_dir, resume)
-            truncate_metrics(log_dir / "metrics.jsonl", resume.step if resume else 0)
+            resume = resume_folder(log_dir)
         write_plan(log_dir, workflow.render())
         sinks.append(JsonlSink(log_dir / "metrics.jsonl"))
         launch.settings.log_dir = log_dir
@@ -189,6 +211,7 @@ def run_launch(workflow: Workflow[Any], launch: Launch) -> RunResult:
         ports=launch.ports,
         log_dir=launch.log_dir,
         resume=resume,
+        open_folder=partial(open_folder, hooks=launch.hooks, progress=launch.progress),
     )
     try:
         result = asyncio.run(Runner(workflow, ctx, hooks, launch.max_steps).run())

@@ -212,6 +212,8 @@ class Runner:
                 resume=ctx.resume,
                 logger=ctx.logger,
                 next_cursor=self.next_cursor,
+                max_steps=self.max_steps,
+                open_folder=ctx.open_folder,
             )
         guarded.path = here
         t0 = time.perf_counter()

@@ -62,6 +62,11 @@ class Context(Generic[S]):
     logger: logging.Logger = field(default_factory=lambda: logging.getLogger("kitchen"))
     # Set by the runner: the loop cursor of the iteration after the current one (for checkpoints).
     next_cursor: Callable[[], dict[str, int]] = field(default=lambda: {})
+    # Set by the launch for a stage that runs a workflow of its own in a sub-folder (a run's
+    # sections): the run's --max-steps, and `open_folder(folder)` -> the folder's resume point and
+    # the hooks that log into it, as the launch prepares a run directory (metrics.jsonl rewritten).
+    max_steps: int | None = None
+    open_folder: Callable[[Path], tuple[Resume | None, list[Any]]] | None = None
 
     def port(self, name: str) -> Any:
         if name == "backend" and self.backend is not None:

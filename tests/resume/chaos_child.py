@@ -8,6 +8,7 @@ KIND in this process:
 - record: after a checkpoint folder is in place, before its checkpoints.jsonl record;
 - torn:   half-way through writing a checkpoints.jsonl record;
 - step:   at the end of step index N (its metrics not yet logged);
+- run:    at the start of the N-th workflow run (a run of sections starts one per section);
 - none:   never (the run finishes).
 """
 
@@ -21,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-KINDS = ("write", "record", "torn", "step")
+KINDS = ("write", "record", "torn", "step")  # "run" matters only for a run of sections
 
 
 def _die() -> None:
@@ -78,6 +79,14 @@ def arm(kind: str, n: int) -> list[Any]:
                     _die()
 
         return [DieAtStep()]
+    elif kind == "run":
+
+        class DieAtRun(BaseHook):
+            def on_run_start(self, workflow: object, state: object) -> None:
+                if due():
+                    _die()
+
+        return [DieAtRun()]
     return []
 
 

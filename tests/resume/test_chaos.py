@@ -30,9 +30,9 @@ def _config(tmp_path: Path) -> tuple[str, dict[str, object]]:
 
 
 def _child(log_dir: Path, recipe: str, overrides: dict[str, object], kind: str, n: int,
-           kill_after_s: float | None = None) -> int:  # fmt: skip
+           kill_after_s: float | None = None, max_steps: int = STEPS) -> int:  # fmt: skip
     """Run the chaos child to its kill (or, with `kill_after_s`, SIGKILL it then); its exit code."""
-    args = [str(log_dir), recipe, json.dumps(overrides), str(STEPS), kind, str(n)]
+    args = [str(log_dir), recipe, json.dumps(overrides), str(max_steps), kind, str(n)]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "tests.resume.chaos_child", *args],

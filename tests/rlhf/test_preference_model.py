@@ -144,3 +144,21 @@ def test_asking_both_ways_cancels_a_judges_position_bias():
     assert metrics["test/pairwise_accuracy"] == 0.5  # says A to both
     assert metrics["test/both_orders/pairwise_accuracy"] == 1.0
     assert metrics["test/both_orders/prob_correct"] == pytest.approx((0.8 + 1 - 0.6) / 2)
+
+
+class UnsureJudge:
+    """Prefers the shorter answer, by a few percent only."""
+
+    async def __call__(self, comparison):
+        return 0.5 + 0.04 * (await ShorterIsBetter()(comparison) - 0.5) * 2
+
+
+@pytest.mark.parametrize("decisions,expected", [(True, [1.0, -1.0]), (False, [0.08, -0.08])])
+def test_rewards_count_the_judges_decisions_or_its_probabilities(decisions, expected):
+    """As tinker-cookbook's greedy judge, a decision is worth a whole win however unsure the
+    judge; from probabilities the same judge gives rewards of a few hundredths."""
+    builder = PairwisePreferenceGroupBuilder(
+        [{"role": "user", "content": "q"}], RENDERER, UnsureJudge(), 2, decisions=decisions
+    )
+    out = asyncio.run(builder.compute_group_rewards([trajectory("x"), trajectory("long one")], []))
+    assert [r for r, _ in out] == pytest.approx(expected)

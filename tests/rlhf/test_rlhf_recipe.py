@@ -170,3 +170,40 @@ def test_hh_rlhf_rows_run_through_the_three_sections(tmp_path):
     result = run("rlhf_pair_pref", config, backend="fake", log_dir=tmp_path, datasets=store)
     assert set(result.state.section_paths) == {"sft", "preference_model", "rl"}
     assert ("Anthropic/hh-rlhf", "test") in store.loads  # judge accuracy and win-rate prompts
+
+
+def _steps(folder) -> list[int]:
+    return [json.loads(x)["step"] for x in (folder / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_max_steps_stops_every_section(tmp_path):
+    """--max-steps is the run's: each section stops after that many of its own steps, saves its
+    final checkpoint and hands it on."""
+    run("rlhf_pair_pref", {**FAST, "num_batches": 4}, backend="fake", log_dir=tmp_path,
+        max_steps=2)  # fmt: skip
+    for section in ("sft", "preference_model", "rl"):
+        steps = _steps(tmp_path / section)
+        assert max(steps) <= 2 and {0, 1} <= set(steps), (section, steps)
+        records = [json.loads(x) for x in (tmp_path / section / "checkpoints.jsonl").open()]
+        assert records[-1]["final"] and records[-1]["step"] == 2, (section, records[-1])
+
+
+def test_a_resumed_section_logs_each_step_once(tmp_path):
+    """A section cut short after its step-2 checkpoint resumes there; its metrics.jsonl holds
+    each step once, as a resumed run's does."""
+    config = {**FAST, "num_batches": 4, "save_every": 2}
+    straight = run("rlhf_pair_pref", config, backend="fake", log_dir=tmp_path / "a")
+    backend = FakeBackend()
+    run("rlhf_pair_pref", {**config, "sections": ["sft", "preference_model"]}, backend=backend,
+        log_dir=tmp_path / "b")  # fmt: skip
+    run("rlhf_pair_pref", config, backend=backend, log_dir=tmp_path / "b", if_exists="resume",
+        max_steps=3)  # fmt: skip
+    rl = tmp_path / "b" / "rl"
+    lines = (rl / "checkpoints.jsonl").read_text().splitlines()
+    (rl / "checkpoints.jsonl").write_text(lines[0] + "\n")  # as if killed after step index 2
+    assert [r["step"] for r in map(json.loads, lines[:1])] == [2]
+    resumed = run("rlhf_pair_pref", config, backend=backend, log_dir=tmp_path / "b",
+                  if_exists="resume")  # fmt: skip
+    assert resumed.state.section_paths["rl"]["state_path"] == "fake://state/rl_final"
+    assert _steps(rl) == _steps(tmp_path / "a" / "rl")
+    assert straight.state.section_paths == resumed.state.section_paths

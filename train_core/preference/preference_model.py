@@ -80,6 +80,11 @@ def prob_first(logprob_a: float, logprob_b: float) -> float:
     return 1.0 / (1.0 + math.exp(diff)) if diff < 700 else 0.0
 
 
+def decided(p_a_better: float) -> float:
+    """The judge's decision as tinker-cookbook's greedy judge makes it: 1 (A) or 0 (B); 0.5 tie."""
+    return 1.0 if p_a_better > 0.5 else 0.0 if p_a_better < 0.5 else 0.5
+
+
 @dataclass(frozen=True)
 class GenerativePreferenceModel:
     """A judge on any sampler: `sampling_client.compute_logprobs` of its prompt plus each answer."""

@@ -19,7 +19,7 @@ import numpy as np
 
 from train_core.completers import TinkerMessageCompleter
 from train_core.evaluation.evaluator import EvaluatorClient
-from train_core.preference.preference_model import PreferenceModel
+from train_core.preference.preference_model import PreferenceModel, decided
 from train_core.preference.types import Comparison
 
 
@@ -46,11 +46,6 @@ class ReferenceSet(Protocol):
     comparisons: Sequence[Comparison]
     judge: PreferenceModel
     renderer: Any
-
-
-def decided(p_a_better: float) -> float:
-    """The judge's decision as tinker-cookbook's greedy judge makes it: 1 (A) or 0 (B); 0.5 tie."""
-    return 1.0 if p_a_better > 0.5 else 0.0 if p_a_better < 0.5 else 0.5
 
 
 async def judge_against_reference(

@@ -2,13 +2,15 @@
 with its own config-free metrics.jsonl and checkpoints.jsonl (tinker-cookbook's rlhf_pipeline runs
 its three stages the same way, each reading the previous one's checkpoints.jsonl).
 
-A section whose checkpoints.jsonl already holds a final record is done: it is skipped and its paths
-are read from that record; one with only intermediate records resumes from the last of them.
+A section whose checkpoints.jsonl already holds a final record is done: it is skipped, its paths
+are read from that record and its summary (the final evaluation, results.json) is logged again;
+one with only intermediate records resumes as a run does (`Context.open_folder`).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +18,7 @@ from typing import Any
 
 from kitchen.engine.errors import ConfigError, StageError
 from kitchen.engine.graph import Workflow
-from kitchen.engine.runner import BaseHook, Runner
+from kitchen.engine.runner import Runner
 from kitchen.engine.stage import Context, Metrics, Resume
 
 SectionPaths = dict[str, dict[str, str]]
@@ -25,23 +27,6 @@ SectionPaths = dict[str, dict[str, str]]
 SectionBuilder = Callable[[SectionPaths, Any], Workflow[Any]]
 """(paths of the earlier sections, the backend) -> the section's workflow. Called at run time,
 when the earlier sections' paths exist; with placeholder paths and no backend for the plan."""
-
-
-class _SectionMetrics(BaseHook):
-    """Appends the section's step records to its own metrics.jsonl."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def _write(self, step: int, metrics: Metrics) -> None:
-        with self.path.open("a") as f:
-            f.write(json.dumps({"step": step, **metrics}, default=float) + "\n")
-
-    def on_step_end(self, step: int, metrics: Metrics) -> None:
-        self._write(step, metrics)
-
-    def on_metrics(self, step: int, metrics: Metrics) -> None:
-        self._write(step, metrics)
 
 
 class _Prefixed:
@@ -70,18 +55,6 @@ def final_paths(folder: Path) -> dict[str, str] | None:
     if not finals:
         return None
     return {"state_path": str(finals[-1].state_path), "sampler_path": str(finals[-1].sampler_path)}
-
-
-def resume_point(folder: Path) -> Resume | None:
-    from train_core.checkpoint import get_last_checkpoint
-
-    if not (folder / "checkpoints.jsonl").exists():
-        return None
-    record = get_last_checkpoint(folder)
-    if record is None:
-        return None
-    cursor = dict(record.get("cursor", {}) or {})
-    return Resume(cursor, int(record.get("step", 0) or 0), record.state_path, record.sampler_path)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -118,26 +91,33 @@ class RunSection:
             raise ConfigError(f"section {self.section} needs {', '.join(missing)} to finish first")
         folder = Path(ctx.log_dir) / self.section if ctx.log_dir is not None else None
         done = final_paths(folder) if folder is not None else None
-        if done is not None:
+        if done is not None and folder is not None:
             ctx.logger.info("section %s: already finished (%s)", self.section, folder)
             ctx.state.section_paths = {**paths, self.section: done}
-            return None
+            # logged again, so a resumed run's metrics.jsonl holds it as a run never stopped does
+            logged = folder / "results.json"
+            return json.loads(logged.read_text()) if logged.exists() else None
         workflow = self.build(paths, ctx.require_backend())
-        hooks = []
-        if folder is not None:
-            folder.mkdir(parents=True, exist_ok=True)
-            hooks.append(_SectionMetrics(folder / "metrics.jsonl"))
+        resume: Resume | None = None
+        hooks: list[Any] = []
+        if folder is not None and ctx.open_folder is not None:  # metrics.jsonl, --progress
+            resume, hooks = ctx.open_folder(folder)
             (folder / "plan.txt").write_text(workflow.render() + "\n")
         backend = _Prefixed(ctx.backend, self.section)
         sub = Context(state=workflow.state(), backend=backend, datasets=ctx.datasets,
-                      ports=ctx.ports, log_dir=folder, logger=ctx.logger,
-                      resume=resume_point(folder) if folder is not None else None)  # fmt: skip
+                      ports=ctx.ports, log_dir=folder, logger=ctx.logger, resume=resume,
+                      open_folder=ctx.open_folder)  # fmt: skip
         ctx.logger.info("section %s: %s", self.section, workflow.name)
-        result = await Runner(workflow, sub, hooks).run()
+        result = await Runner(workflow, sub, hooks, ctx.max_steps).run()
         written = final_paths(folder) if folder is not None else None
         handed_on = written or getattr(result.state, "final_paths", None)
         if not handed_on:
             raise StageError(f"section {self.section} ended without a final checkpoint")
         ctx.state.section_paths = {**paths, self.section: handed_on}
         results = getattr(result.state, "eval_results", {})
-        return {f"{self.section}/{k}": v for k, v in results.items()}
+        summary = {f"{self.section}/{k}": v for k, v in results.items()}
+        if folder is not None:
+            tmp = folder / ".results.json.tmp"
+            tmp.write_text(json.dumps(summary, default=float))
+            os.replace(tmp, folder / "results.json")
+        return summary
