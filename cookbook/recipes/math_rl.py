@@ -31,31 +31,6 @@ class MathRL(Recipe[MathRLConfig]):
     """RL on GSM8K-style math (bundled, or openai/gsm8k) or arithmetic; sync, streaming or async."""
 
     name = "math_rl"
-    Config = MathRLConfig
-    presets: ClassVar[dict[str, dict[str, Any]]] = {
-        # tinker-cookbook's math_rl CLIConfig defaults. Its loss default is stable_reinforce, which
-        # needs Tinker's sampler stability records; this port uses importance_sampling.
-        "cookbook": {
-            "model_name": "Qwen/Qwen3.5-9B",
-            "backend": "tinker",
-            "env": "arithmetic",
-            "arithmetic_max_operand": 100,
-            "include_fewshot": True,
-            "num_test_problems": 0,
-            "lora_rank": 32,
-            "group_size": 4,
-            "groups_per_batch": 100,
-            "num_batches": 100,
-            "learning_rate": 1e-5,
-            "max_tokens": 5,
-            "temperature": 1.0,
-            "kl_penalty_coef": 0.0,
-            "num_substeps": 1,
-            "eval_every": 20,
-            "save_every": 20,
-            "loss_fn": "importance_sampling",
-        }
-    }
 
     def workflow(self, cfg: MathRLConfig) -> Workflow[RLState]:
         make = env_dataset(cfg, cfg.groups_per_batch, cfg.group_size, cfg.num_batches, cfg.seed)

@@ -33,25 +33,6 @@ class RLBasic(Recipe[RLBasicConfig]):
     """RL on a verifiable task (arithmetic locally, GSM8K in the cookbook preset)."""
 
     name = "rl_basic"
-    Config = RLBasicConfig
-    presets: ClassVar[dict[str, dict[str, Any]]] = {
-        "cookbook": {
-            "model_name": "Qwen/Qwen3.5-9B-Base",
-            "backend": "tinker",
-            "env": "gsm8k",
-            "groups_per_batch": 128,
-            "group_size": 16,
-            "num_batches": None,
-            "learning_rate": 4e-5,
-            "max_tokens": 256,
-            "eval_every": 0,
-            "save_every": 20,
-            "lora_rank": 32,
-            "loss_fn": "importance_sampling",
-            "temperature": 1.0,
-            "remove_constant_reward_groups": False,
-        }
-    }
 
     def workflow(self, cfg: RLBasicConfig) -> Workflow[RLState]:
         make = env_dataset(cfg, cfg.groups_per_batch, cfg.group_size, cfg.num_batches, cfg.seed)

@@ -30,24 +30,6 @@ class RLLoop(Recipe[RLLoopRecipeConfig]):
     """The flat RL loop: sample, centre rewards, train, log, save."""
 
     name = "rl_loop"
-    Config = RLLoopRecipeConfig
-    presets: ClassVar[dict[str, dict[str, Any]]] = {
-        # tinker-cookbook's rl_loop Config (batch_size -> groups_per_batch). Its loss default is
-        # stable_reinforce, which needs Tinker's sampler stability records; importance_sampling here.
-        "cookbook": {
-            "model_name": "Qwen/Qwen3.5-9B-Base",
-            "backend": "tinker",
-            "env": "gsm8k",
-            "groups_per_batch": 128,
-            "group_size": 16,
-            "num_batches": None,
-            "learning_rate": 4e-5,
-            "lora_rank": 32,
-            "save_every": 20,
-            "max_tokens": 256,
-            "loss_fn": "importance_sampling",
-        }
-    }
 
     def workflow(self, cfg: RLLoopRecipeConfig) -> Workflow[RLState]:
         make = env_dataset(cfg, cfg.groups_per_batch, cfg.group_size, cfg.num_batches, cfg.seed)
