@@ -5,12 +5,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from cookbook.envs import RLEnvFields, env_dataset
+from cookbook.envs import RLEnvFields
 from cookbook.recipes import SMOLLM2
-from kitchen.engine.graph import Workflow
-from kitchen.engine.recipe import Recipe
-from kitchen.workflows.reinforcement import RLConfig, reinforcement
-from kitchen.workflows.reinforcement.state import RLState
+from cookbook.recipes.rl_basic import EnvRL
+from kitchen.workflows.reinforcement import RLConfig
 
 
 class MathRLConfig(RLConfig, RLEnvFields):
@@ -27,11 +25,7 @@ class MathRLConfig(RLConfig, RLEnvFields):
     }
 
 
-class MathRL(Recipe[MathRLConfig]):
+class MathRL(EnvRL[MathRLConfig]):
     """RL on GSM8K-style math (bundled, or openai/gsm8k) or arithmetic; sync, streaming or async."""
 
     name = "math_rl"
-
-    def workflow(self, cfg: MathRLConfig) -> Workflow[RLState]:
-        make = env_dataset(cfg, cfg.groups_per_batch, cfg.group_size, cfg.num_batches, cfg.seed)
-        return reinforcement(cfg, make, self.name)
