@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
+
+
+def modules_loaded_by(code: str, candidates: tuple[str, ...]) -> list[str]:
+    """Which of `candidates` a fresh interpreter has imported after running `code` (imports
+    that must stay lazy: `kitchen --help` and --dry-run load no model library)."""
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(m for m in {candidates!r} if m in sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return list(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
 def write_chat_jsonl(path: Path, n: int = 24, offset: int = 0) -> Path:
