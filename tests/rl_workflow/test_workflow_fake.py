@@ -287,3 +287,14 @@ def test_a_loop_config_runs_as_the_minimal_sync_loop():
     assert AssembleData(remove_constant_reward_groups=True) in loop.body
     registered = [s for s in wf.steps if getattr(s, "name", "") == "register_model"]
     assert registered and registered[0].config["checkpoint"]["save_every"] == 5  # as given
+
+
+def test_every_mode_samples_its_rollouts_with_the_configs_settings():
+    from kitchen.workflows.reinforcement.rollout import RolloutSampling
+
+    settings = {"max_tokens": 7, "temperature": 0.5, "coalesce_samples": False, "seed": 3}
+    expected = RolloutSampling(max_tokens=7, temperature=0.5, coalesce=False, seed=3)
+    for mode in ("sync", "streaming", "async"):
+        cfg = config(mode=mode, num_batches=2, **settings)
+        plan = reinforcement(cfg, ArithmeticEnvs(G, N, n_batches=50)).render()
+        assert f"sampling={expected!r}" in plan, mode  # shown whole in the plan
