@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def modules_loaded_by(code: str, candidates: tuple[str, ...]) -> list[str]:
@@ -38,6 +39,14 @@ def chat_files(tmp_path: Path, n: int = 24) -> tuple[str, str]:
     train = write_chat_jsonl(tmp_path / "chat.jsonl", n)
     write_chat_jsonl(tmp_path / "chat_test.jsonl", 6, offset=1000)
     return str(train), str(train)
+
+
+def tiny_sft_config(tmp_path: Path, *, held_out: bool = False, **values: Any) -> dict[str, Any]:
+    """A supervised recipe's config: the tiny model on 24 chats written under `tmp_path`; with
+    `held_out`, evaluated on the same file's rows (a local file has only a train split)."""
+    train, _ = chat_files(tmp_path)
+    test = {"test_dataset": train, "test_split": "train"} if held_out else {}
+    return {"model_name": "kitchen/tiny-llama", "dataset": train, **test, **values}
 
 
 # Tokens a family's renderer needs as single ids; the tiny tokenizer has only ChatML and Llama-3's.

@@ -12,24 +12,22 @@ from typer.testing import CliRunner
 from kitchen.app.cli import app
 from kitchen.app.launch import run
 from kitchen.engine.runner import BaseHook
-from tests.helpers import chat_files
+from tests.helpers import chat_files, tiny_sft_config
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
 def cfg(tmp_path):
-    train, test = chat_files(tmp_path, n=24)
-    return {
-        "model_name": "kitchen/tiny-llama",
-        "dataset": train,
-        "batch_size": 4,
-        "save_every": 2,
-        "eval_every": 0,
-        "test_dataset": None,
-        "no_register": True,
-        "learning_rate": 1e-2,
-    }
+    return tiny_sft_config(
+        tmp_path,
+        batch_size=4,
+        save_every=2,
+        eval_every=0,
+        test_dataset=None,
+        no_register=True,
+        learning_rate=1e-2,
+    )
 
 
 @pytest.mark.parametrize("recipe", ["sl_basic", "sl_loop", "chat_sl"])
