@@ -31,9 +31,6 @@ def _short(value: Any) -> str:
     # a function shows by name: its repr carries a memory address that changes every run
     text = getattr(value, "__qualname__", None) if callable(value) else None
     text = text or repr(value)
-    # a group of options (a dataclass such as RolloutSampling) shows whole: each is a bound value
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return text
     return text if len(text) <= 60 else text[:57] + "..."
 
 
