@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
+
+
+def modules_loaded_by(code: str, candidates: tuple[str, ...]) -> list[str]:
+    """Which of `candidates` a fresh interpreter has imported after running `code` (imports
+    that must stay lazy: `kitchen --help` and --dry-run load no model library)."""
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(m for m in {candidates!r} if m in sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return list(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
 def write_chat_jsonl(path: Path, n: int = 24, offset: int = 0) -> Path:
@@ -28,6 +39,14 @@ def chat_files(tmp_path: Path, n: int = 24) -> tuple[str, str]:
     train = write_chat_jsonl(tmp_path / "chat.jsonl", n)
     write_chat_jsonl(tmp_path / "chat_test.jsonl", 6, offset=1000)
     return str(train), str(train)
+
+
+def tiny_sft_config(tmp_path: Path, *, held_out: bool = False, **values: Any) -> dict[str, Any]:
+    """A supervised recipe's config: the tiny model on 24 chats written under `tmp_path`; with
+    `held_out`, evaluated on the same file's rows (a local file has only a train split)."""
+    train, _ = chat_files(tmp_path)
+    test = {"test_dataset": train, "test_split": "train"} if held_out else {}
+    return {"model_name": "kitchen/tiny-llama", "dataset": train, **test, **values}
 
 
 # Tokens a family's renderer needs as single ids; the tiny tokenizer has only ChatML and Llama-3's.

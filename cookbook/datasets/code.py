@@ -103,13 +103,13 @@ def _one_test(
     # lcbv5 stores functional values as JSON text already; primeintellect as values, TACO-wrapped.
     wrapped = "type" in test and "testtype" not in test
     if testtype == "stdin_stdout":
-        return _test(_as_text(test["input"]), _as_text(test["output"]), testtype, None)
+        return case_row(_as_text(test["input"]), _as_text(test["output"]), testtype, None)
     name = test_meta.get("func_name") or test.get("fn_name") or metadata.get("func_name")
     if not name:
         raise missing_field(
             where, field_path(key, i, "metadata") + ".func_name", "the function name"
         )
-    return _test(
+    return case_row(
         _args_text(test["input"]), _value_text(test["output"], wrapped), testtype, str(name)
     )
 
@@ -123,18 +123,19 @@ def _from_taco(
     name = raw.get("fn_name") or None
     if name is None:
         return [
-            _test(_as_text(i), _as_text(o), "stdin_stdout", None)
+            case_row(_as_text(i), _as_text(o), "stdin_stdout", None)
             for i, o in zip(inputs, outputs, strict=True)
         ]
     return [
-        _test(_args_text(i), _value_text(o, wrapped=True), "functional", str(name))
+        case_row(_args_text(i), _value_text(o, wrapped=True), "functional", str(name))
         for i, o in zip(inputs, outputs, strict=True)
     ]
 
 
-def _test(
+def case_row(
     input_text: str, output_text: str, testtype: str, func_name: str | None
 ) -> dict[str, Any]:
+    """One test case in the converted DeepCoder row shape (also what scripts/ writes bundled:code in)."""
     return {
         "input": input_text,
         "output": output_text,

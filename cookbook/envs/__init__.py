@@ -62,8 +62,8 @@ def env_dataset(
             synthetic,
             cfg.arithmetic_max_operand,
             cfg.include_fewshot,
-            seed,
-            cfg.num_test_problems,
+            seed=seed,
+            test_problems=cfg.num_test_problems,
         )
     if cfg.env == "guess_number":
         return GuessNumberEnvs(
@@ -72,8 +72,8 @@ def env_dataset(
             synthetic,
             cfg.guess_high,
             cfg.guess_max_turns,
-            seed,
-            cfg.num_test_problems,
+            seed=seed,
+            test_problems=cfg.num_test_problems,
         )
     source = "openai/gsm8k" if cfg.env == "gsm8k" else cfg.dataset
     return MathEnvs(

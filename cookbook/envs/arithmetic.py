@@ -11,14 +11,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
 
 import numpy as np
 
-from kitchen.workflows.reinforcement.stages import RLEnvContext
+from cookbook.envs.synthetic import SeededBatches, SyntheticEnvs
 from train_core.completers import Message, RendererLike
 from train_core.rl.problem_env import ProblemEnv, ProblemGroupBuilder
-from train_core.rl.types import EnvGroupBuilder, RLDataset
+from train_core.rl.types import EnvGroupBuilder
 
 _INTEGER = re.compile(r"-?\d+")
 
@@ -64,28 +63,14 @@ class ArithmeticEnv(ProblemEnv):
         ]
 
 
-class ArithmeticDataset(RLDataset):
-    """`n_batches` batches of `batch_size` problems, each a group of `group_size` envs. Batch i is
-    a pure function of (seed, stream, i): a resumed run sees the same problems."""
+@dataclass(eq=False)
+class ArithmeticDataset(SeededBatches):
+    """Batches of addition problems with operands in 0..max_operand."""
 
-    def __init__(
-        self,
-        renderer: RendererLike,
-        batch_size: int,
-        group_size: int,
-        n_batches: int,
-        max_operand: int = 100,
-        include_fewshot: bool = True,
-        seed: int = 0,
-        stream: int = 0,
-    ) -> None:
-        self.renderer = renderer
-        self.batch_size, self.group_size, self.n_batches = batch_size, group_size, n_batches
-        self.max_operand, self.include_fewshot = max_operand, include_fewshot
-        self.seed, self.stream = seed, stream
+    max_operand: int = 100
+    include_fewshot: bool = True
 
-    def get_batch(self, index: int) -> Sequence[EnvGroupBuilder]:
-        rng = np.random.default_rng([self.seed, self.stream, index])
+    def problems(self, rng: np.random.Generator) -> Sequence[EnvGroupBuilder]:
         operands = rng.integers(0, self.max_operand + 1, size=(self.batch_size, 2))
         prefix = ArithmeticEnv.standard_fewshot_prefix() if self.include_fewshot else None
         return [
@@ -99,32 +84,12 @@ class ArithmeticDataset(RLDataset):
             for x, y in operands
         ]
 
-    def __len__(self) -> int:
-        return self.n_batches
-
 
 @dataclass(frozen=True)
-class ArithmeticEnvs:
+class ArithmeticEnvs(SyntheticEnvs):
     """Builds the arithmetic train set and a held-out test set (one env per problem)."""
 
-    groups_per_batch: int
-    group_size: int
-    n_batches: int = 100
     max_operand: int = 100
     include_fewshot: bool = True
-    seed: int = 0
-    test_problems: int = 32
 
-    def __call__(self, ctx: RLEnvContext) -> tuple[ArithmeticDataset, Any]:
-        common: dict[str, Any] = {
-            "max_operand": self.max_operand,
-            "include_fewshot": self.include_fewshot,
-            "seed": self.seed,
-        }
-        train = ArithmeticDataset(
-            ctx.renderer, self.groups_per_batch, self.group_size, self.n_batches, **common
-        )
-        if self.test_problems == 0:
-            return train, None
-        test = ArithmeticDataset(ctx.renderer, self.test_problems, 1, 1, stream=1, **common)
-        return train, test
+    batches = ArithmeticDataset

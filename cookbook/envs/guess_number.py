@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 
 from cookbook.envs.arithmetic import extract_final_int
-from kitchen.workflows.reinforcement.stages import RLEnvContext
-from train_core.completers import Message, RendererLike
+from cookbook.envs.synthetic import SeededBatches, SyntheticEnvs
+from train_core.completers import Message
 from train_core.renderers.content import get_text_content
 from train_core.rl.message_env import EnvFromMessageEnv, MessageEnv, MessageStepResult
-from train_core.rl.types import Env, EnvGroupBuilder, Metrics, RLDataset, Trajectory
+from train_core.rl.types import Env, EnvGroupBuilder, Metrics, Trajectory
 
 
 class GuessNumberEnv(MessageEnv):
@@ -94,26 +94,14 @@ class GuessNumberGroupBuilder(EnvGroupBuilder):
         return ["guess_number"]
 
 
-class GuessNumberDataset(RLDataset):
+@dataclass(eq=False)
+class GuessNumberDataset(SeededBatches):
     """Secrets drawn per batch from (seed, stream, index)."""
 
-    def __init__(
-        self,
-        renderer: RendererLike,
-        batch_size: int,
-        group_size: int,
-        n_batches: int,
-        high: int = 16,
-        max_turns: int = 5,
-        seed: int = 0,
-        stream: int = 0,
-    ) -> None:
-        self.renderer = renderer
-        self.batch_size, self.group_size, self.n_batches = batch_size, group_size, n_batches
-        self.high, self.max_turns, self.seed, self.stream = high, max_turns, seed, stream
+    high: int = 16
+    max_turns: int = 5
 
-    def get_batch(self, index: int) -> Sequence[EnvGroupBuilder]:
-        rng = np.random.default_rng([self.seed, self.stream, index])
+    def problems(self, rng: np.random.Generator) -> Sequence[EnvGroupBuilder]:
         secrets = rng.integers(1, self.high + 1, size=self.batch_size)
         return [
             GuessNumberGroupBuilder(
@@ -122,27 +110,12 @@ class GuessNumberDataset(RLDataset):
             for s in secrets
         ]
 
-    def __len__(self) -> int:
-        return self.n_batches
-
 
 @dataclass(frozen=True)
-class GuessNumberEnvs:
+class GuessNumberEnvs(SyntheticEnvs):
     """Builds the guess-the-number train set and a held-out test set."""
 
-    groups_per_batch: int
-    group_size: int
-    n_batches: int = 100
     high: int = 16
     max_turns: int = 5
-    seed: int = 0
-    test_problems: int = 32
 
-    def __call__(self, ctx: RLEnvContext) -> tuple[GuessNumberDataset, Any]:
-        common: dict[str, Any] = {"high": self.high, "max_turns": self.max_turns, "seed": self.seed}
-        train = GuessNumberDataset(
-            ctx.renderer, self.groups_per_batch, self.group_size, self.n_batches, **common
-        )
-        if self.test_problems == 0:
-            return train, None
-        return train, GuessNumberDataset(ctx.renderer, self.test_problems, 1, 1, stream=1, **common)
+    batches = GuessNumberDataset

@@ -26,24 +26,6 @@ class ChatSL(Recipe[ChatSLConfig]):
     """Chat SFT on no_robots, tulu3, bundled or local conversations."""
 
     name = "chat_sl"
-    Config = ChatSLConfig
-    presets: ClassVar[dict[str, dict[str, Any]]] = {
-        "cookbook": {
-            "model_name": "Qwen/Qwen3.5-9B-Base",
-            "backend": "tinker",
-            "dataset": "no_robots",
-            "test_dataset": "no_robots",
-            "learning_rate": 1e-4,
-            "lr_schedule": "linear",
-            "num_epochs": 1,
-            "lora_rank": 32,
-            "save_every": 20,
-            "eval_every": 20,
-            "max_length": 16384,
-            "batch_size": 256,
-            "num_samples_to_show": 0,
-        }
-    }
 
     def workflow(self, cfg: ChatSLConfig) -> Workflow[SupervisedState]:
         return chat_workflow(cfg, self.name)

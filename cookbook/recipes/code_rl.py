@@ -115,66 +115,6 @@ class CodeRL(Recipe[CodeRLConfig]):
     """RL on code with a sandbox (bundled problems or DeepCoder); HumanEval pass@k before/after."""
 
     name = "code_rl"
-    Config = CodeRLConfig
-    presets: ClassVar[dict[str, dict[str, Any]]] = {
-        # tinker-cookbook 0.6.1 recipes/code_rl/train.py CLIConfig and DeepcoderDatasetBuilder.
-        "cookbook": {
-            "model_name": "Qwen/Qwen3.5-9B",
-            "backend": "tinker",
-            "env": "deepcoder",
-            "num_test_problems": None,
-            "lora_rank": 32,
-            "group_size": 4,
-            "groups_per_batch": 100,
-            "num_batches": None,
-            "learning_rate": 1e-5,
-            "lr_schedule": "constant",
-            "max_tokens": 4096,
-            "temperature": 1.0,
-            "loss_fn": "importance_sampling",
-            "clip_epsilon": None,
-            "ppo_epochs": 1,
-            "advantage_estimator": "group_mean",
-            "gamma": 1.0,
-            "gae_lambda": 1.0,
-            "kl_penalty_coef": 0.0,
-            "num_substeps": 1,
-            "compute_post_kl": False,
-            "eval_every": 20,
-            "save_every": 20,
-            "sandbox_backend": "http",
-            "sandbox_timeout": 6.0,
-            "max_turns": 2,
-            "format_coef": 0.1,
-            "humaneval_limit": 164,
-            "humaneval_max_tokens": 4096,
-        },
-        # the seed system's CodeRL (tinkex_cookbook Recipes.CodeRL default_config); its
-        # num_rollouts 100 is num_batches here
-        "seed": {
-            "model_name": "meta-llama/Llama-3.1-8B-Instruct",
-            "backend": "tinker",
-            "lora_rank": 32,
-            "env": "deepcoder",
-            "num_test_problems": None,
-            "group_size": 4,
-            "groups_per_batch": 100,
-            "num_batches": 100,
-            "max_tokens": 512,
-            "loss_fn": "ppo",
-            "advantage_estimator": "gae",
-            "gamma": 0.99,
-            "gae_lambda": 0.95,
-            "clip_epsilon": 0.2,
-            "ppo_epochs": 4,
-            "kl_penalty_coef": 0.0,
-            "learning_rate": 1e-5,
-            "lr_schedule": "linear",
-            "save_every": 20,
-            "eval_every": 20,
-            "sandbox_backend": "http",
-        },
-    }
 
     def workflow(self, cfg: CodeRLConfig) -> Workflow[CodeRLState]:
         settings = CodeEnvSettings(

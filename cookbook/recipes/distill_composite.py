@@ -64,34 +64,6 @@ class DistillComposite(Recipe[DistillCompositeConfig]):
     """Multi-teacher on-policy distillation over two prompt datasets."""
 
     name = "distill_composite"
-    Config = DistillCompositeConfig
-    presets: ClassVar[dict[str, dict[str, Any]]] = {
-        "cookbook": {
-            "model_name": "Qwen/Qwen3.5-9B",
-            "backend": "tinker",
-            "math_dataset": "deepmath",
-            "math_teacher_model": "Qwen/Qwen3.6-27B",
-            "math_teacher_system_prompt": None,
-            "math_groups_per_batch": 512,
-            "chat_dataset": "tulu3",
-            "chat_teacher_model": "Qwen/Qwen3.5-397B-A17B",
-            "chat_teacher_system_prompt": None,
-            "chat_groups_per_batch": 512,
-            "lora_rank": 128,
-            "group_size": 4,
-            "num_batches": None,
-            "learning_rate": 1e-4,
-            "lr_schedule": "constant",
-            "max_tokens": 4096,
-            "temperature": 1.0,
-            "kl_penalty_coef": 1.0,
-            "kl_discount_factor": 0.0,
-            "num_substeps": 1,
-            "loss_fn": "importance_sampling",
-            "compute_post_kl": False,
-            "save_every": 20,
-        }
-    }
 
     def workflow(self, cfg: DistillCompositeConfig) -> Workflow[DistillationState]:
         sources = [

@@ -31,35 +31,6 @@ class DPO(Recipe[DPOConfig]):
     """Direct Preference Optimization (DPO) on comparison pairs, with held-out pairwise accuracy."""
 
     name = "dpo"
-    Config = DPOConfig
-    presets: ClassVar[dict[str, dict[str, Any]]] = {
-        "cookbook": {
-            "model_name": "Qwen/Qwen3.5-9B-Base",
-            "backend": "tinker",
-            "dataset": "hhh",
-            "learning_rate": 1e-5,
-            "lr_schedule": "linear",
-            "dpo_beta": 0.1,
-            "max_length": 8192,
-            "batch_size": 256,
-            "num_epochs": 1,
-            "lora_rank": 32,
-            "save_every": 20,
-            "eval_every": 10,
-            "test_size": 1024,
-        },
-        # the seed system's dpo (tinkex_cookbook Recipes.DPO default_config)
-        "seed": {
-            "model_name": "meta-llama/Llama-3.2-1B",
-            "backend": "tinker",
-            "dataset": "hhh",
-            "learning_rate": 1e-5,
-            "dpo_beta": 0.1,
-            "batch_size": 256,
-            "num_epochs": 1,
-            "reference_model_name": None,
-        },
-    }
 
     def workflow(self, cfg: DPOConfig) -> Workflow[PreferenceState]:
         data = bind_datasets(cfg, "comparison")

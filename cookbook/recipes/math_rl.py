@@ -5,12 +5,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from cookbook.envs import RLEnvFields, env_dataset
+from cookbook.envs import RLEnvFields
 from cookbook.recipes import SMOLLM2
-from kitchen.engine.graph import Workflow
-from kitchen.engine.recipe import Recipe
-from kitchen.workflows.reinforcement import RLConfig, reinforcement
-from kitchen.workflows.reinforcement.state import RLState
+from cookbook.recipes.rl_basic import EnvRL
+from kitchen.workflows.reinforcement import RLConfig
 
 
 class MathRLConfig(RLConfig, RLEnvFields):
@@ -27,36 +25,7 @@ class MathRLConfig(RLConfig, RLEnvFields):
     }
 
 
-class MathRL(Recipe[MathRLConfig]):
+class MathRL(EnvRL[MathRLConfig]):
     """RL on GSM8K-style math (bundled, or openai/gsm8k) or arithmetic; sync, streaming or async."""
 
     name = "math_rl"
-    Config = MathRLConfig
-    presets: ClassVar[dict[str, dict[str, Any]]] = {
-        # tinker-cookbook's math_rl CLIConfig defaults. Its loss default is stable_reinforce, which
-        # needs Tinker's sampler stability records; this port uses importance_sampling.
-        "cookbook": {
-            "model_name": "Qwen/Qwen3.5-9B",
-            "backend": "tinker",
-            "env": "arithmetic",
-            "arithmetic_max_operand": 100,
-            "include_fewshot": True,
-            "num_test_problems": 0,
-            "lora_rank": 32,
-            "group_size": 4,
-            "groups_per_batch": 100,
-            "num_batches": 100,
-            "learning_rate": 1e-5,
-            "max_tokens": 5,
-            "temperature": 1.0,
-            "kl_penalty_coef": 0.0,
-            "num_substeps": 1,
-            "eval_every": 20,
-            "save_every": 20,
-            "loss_fn": "importance_sampling",
-        }
-    }
-
-    def workflow(self, cfg: MathRLConfig) -> Workflow[RLState]:
-        make = env_dataset(cfg, cfg.groups_per_batch, cfg.group_size, cfg.num_batches, cfg.seed)
-        return reinforcement(cfg, make, self.name)

@@ -65,31 +65,6 @@ class OnPolicyDistillation(Recipe[OnPolicyDistillationConfig]):
     """On-policy distillation: reverse KL to a teacher on the student's own samples."""
 
     name = "on_policy_distillation"
-    Config = OnPolicyDistillationConfig
-    presets: ClassVar[dict[str, dict[str, Any]]] = {
-        "cookbook": {
-            "model_name": "Qwen/Qwen3.5-9B-Base",
-            "teacher_model": "Qwen/Qwen3.5-9B",
-            "teacher_system_prompt": None,
-            "backend": "tinker",
-            "dataset": "deepmath",
-            "lora_rank": 128,
-            "group_size": 4,
-            "groups_per_batch": 1024,
-            "num_batches": None,
-            "learning_rate": 1e-4,
-            "lr_schedule": "constant",
-            "max_tokens": 4096,
-            "temperature": 1.0,
-            "kl_penalty_coef": 1.0,
-            "kl_discount_factor": 0.0,
-            "num_substeps": 1,
-            "loss_fn": "importance_sampling",
-            "compute_post_kl": False,
-            "max_prompt_tokens": 1024,
-            "save_every": 20,
-        }
-    }
 
     def workflow(self, cfg: OnPolicyDistillationConfig) -> Workflow[DistillationState]:
         source = PromptSource(cfg.dataset, cfg.groups_per_batch)

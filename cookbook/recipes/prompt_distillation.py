@@ -40,25 +40,6 @@ class PromptDistillation(Recipe[PromptDistillationConfig]):
     """Prompt distillation: teacher-labelled data under a system prompt, then SFT without it."""
 
     name = "prompt_distillation"
-    Config = PromptDistillationConfig
-    presets: ClassVar[dict[str, dict[str, Any]]] = {
-        "cookbook": {
-            "model_name": "Qwen/Qwen3.6-35B-A3B",
-            "teacher_model": "Qwen/Qwen3.6-35B-A3B",
-            "backend": "tinker",
-            "teacher_max_tokens": 1000,
-            "teacher_temperature": 0.15,
-            "learning_rate": 1e-4,
-            "lr_schedule": "linear",
-            "num_epochs": 4,
-            "lora_rank": 32,
-            "save_every": 20,
-            "eval_every": 5,
-            "train_on_what": "all_assistant_messages",
-            "max_length": 32768,
-            "batch_size": 128,
-        }
-    }
 
     def workflow(self, cfg: PromptDistillationConfig) -> Workflow[PromptDistillationState]:
         return prompt_distillation(cfg, cfg.teacher(), prompt_of, self.name)

@@ -6,13 +6,13 @@ Locally: SmolLM2-135M-Instruct learns small additions (the reward rises within m
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from cookbook.envs import RLEnvFields, env_dataset
 from cookbook.recipes import SMOLLM2
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
-from kitchen.workflows.reinforcement import RLConfig, reinforcement
+from kitchen.workflows.reinforcement import RLConfig, RLLoopConfig, reinforcement
 from kitchen.workflows.reinforcement.state import RLState
 
 
@@ -29,30 +29,21 @@ class RLBasicConfig(RLConfig, RLEnvFields):
     }
 
 
-class RLBasic(Recipe[RLBasicConfig]):
+E = TypeVar("E", bound=RLLoopConfig)
+
+
+class EnvRL(Recipe[E]):
+    """A recipe that runs the reinforcement workflow on its config's env (RLEnvFields): rl_basic,
+    math_rl and rl_loop differ only in their configs."""
+
+    def workflow(self, cfg: E) -> Workflow[RLState]:
+        if not isinstance(cfg, RLEnvFields):
+            raise TypeError(f"recipe {self.name}: its Config must mix in RLEnvFields")
+        make = env_dataset(cfg, cfg.groups_per_batch, cfg.group_size, cfg.num_batches, cfg.seed)
+        return reinforcement(cfg, make, self.name)
+
+
+class RLBasic(EnvRL[RLBasicConfig]):
     """RL on a verifiable task (arithmetic locally, GSM8K in the cookbook preset)."""
 
     name = "rl_basic"
-    Config = RLBasicConfig
-    presets: ClassVar[dict[str, dict[str, Any]]] = {
-        "cookbook": {
-            "model_name": "Qwen/Qwen3.5-9B-Base",
-            "backend": "tinker",
-            "env": "gsm8k",
-            "groups_per_batch": 128,
-            "group_size": 16,
-            "num_batches": None,
-            "learning_rate": 4e-5,
-            "max_tokens": 256,
-            "eval_every": 0,
-            "save_every": 20,
-            "lora_rank": 32,
-            "loss_fn": "importance_sampling",
-            "temperature": 1.0,
-            "remove_constant_reward_groups": False,
-        }
-    }
-
-    def workflow(self, cfg: RLBasicConfig) -> Workflow[RLState]:
-        make = env_dataset(cfg, cfg.groups_per_batch, cfg.group_size, cfg.num_batches, cfg.seed)
-        return reinforcement(cfg, make, self.name)

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from cookbook.envs import RLEnvFields, env_dataset
+from cookbook.envs import RLEnvFields
 from cookbook.recipes import SMOLLM2
-from kitchen.engine.graph import Workflow
-from kitchen.engine.recipe import Recipe
-from kitchen.workflows.reinforcement import RLLoopConfig, reinforcement
-from kitchen.workflows.reinforcement.state import RLState
+from cookbook.recipes.rl_basic import EnvRL
+from kitchen.workflows.reinforcement import RLLoopConfig
 
 
 class RLLoopRecipeConfig(RLLoopConfig, RLEnvFields):
@@ -26,29 +24,7 @@ class RLLoopRecipeConfig(RLLoopConfig, RLEnvFields):
     }
 
 
-class RLLoop(Recipe[RLLoopRecipeConfig]):
+class RLLoop(EnvRL[RLLoopRecipeConfig]):
     """The flat RL loop: sample, centre rewards, train, log, save."""
 
     name = "rl_loop"
-    Config = RLLoopRecipeConfig
-    presets: ClassVar[dict[str, dict[str, Any]]] = {
-        # tinker-cookbook's rl_loop Config (batch_size -> groups_per_batch). Its loss default is
-        # stable_reinforce, which needs Tinker's sampler stability records; importance_sampling here.
-        "cookbook": {
-            "model_name": "Qwen/Qwen3.5-9B-Base",
-            "backend": "tinker",
-            "env": "gsm8k",
-            "groups_per_batch": 128,
-            "group_size": 16,
-            "num_batches": None,
-            "learning_rate": 4e-5,
-            "lora_rank": 32,
-            "save_every": 20,
-            "max_tokens": 256,
-            "loss_fn": "importance_sampling",
-        }
-    }
-
-    def workflow(self, cfg: RLLoopRecipeConfig) -> Workflow[RLState]:
-        make = env_dataset(cfg, cfg.groups_per_batch, cfg.group_size, cfg.num_batches, cfg.seed)
-        return reinforcement(cfg, make, self.name)

@@ -35,40 +35,6 @@ class SLBasic(Recipe[SLBasicConfig]):
     """Supervised fine-tuning on chat data (LoRA), pipelined, with held-out NLL."""
 
     name = "sl_basic"
-    Config = SLBasicConfig
-    presets: ClassVar[dict[str, dict[str, Any]]] = {
-        "cookbook": {
-            "model_name": "Qwen/Qwen3.5-9B-Base",
-            "backend": "tinker",
-            "dataset": "no_robots",
-            "test_dataset": "no_robots",
-            "batch_size": 128,
-            "max_length": 32768,
-            "learning_rate": 2e-4,
-            "lr_schedule": "linear",
-            "num_epochs": 1,
-            "eval_every": 8,
-            "save_every": 20,
-            "num_samples_to_show": 0,
-        },
-        # the seed system's sl_basic (tinkex_cookbook Recipes.SlBasic default_config)
-        "seed": {
-            "model_name": "meta-llama/Llama-3.1-8B",
-            "backend": "tinker",
-            "dataset": "no_robots",
-            "test_dataset": "auto",
-            "num_epochs": 1,
-            "learning_rate": 2e-4,
-            "lr_schedule": "linear",
-            "batch_size": 128,
-            "max_length": 32768,
-            "lora_rank": 32,
-            "train_on_what": "all_assistant_messages",
-            "eval_every": 8,
-            "save_every": 20,
-            "num_samples_to_show": 0,
-        },
-    }
 
     def workflow(self, cfg: SLBasicConfig) -> Workflow[SupervisedState]:
         return chat_workflow(cfg, self.name)

@@ -25,19 +25,6 @@ class SLLoop(Recipe[SLLoopConfig]):
     """The flat supervised loop: forward_backward, optim_step, log, save."""
 
     name = "sl_loop"
-    Config = SLLoopConfig
-    presets: ClassVar[dict[str, dict[str, Any]]] = {
-        "cookbook": {
-            "model_name": "Qwen/Qwen3.5-9B-Base",
-            "backend": "tinker",
-            "dataset": "no_robots",
-            "batch_size": 128,
-            "learning_rate": 1e-4,
-            "max_length": 32768,
-            "lora_rank": 32,
-            "save_every": 20,
-        }
-    }
 
     def workflow(self, cfg: SLLoopConfig) -> Workflow[SupervisedState]:
         data = bind_datasets(cfg, "chat")

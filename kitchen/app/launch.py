@@ -28,7 +28,7 @@ from kitchen.app.rundir import (
     write_config,
     write_plan,
 )
-from kitchen.app.sinks import JsonlSink, MemorySink, MetricsHook, WandbSink
+from kitchen.app.sinks import JsonlSink, MemorySink, MetricsHook, wandb_sink
 from kitchen.app.trackers import open_trackers
 from kitchen.engine.errors import ConfigError
 from kitchen.engine.graph import Workflow
@@ -187,7 +187,7 @@ def run_launch(workflow: Workflow[Any], launch: Launch) -> RunResult:
         sinks.append(JsonlSink(log_dir / "metrics.jsonl"))
         launch.settings.log_dir = log_dir
     if launch.wandb:
-        sinks.append(WandbSink(launch.wandb[0], launch.wandb[1], launch.config))
+        sinks.append(wandb_sink(launch.wandb[0], launch.wandb[1], launch.config))
     sinks.extend(open_trackers(launch.config))
     hooks.append(MetricsHook(sinks))
     if launch.progress:

@@ -6,7 +6,7 @@ import contextlib
 import json
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,17 +57,33 @@ class JsonlSink:
             self._file.close()
 
 
-class WandbSink:
-    def __init__(self, project: str, name: str | None, config: dict[str, Any]) -> None:
-        import wandb  # optional dependency
+class RunSink:
+    """A tracker with W&B's run API: `init(project=, name=, config=)` opens the run, then
+    `run.log(metrics, step=)` and `run.finish()`. W&B logs every metric; Trackio, its local-first
+    drop-in (kitchen/app/trackers.py), keeps only the numeric ones (`keep`)."""
 
-        self._run = wandb.init(project=project, name=name, config=config)
+    def __init__(
+        self,
+        init: Callable[..., Any],
+        project: str,
+        name: str | None,
+        config: dict[str, Any],
+        keep: Callable[[Mapping[str, Any]], dict[str, Any]] = dict,
+    ) -> None:
+        self._run = init(project=project, name=name, config=config)
+        self._keep = keep
 
     def log(self, metrics: Mapping[str, Any], step: int) -> None:
-        self._run.log(dict(metrics), step=step)
+        self._run.log(self._keep(metrics), step=step)
 
     def close(self) -> None:
         self._run.finish()
+
+
+def wandb_sink(project: str, name: str | None, config: dict[str, Any]) -> RunSink:
+    import wandb  # optional dependency
+
+    return RunSink(wandb.init, project, name, config)
 
 
 class MemorySink:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kitchen.app.report.compare import flatten
+from kitchen.app.sinks import RunSink
 from kitchen.engine.errors import ConfigError
 from kitchen.ports import MetricsSink
 
@@ -31,19 +32,12 @@ def _need(package: str, extra: str) -> None:
     )
 
 
-class TrackioSink:
-    def __init__(self, project: str, name: str | None, config: dict[str, Any]) -> None:
-        try:
-            import trackio
-        except ModuleNotFoundError:
-            _need("trackio", "trackio")
-        self._run = trackio.init(project=project, name=name, config=config)
-
-    def log(self, metrics: Mapping[str, Any], step: int) -> None:
-        self._run.log(numeric(metrics), step=step)
-
-    def close(self) -> None:
-        self._run.finish()
+def trackio_sink(project: str, name: str | None, config: dict[str, Any]) -> RunSink:
+    try:
+        import trackio
+    except ModuleNotFoundError:
+        _need("trackio", "trackio")
+    return RunSink(trackio.init, project, name, config, keep=numeric)
 
 
 class NeptuneSink:
@@ -78,7 +72,7 @@ def open_trackers(config: Mapping[str, Any]) -> list[MetricsSink]:
     name = config.get("wandb_name")
     sinks: list[MetricsSink] = []
     if config.get("trackio_project"):
-        sinks.append(TrackioSink(config["trackio_project"], name, dict(config)))
+        sinks.append(trackio_sink(config["trackio_project"], name, dict(config)))
     if config.get("neptune_project"):
         sinks.append(NeptuneSink(config["neptune_project"], name, dict(config)))
     return sinks

@@ -10,6 +10,7 @@ import sys
 from typing import Any
 
 from bundled_data.code_problems import FUNCTIONS, STDIN, FunctionProblem, StdinProblem
+from cookbook.datasets.code import case_row
 
 
 def run_stdin(solution: str, stdin: str) -> str:
@@ -31,20 +32,11 @@ def call_function(solution: str, name: str, args: tuple[Any, ...]) -> Any:
     return namespace[name](*args)
 
 
-def _test(input_text: str, output_text: str, testtype: str, func_name: str | None) -> dict:
-    return {
-        "input": input_text,
-        "output": output_text,
-        "testtype": testtype,
-        "metadata": {"func_name": func_name},
-    }
-
-
 def stdin_row(p: StdinProblem) -> dict:
     tests = []
     for raw in p.inputs:
         stdin = raw + "\n"
-        tests.append(_test(stdin, run_stdin(p.solution, stdin), "stdin_stdout", None))
+        tests.append(case_row(stdin, run_stdin(p.solution, stdin), "stdin_stdout", None))
     example = tests[0]
     problem = (
         f"{p.statement}\n\nExample\nInput:\n{example['input']}Output:\n{example['output']}"
@@ -58,7 +50,7 @@ def function_row(p: FunctionProblem) -> dict:
     for args in p.inputs:
         result = call_function(p.solution, p.func_name, args)
         args_text = "\n".join(json.dumps(a) for a in args)
-        tests.append(_test(args_text, json.dumps(result), "functional", p.func_name))
+        tests.append(case_row(args_text, json.dumps(result), "functional", p.func_name))
     first = p.inputs[0]
     call = f"{p.func_name}({', '.join(repr(a) for a in first)})"
     problem = f"{p.statement}\n\nExample: {call} returns {call_function(p.solution, p.func_name, first)!r}."

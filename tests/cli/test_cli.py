@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 from typer.testing import CliRunner
 
@@ -6,6 +7,12 @@ from kitchen.app.cli import app
 from tests.helpers import chat_files
 
 runner = CliRunner()
+
+
+def fake_run(recipe: str, dataset: str, log_dir: Path, *flags: str) -> list[str]:
+    """`kitchen run RECIPE` on the fake backend and the tiny model, into `log_dir`."""
+    fixed = ["--backend", "fake", "-m", "kitchen/tiny-llama", "--log-dir", str(log_dir)]
+    return ["run", recipe, *fixed, "-d", dataset, "--no-progress", *flags]
 
 
 def test_list_shows_recipes_and_backends():
@@ -87,25 +94,9 @@ def test_boolean_and_none_values_and_preset():
 def test_run_on_fake_backend_writes_the_run_directory(tmp_path):
     train, test = chat_files(tmp_path)
     log_dir = tmp_path / "run"
-    args = [
-        "run",
-        "sl_basic",
-        "--backend",
-        "fake",
-        "-m",
-        "kitchen/tiny-llama",
-        "-d",
-        train,
-        "--test-dataset",
-        test,
-        "-b",
-        "4",
-        "--log-dir",
-        str(log_dir),
-        "--no-progress",
-        "--save-every",
-        "2",
-    ]
+    args = fake_run(
+        "sl_basic", train, log_dir, "--test-dataset", test, "-b", "4", "--save-every", "2"
+    )
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     assert {p.name for p in log_dir.iterdir()} >= {
@@ -129,26 +120,8 @@ def test_secrets_never_reach_config_json(tmp_path, monkeypatch):
     train, _ = chat_files(tmp_path)
     monkeypatch.setenv("TINKER_API_KEY", "tml-supersecretvalue123")
     log_dir = tmp_path / "run"
-    result = runner.invoke(
-        app,
-        [
-            "run",
-            "sl_loop",
-            "--backend",
-            "fake",
-            "-m",
-            "kitchen/tiny-llama",
-            "-d",
-            train,
-            "-b",
-            "8",
-            "--log-dir",
-            str(log_dir),
-            "--no-progress",
-            "--wandb-name",
-            "tml-supersecretvalue123",
-        ],
-    )
+    args = fake_run("sl_loop", train, log_dir, "-b", "8", "--wandb-name", "tml-supersecretvalue123")
+    result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     for f in log_dir.iterdir():
         assert "tml-supersecretvalue123" not in f.read_text(), f.name

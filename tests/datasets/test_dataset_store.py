@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -14,6 +12,7 @@ from kitchen.adapters.datasets import HFDatasetStore, parse_split
 from kitchen.adapters.datasets import hub as hub_module
 from kitchen.engine.errors import DataError
 from kitchen.ports import DatasetStore
+from tests.helpers import modules_loaded_by
 
 
 def write_jsonl(path: Path, rows: list[object], blank_after: int | None = None) -> Path:
@@ -35,12 +34,8 @@ def test_store_satisfies_the_port(store: HFDatasetStore) -> None:
 
 
 def test_importing_the_store_loads_neither_datasets_nor_pyarrow() -> None:
-    code = (
-        "import sys, kitchen.adapters.datasets\n"
-        "print(sorted(m for m in ('datasets', 'pyarrow', 'torch') if m in sys.modules))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    loaded = modules_loaded_by("import kitchen.adapters.datasets", ("datasets", "pyarrow", "torch"))
+    assert loaded == []
 
 
 def test_bundled_names_resolve_to_the_shipped_files(store: HFDatasetStore) -> None:

@@ -2,9 +2,9 @@
 adapters -> engine, never the reverse; heavy libraries only in adapters and the server."""
 
 import ast
-import subprocess
-import sys
 from pathlib import Path
+
+from tests.helpers import modules_loaded_by
 
 ROOT = Path(__file__).resolve().parents[2]
 FORBIDDEN = {"train_core": {"kitchen", "cookbook"}, "kitchen": {"cookbook"}, "cookbook": set()}
@@ -73,20 +73,17 @@ def test_heavy_libraries_are_imported_lazily_and_only_by_adapters():
     assert not bad, "\n".join(bad)
 
 
-def _loaded_after(imports: str) -> str:
-    code = f"import sys; {imports}; print(sorted(m for m in ('torch', 'transformers', 'peft', 'datasets') if m in sys.modules))"
-    return subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout.strip()
+HEAVY_LOADED = ("torch", "transformers", "peft", "datasets")
 
 
 def test_help_loads_no_heavy_library():
-    assert _loaded_after("import kitchen.app.cli") == "[]"
+    assert modules_loaded_by("import kitchen.app.cli", HEAVY_LOADED) == []
 
 
 def test_dry_run_path_loads_no_model_library():
     # The tinker SDK's own types import torch when it is installed; nothing of ours loads the rest.
-    loaded = _loaded_after(
-        "import kitchen.app.launch, kitchen.workflows.supervised, cookbook.recipes.sl_basic"
+    loaded = modules_loaded_by(
+        "import kitchen.app.launch, kitchen.workflows.supervised, cookbook.recipes.sl_basic",
+        HEAVY_LOADED,
     )
-    assert loaded in ("[]", "['torch']")
+    assert loaded in ([], ["torch"])

@@ -3,8 +3,6 @@ that `kitchen.run_workflow` runs a Workflow object you built."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from dataclasses import dataclass
 
 import pytest
@@ -13,14 +11,11 @@ from pydantic import Field
 import kitchen
 import train_core
 from kitchen.adapters.fake import FakeBackend
+from tests.helpers import modules_loaded_by
 
 
 def _loaded_after(code: str) -> list[str]:
-    probe = "import sys; print(sorted(m for m in ('torch', 'tinker', 'transformers') if m in sys.modules))"
-    out = subprocess.run(
-        [sys.executable, "-c", f"{code}; {probe}"], capture_output=True, text=True, check=True
-    )
-    return eval(out.stdout.strip())
+    return modules_loaded_by(code, ("torch", "tinker", "transformers"))
 
 
 def test_import_kitchen_loads_neither_torch_nor_tinker():

@@ -71,7 +71,10 @@ def test_options_are_typed_and_checked():
     assert parse_options(GuessNumberEnvs, ["high=8", "--max-turns", "2"]) == {
         "groups_per_batch": 1, "group_size": 1, "n_batches": 1, "test_problems": 0, "high": 8, "max_turns": 2,
     }  # fmt: skip
-    with pytest.raises(ConfigError, match="--hihg is not an option of this env; options: --high"):
+    with pytest.raises(
+        ConfigError,
+        match="--hihg is not an option of this env; options: --seed, --high, --max-turns",
+    ):
         parse_options(GuessNumberEnvs, ["--hihg", "8"])
     with pytest.raises(ConfigError, match=r"--high: .*integer"):
         parse_options(GuessNumberEnvs, ["--high", "eight"])

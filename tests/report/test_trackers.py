@@ -10,11 +10,13 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kitchen.app.report.rundata import read_jsonl
-from kitchen.app.trackers import NeptuneSink, TrackioSink, numeric, open_trackers
+from kitchen.app.sinks import RunSink
+from kitchen.app.trackers import NeptuneSink, numeric, open_trackers, trackio_sink
 from kitchen.engine.errors import ConfigError
 
 FEED = """
@@ -81,6 +83,7 @@ def test_trackio_keeps_the_metrics_jsonl_keys_and_steps(runs, tmp_path):
 READ_NEPTUNE = """
 import json, sys
 from pathlib import Path
+from typing import Any
 from neptune_scale.sync.operations_repository import OperationsRepository
 metrics, configs = {}, {}
 for op in OperationsRepository(Path(sys.argv[1])).get_operations(10**9):
@@ -118,6 +121,32 @@ def test_a_missing_package_is_a_clear_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "trackio", None)  # import trackio now raises
     monkeypatch.setitem(sys.modules, "neptune_scale", None)
     with pytest.raises(ConfigError, match=r"pip install 'kitchen\[trackio\]'"):
-        TrackioSink("p", None, {})
+        trackio_sink("p", None, {})
     with pytest.raises(ConfigError, match=r"pip install 'kitchen\[neptune\]'"):
         NeptuneSink("p", None, {})
+
+
+def test_a_wandb_style_run_gets_the_config_every_step_and_a_finish() -> None:
+    calls: list[tuple[str, Any]] = []
+
+    class Run:
+        def log(self, metrics: dict[str, Any], step: int) -> None:
+            calls.append(("log", (metrics, step)))
+
+        def finish(self) -> None:
+            calls.append(("finish", None))
+
+    def init(**kwargs: Any) -> Run:
+        calls.append(("init", kwargs))
+        return Run()
+
+    for keep, logged in ((dict, {"loss": 0.5, "note": "nan"}), (numeric, {"loss": 0.5})):
+        calls.clear()
+        sink = RunSink(init, "proj", "run", {"lr": 1e-4}, keep=keep)
+        sink.log({"loss": 0.5, "note": "nan"}, 3)
+        sink.close()
+        assert calls == [
+            ("init", {"project": "proj", "name": "run", "config": {"lr": 1e-4}}),
+            ("log", (logged, 3)),
+            ("finish", None),
+        ]

@@ -287,3 +287,18 @@ def test_a_loop_config_runs_as_the_minimal_sync_loop():
     assert AssembleData(remove_constant_reward_groups=True) in loop.body
     registered = [s for s in wf.steps if getattr(s, "name", "") == "register_model"]
     assert registered and registered[0].config["checkpoint"]["save_every"] == 5  # as given
+
+
+def test_every_mode_samples_its_rollouts_with_the_configs_settings():
+    from kitchen.workflows.reinforcement.rollout import RolloutSampling
+
+    settings = {"max_tokens": 7, "temperature": 0.5, "coalesce_samples": False, "seed": 3}
+    expected = RolloutSampling(max_tokens=7, temperature=0.5, coalesce=False, seed=3)
+
+    def nodes(steps: Any) -> list[Any]:
+        return [m for s in steps for m in [s, *nodes(getattr(s, "body", []))]]
+
+    for mode in ("sync", "streaming", "async"):
+        wf = reinforcement(config(mode=mode, **settings), ArithmeticEnvs(G, N, n_batches=50))
+        samplers = [n.sampling for n in nodes(wf.steps) if hasattr(n, "sampling")]
+        assert samplers == [expected], mode

@@ -3,22 +3,19 @@
 from kitchen.adapters.fake import FakeBackend
 from kitchen.adapters.model_registry import open_registry
 from kitchen.app.launch import run
-from tests.helpers import chat_files
+from tests.helpers import tiny_sft_config
 
 
 def test_result_state_has_eval_results_and_registered_model_and_lineage(tmp_path):
-    train, test = chat_files(tmp_path)
     registry = tmp_path / "models.db"
-    base = {
-        "model_name": "kitchen/tiny-llama",
-        "dataset": train,
-        "test_dataset": test,
-        "test_split": "train",
-        "batch_size": 8,
-        "num_samples_to_show": 0,
-        "registry": str(registry),
-        "eval_labels": True,
-    }
+    base = tiny_sft_config(
+        tmp_path,
+        held_out=True,
+        batch_size=8,
+        num_samples_to_show=0,
+        registry=str(registry),
+        eval_labels=True,
+    )
     fake = FakeBackend()
     first = run(
         "sl_basic", {**base, "registry_name": "arith"}, backend=fake, log_dir=tmp_path / "a"
@@ -48,22 +45,12 @@ def test_result_state_has_eval_results_and_registered_model_and_lineage(tmp_path
     assert record.base_model == "kitchen/tiny-llama"
     assert record.state_path and record.sampler_path
     assert record.eval_metrics["test/nll"] == second.state.eval_results["test/nll"]
-    assert {(d.name, d.split) for d in record.datasets} == {(train, "train")}
+    assert {(d.name, d.split) for d in record.datasets} == {(base["dataset"], "train")}
 
 
 def test_no_register_skips_the_registry(tmp_path):
-    train, _test = chat_files(tmp_path)
     registry = tmp_path / "models.db"
-    result = run(
-        "sl_loop",
-        {
-            "model_name": "kitchen/tiny-llama",
-            "dataset": train,
-            "batch_size": 8,
-            "no_register": True,
-            "registry": str(registry),
-        },
-        backend=FakeBackend(),
-    )
+    cfg = tiny_sft_config(tmp_path, batch_size=8, no_register=True, registry=str(registry))
+    result = run("sl_loop", cfg, backend=FakeBackend())
     assert result.state.registered_model is None
     assert not registry.exists()

@@ -1,6 +1,7 @@
 """The supervised recipes on the local engine with a tiny model: short runs, and resume equivalence."""
 
 import json
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -11,24 +12,22 @@ from typer.testing import CliRunner
 from kitchen.app.cli import app
 from kitchen.app.launch import run
 from kitchen.engine.runner import BaseHook
-from tests.helpers import chat_files
+from tests.helpers import chat_files, tiny_sft_config
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
 def cfg(tmp_path):
-    train, test = chat_files(tmp_path, n=24)
-    return {
-        "model_name": "kitchen/tiny-llama",
-        "dataset": train,
-        "batch_size": 4,
-        "save_every": 2,
-        "eval_every": 0,
-        "test_dataset": None,
-        "no_register": True,
-        "learning_rate": 1e-2,
-    }
+    return tiny_sft_config(
+        tmp_path,
+        batch_size=4,
+        save_every=2,
+        eval_every=0,
+        test_dataset=None,
+        no_register=True,
+        learning_rate=1e-2,
+    )
 
 
 @pytest.mark.parametrize("recipe", ["sl_basic", "sl_loop", "chat_sl"])
@@ -103,26 +102,12 @@ def _nll(log_dir: Path) -> dict[int, float]:
 
 
 def test_four_steps_straight_equal_two_kill_resume_two(cfg, tmp_path):
-    run("sl_basic", cfg, backend="local", log_dir=tmp_path / "straight", max_steps=4)
-
+    four_steps = partial(run, "sl_basic", cfg, backend="local", max_steps=4)
+    four_steps(log_dir=tmp_path / "straight")
     with pytest.raises(KeyboardInterrupt):
-        run(
-            "sl_basic",
-            cfg,
-            backend="local",
-            log_dir=tmp_path / "killed",
-            max_steps=4,
-            hooks=[KillAfter(2)],
-        )
+        four_steps(log_dir=tmp_path / "killed", hooks=[KillAfter(2)])
     # the kill came after step 2 ran but before it was checkpointed: resume restarts at step 2
-    run(
-        "sl_basic",
-        cfg,
-        backend="local",
-        log_dir=tmp_path / "killed",
-        max_steps=4,
-        if_exists="resume",
-    )
+    four_steps(log_dir=tmp_path / "killed", if_exists="resume")
 
     straight, resumed = _nll(tmp_path / "straight"), _nll(tmp_path / "killed")
     assert sorted(resumed) == [0, 1, 2, 3]

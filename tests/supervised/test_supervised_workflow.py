@@ -6,20 +6,12 @@ import pytest
 
 from kitchen.adapters.fake import FakeBackend
 from kitchen.app.launch import run
-from tests.helpers import chat_files
+from tests.helpers import tiny_sft_config
 
 
 @pytest.fixture
 def data(tmp_path):
-    train, test = chat_files(tmp_path, n=24)
-    return {
-        "model_name": "kitchen/tiny-llama",
-        "dataset": train,
-        "test_dataset": test,
-        "test_split": "train",
-        "batch_size": 4,
-        "num_samples_to_show": 0,
-    }
+    return tiny_sft_config(tmp_path, held_out=True, batch_size=4, num_samples_to_show=0)
 
 
 def test_every_future_is_awaited_and_only_cross_entropy_is_sent(data, tmp_path):

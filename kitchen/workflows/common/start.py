@@ -9,6 +9,7 @@ from typing import NamedTuple
 from kitchen.engine.graph import Node
 from kitchen.workflows.common.config import TrainConfig
 from kitchen.workflows.common.register import RegisterModel
+from kitchen.workflows.common.setup import InitTrainingClient
 
 
 class StartPoint(NamedTuple):
@@ -26,6 +27,18 @@ def start_point(cfg: TrainConfig, load_checkpoint_path: str | None = None) -> St
 
     found = resolve_base_model(cfg.base_model, MODEL_REGISTRIES.get("default")(cfg.registry))
     return StartPoint(found.base_model, found.checkpoint_path, str(found.parent))
+
+
+def init_training_client(cfg: TrainConfig, start: StartPoint) -> InitTrainingClient:
+    """The policy's training client at the run's start point, with the config's LoRA rank,
+    renderer and seed."""
+    return InitTrainingClient(
+        start.model_name,
+        lora_rank=cfg.lora_rank,
+        renderer_name=cfg.renderer_name,
+        seed=cfg.seed,
+        load_checkpoint_path=start.load_checkpoint_path,
+    )
 
 
 def register(cfg: TrainConfig, recipe: str, start: StartPoint) -> list[Node]:

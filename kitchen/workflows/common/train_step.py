@@ -15,6 +15,7 @@ from tinker import types
 
 from kitchen.engine.futures import gather
 from kitchen.engine.stage import Context, Metrics
+from kitchen.workflows.common.config import AdamConfig
 
 
 class StepLoss(Protocol):
@@ -109,6 +110,25 @@ class SubmitTrainStep:
         state.step_queue = [*state.step_queue, gather(fb, optim).map(finish)]
         state.eval_metrics = {}
         return None
+
+
+def submit_train_step(loss: StepLoss, optimizer: AdamConfig) -> SubmitTrainStep:
+    """The train step with a config's optimizer section bound: learning rate, schedule, warmup and
+    every Adam setting."""
+    adam = AdamSettings(
+        optimizer.beta1,
+        optimizer.beta2,
+        optimizer.eps,
+        optimizer.weight_decay,
+        optimizer.grad_clip_norm,
+    )
+    return SubmitTrainStep(
+        loss=loss,
+        learning_rate=optimizer.learning_rate,
+        lr_schedule=optimizer.schedule,
+        warmup_steps=optimizer.warmup_steps,
+        adam=adam,
+    )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 from kitchen.engine.graph import Loop, Node, Workflow
@@ -94,26 +95,22 @@ def teacher_data(
             fingerprint=True,
         )
     ]
-    labels = [
-        LabelWithTeacher(
-            source="prompts",
-            into="conversations",
-            max_tokens=cfg.teacher_max_tokens,
-            temperature=cfg.teacher_temperature,
-            seed=cfg.seed,
-        )
-    ]
+    # the teacher answers train and test prompts alike
+    label = partial(
+        LabelWithTeacher,
+        max_tokens=cfg.teacher_max_tokens,
+        temperature=cfg.teacher_temperature,
+        seed=cfg.seed,
+    )
+    labels = [label(source="prompts", into="conversations")]
     if cfg.test_dataset:
         loads.append(
             LoadDataset(cfg.test_dataset, "test_prompts", split=cfg.test_split, convert=convert)
         )
         labels.append(
-            LabelWithTeacher(
+            label(
                 source="test_prompts",
                 into="test_conversations",
-                max_tokens=cfg.teacher_max_tokens,
-                temperature=cfg.teacher_temperature,
-                seed=cfg.seed,
                 file_name="teacher_data_test.jsonl",
             )
         )

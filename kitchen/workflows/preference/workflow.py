@@ -12,9 +12,9 @@ from kitchen.workflows.common.checkpoint import SaveCheckpoint, SaveFinal
 from kitchen.workflows.common.clients import OpenSamplingClient
 from kitchen.workflows.common.evaluate import Evaluate
 from kitchen.workflows.common.sections import Sections, optional
-from kitchen.workflows.common.setup import InitTrainingClient, LoadDataset, RowConverter
-from kitchen.workflows.common.start import StartPoint, register, start_point
-from kitchen.workflows.common.train_step import AdamSettings, LogTrainStep, SubmitTrainStep
+from kitchen.workflows.common.setup import LoadDataset, RowConverter
+from kitchen.workflows.common.start import StartPoint, init_training_client, register, start_point
+from kitchen.workflows.common.train_step import LogTrainStep, submit_train_step
 from kitchen.workflows.preference.config import PreferenceConfig
 from kitchen.workflows.preference.stages import (
     BuildPreferenceDataset,
@@ -43,13 +43,7 @@ def _clients(cfg: PreferenceConfig, start: StartPoint) -> list[Node]:
     unless another model is named."""
     reference_state = None if cfg.reference_model_name else start.load_checkpoint_path
     return [
-        InitTrainingClient(
-            start.model_name,
-            lora_rank=cfg.lora_rank,
-            renderer_name=cfg.renderer_name,
-            seed=cfg.seed,
-            load_checkpoint_path=start.load_checkpoint_path,
-        ),
+        init_training_client(cfg, start),
         OpenSamplingClient(
             base_model=cfg.reference_model_name or start.model_name,
             initial_state_path=reference_state,
@@ -103,13 +97,6 @@ def preference_sections(
     """The DPO workflow by sections; `train` starts from `comparisons` (and `test_comparisons`)."""
     start = start_point(cfg, cfg.checkpoint.load_path)
     test = cfg.test_dataset is not None
-    adam = AdamSettings(
-        cfg.optimizer.beta1,
-        cfg.optimizer.beta2,
-        cfg.optimizer.eps,
-        cfg.optimizer.weight_decay,
-        cfg.optimizer.grad_clip_norm,
-    )
     evaluator = PreferenceEvaluator(beta=cfg.dpo_beta)
     log: list[Node] = [
         LogTrainStep(into="dpo_metrics", summary=DPO_SUMMARY),
@@ -124,8 +111,7 @@ def preference_sections(
                 GetBatch(batch_size=cfg.batch_size, group_size=PAIR),
                 *optional(test, When(Every.before_step(cfg.evaluation.every), [Evaluate(evaluator=evaluator)])),
                 ComputeReferenceLogprobs(),
-                SubmitTrainStep(loss=DPOLoss(beta=cfg.dpo_beta), learning_rate=cfg.optimizer.learning_rate,
-                                lr_schedule=cfg.optimizer.schedule, warmup_steps=cfg.optimizer.warmup_steps, adam=adam),
+                submit_train_step(DPOLoss(beta=cfg.dpo_beta), cfg.optimizer),
                 Await("step_queue", into="step_result", keep=1),
                 *log,
                 When(Every(cfg.checkpoint.save_every, "step"), [*drain, SaveCheckpoint()]),

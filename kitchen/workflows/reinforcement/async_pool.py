@@ -19,8 +19,7 @@ from typing import Any
 
 from kitchen.engine.errors import DataError
 from kitchen.engine.stage import Context, Metrics
-from kitchen.workflows.common.seeding import ROLLOUT_STREAM
-from kitchen.workflows.reinforcement.rollout import make_policy
+from kitchen.workflows.reinforcement.rollout import RolloutSampling
 from train_core.completers import TokenCompleter
 
 PolicyFor = Callable[[Any, tuple[int, ...]], TokenCompleter]
@@ -158,10 +157,7 @@ class StartRolloutPool:
 
     groups_per_batch: int
     max_steps_off_policy: int
-    max_tokens: int
-    temperature: float = 1.0
-    coalesce: bool = True
-    seed: int = 0
+    sampling: RolloutSampling
     name: str = "start_rollout_pool"
     reads: frozenset[str] = frozenset({"training_client", "dataset", "n_batches", "rollout_pool"})
     writes: frozenset[str] = frozenset({"rollout_pool", "sampling_client", "policy_version"})
@@ -176,13 +172,7 @@ class StartRolloutPool:
             state.n_batches,
             self.groups_per_batch,
             self.max_steps_off_policy,
-            lambda sampler, where: make_policy(
-                sampler,
-                self.max_tokens,
-                self.temperature,
-                self.coalesce,
-                seed_key=(self.seed, ROLLOUT_STREAM, *where),
-            ),
+            lambda sampler, where: self.sampling.policy(sampler, *where),
             sampler,
             state.step,
         )

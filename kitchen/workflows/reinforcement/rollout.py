@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,39 +17,40 @@ from kitchen.engine.stage import Context, Metrics
 from kitchen.workflows.common.seeding import EVALUATION_STREAM, ROLLOUT_STREAM, SeededSampler
 from train_core.completers import GroupedTokenCompleter, TinkerTokenCompleter, TokenCompleter
 
-
-def make_policy(
-    sampling_client: Any,
-    max_tokens: int,
-    temperature: float,
-    coalesce: bool = True,
-    seed_key: Sequence[int] | None = None,
-) -> TokenCompleter:
-    """The rollout policy: with `coalesce`, a group's identical prompts are sampled in one call;
-    with `seed_key`, unseeded requests draw their seeds from that key's stream (SeededSampler)."""
-    if seed_key is not None:
-        sampling_client = SeededSampler(sampling_client, seed_key)
-    if coalesce:
-        return GroupedTokenCompleter(sampling_client, max_tokens, temperature)
-    return TinkerTokenCompleter(sampling_client, max_tokens=max_tokens, temperature=temperature)
-
-
 GroupPolicy = Callable[[int], TokenCompleter]
 """group index -> the policy that group samples with (its own seed stream)."""
 
 
-def group_policies(
-    sampling_client: Any,
-    max_tokens: int,
-    temperature: float,
-    coalesce: bool,
-    key: Sequence[int],
-) -> GroupPolicy:
-    """Group i of a batch samples with seeds keyed by (*key, i): independent of which group asks
-    first, so a batch's samples are a function of the weights and the key alone."""
-    return lambda i: make_policy(
-        sampling_client, max_tokens, temperature, coalesce, seed_key=(*key, i)
-    )
+@dataclass(frozen=True)
+class RolloutSampling:
+    """How training rollouts sample, the same in every RL mode: `max_tokens` and `temperature` per
+    turn; with `coalesce`, a group's identical prompts in one call; seeds drawn from `seed`'s
+    rollout stream, keyed by where the group stands, so a batch's samples are a function of the
+    weights and the key alone."""
+
+    max_tokens: int
+    temperature: float = 1.0
+    coalesce: bool = True
+    seed: int = 0
+
+    def policy(
+        self, sampling_client: Any, *where: int, stream: int = ROLLOUT_STREAM
+    ) -> TokenCompleter:
+        """The policy of the group at `where` (e.g. batch index, group index): unseeded requests
+        draw their seeds from the stream keyed by (seed, stream, *where) (SeededSampler)."""
+        sampler = SeededSampler(sampling_client, (self.seed, stream, *where))
+        if self.coalesce:
+            return GroupedTokenCompleter(sampler, self.max_tokens, self.temperature)
+        return TinkerTokenCompleter(
+            sampler, max_tokens=self.max_tokens, temperature=self.temperature
+        )
+
+    def group_policies(
+        self, sampling_client: Any, index: int, stream: int = ROLLOUT_STREAM
+    ) -> GroupPolicy:
+        """Group i of batch (or evaluation) `index` samples with seeds keyed by (index, i):
+        independent of which group asks first."""
+        return lambda i: self.policy(sampling_client, index, i, stream=stream)
 
 
 async def _indexed_group_rollout(i: int, builder: Any, policy: TokenCompleter) -> tuple[int, Any]:
@@ -87,10 +88,7 @@ class DoRollouts:
     """Roll out every group of this batch with the current sampler: one asyncio task per group,
     the envs of a group concurrently (train_core.rl.do_batch_rollouts)."""
 
-    max_tokens: int
-    temperature: float = 1.0
-    coalesce: bool = True
-    seed: int = 0
+    sampling: RolloutSampling
     name: str = "do_rollouts"
     reads: frozenset[str] = frozenset({"sampling_client", "dataset", "batch_idx", "policy_version"})
     writes: frozenset[str] = frozenset(
@@ -100,10 +98,7 @@ class DoRollouts:
     async def __call__(self, ctx: Context[Any]) -> Metrics | None:
         state = ctx.state
         builders_P = list(state.dataset.get_batch(state.batch_idx))
-        key = (self.seed, ROLLOUT_STREAM, state.batch_idx)
-        policy_for = group_policies(
-            state.sampling_client, self.max_tokens, self.temperature, self.coalesce, key
-        )
+        policy_for = self.sampling.group_policies(state.sampling_client, state.batch_idx)
         t0 = time.perf_counter()
         groups_P = await batch_rollouts(builders_P, policy_for)
         state.env_group_builders, state.trajectory_groups = builders_P, groups_P
@@ -246,9 +241,9 @@ class EvaluateRL:
         if dataset is None:
             return None
         builders = [b for i in range(len(dataset)) for b in dataset.get_batch(i)]
-        key = (self.seed, EVALUATION_STREAM, ctx.state.step)
-        policy_for = group_policies(
-            ctx.state.sampling_client, self.max_tokens, self.temperature, True, key
+        sampling = RolloutSampling(self.max_tokens, self.temperature, True, self.seed)
+        policy_for = sampling.group_policies(
+            ctx.state.sampling_client, ctx.state.step, EVALUATION_STREAM
         )
         groups = await batch_rollouts(builders, policy_for)
         metrics = compute_trajectory_metrics(groups, [b.logging_tags() for b in builders])

@@ -13,9 +13,8 @@ import numpy as np
 from tinker import types
 
 from kitchen.engine.stage import Context, Metrics
-from kitchen.workflows.common.seeding import ROLLOUT_STREAM
 from kitchen.workflows.common.train_step import AdamSettings
-from kitchen.workflows.reinforcement.rollout import group_policies, group_rollout_tasks
+from kitchen.workflows.reinforcement.rollout import RolloutSampling, group_rollout_tasks
 from kitchen.workflows.reinforcement.stages import assemble
 
 T = TypeVar("T")
@@ -206,12 +205,9 @@ class StreamRolloutsAndTrain:
     """Streaming minibatches: roll out every group concurrently and submit forward_backward on
     each `minibatch_size` groups as soon as they have finished; one optim_step per iteration."""
 
-    max_tokens: int
+    sampling: RolloutSampling
     learning_rate: float
     minibatch_size: int
-    temperature: float = 1.0
-    coalesce: bool = True
-    seed: int = 0
     recipe: MinibatchRecipe = field(default_factory=MinibatchRecipe)
     loss_fn: str = "importance_sampling"
     loss_fn_config: Mapping[str, float] | None = None
@@ -242,10 +238,7 @@ class StreamRolloutsAndTrain:
         client = state.training_client
         reference = state.reference_client if self.recipe.kl_penalty_coef > 0 else None
         builders_P = list(state.dataset.get_batch(state.batch_idx))
-        key = (self.seed, ROLLOUT_STREAM, state.batch_idx)
-        policy_for = group_policies(
-            state.sampling_client, self.max_tokens, self.temperature, self.coalesce, key
-        )
+        policy_for = self.sampling.group_policies(state.sampling_client, state.batch_idx)
         groups_P: list[Any] = [None] * len(builders_P)
         config = dict(self.loss_fn_config) if self.loss_fn_config else None
         fbs, data_D, waiting, metrics = [], [], [], {}

@@ -16,8 +16,7 @@ from collections.abc import Mapping
 from kitchen.engine.graph import Every, Loop, Node, When, Workflow
 from kitchen.workflows.common.checkpoint import SaveCheckpoint, SaveFinal
 from kitchen.workflows.common.clients import OpenSamplingClient
-from kitchen.workflows.common.setup import InitTrainingClient
-from kitchen.workflows.common.start import StartPoint, register, start_point
+from kitchen.workflows.common.start import StartPoint, init_training_client, register, start_point
 from kitchen.workflows.reinforcement.async_pool import (
     CollectGroups,
     PublishSampler,
@@ -30,7 +29,12 @@ from kitchen.workflows.reinforcement.config import (
     RLConfig,
     RLLoopConfig,
 )
-from kitchen.workflows.reinforcement.rollout import DoRollouts, EvaluateRL, WriteRollouts
+from kitchen.workflows.reinforcement.rollout import (
+    DoRollouts,
+    EvaluateRL,
+    RolloutSampling,
+    WriteRollouts,
+)
 from kitchen.workflows.reinforcement.stages import (
     AssembleData,
     BuildRLDataset,
@@ -68,13 +72,7 @@ def setup(
     """The training client, the env datasets (built on the run's sandbox when `sandboxed`), and
     (for a KL penalty) the reference sampler."""
     steps: list[Node] = [
-        InitTrainingClient(
-            start.model_name,
-            lora_rank=cfg.lora_rank,
-            renderer_name=cfg.renderer_name,
-            seed=cfg.seed,
-            load_checkpoint_path=start.load_checkpoint_path,
-        ),
+        init_training_client(cfg, start),
         BuildRLDataset(make=make_dataset, num_batches=cfg.num_batches, sandboxed=sandboxed),
     ]
     if reference_model:
@@ -140,13 +138,9 @@ def save(cfg: RLLoopConfig) -> list[Node]:
     return [When(Every(cfg.checkpoint.save_every, "step"), [SaveCheckpoint()])]
 
 
-def rollouts(cfg: RLLoopConfig) -> DoRollouts:
-    return DoRollouts(
-        max_tokens=cfg.max_tokens,
-        temperature=cfg.temperature,
-        coalesce=cfg.coalesce_samples,
-        seed=cfg.seed,
-    )
+def rollout_sampling(cfg: RLLoopConfig) -> RolloutSampling:
+    """How training rollouts sample, in every mode."""
+    return RolloutSampling(cfg.max_tokens, cfg.temperature, cfg.coalesce_samples, cfg.seed)
 
 
 def write_rollouts(cfg: RLLoopConfig) -> WriteRollouts:
@@ -166,7 +160,7 @@ def sync_body(
     return [
         RefreshSampler(),
         *evaluation,
-        rollouts(cfg),
+        DoRollouts(sampling=rollout_sampling(cfg)),
         write_rollouts(cfg),
         *train_steps,
         *log_step(post_kl=post_kl),
@@ -182,12 +176,9 @@ def streaming_body(cfg: RLConfig) -> list[Node]:
         kl_discount_factor=cfg.kl.discount_factor,
     )
     stream = StreamRolloutsAndTrain(
-        max_tokens=cfg.max_tokens,
+        sampling=rollout_sampling(cfg),
         learning_rate=cfg.optimizer.learning_rate,
         minibatch_size=cfg.stream_minibatch_size,
-        temperature=cfg.temperature,
-        coalesce=cfg.coalesce_samples,
-        seed=cfg.seed,
         recipe=recipe,
         loss_fn=cfg.loss_fn,
         loss_fn_config=cfg.loss_fn_config,
@@ -246,10 +237,7 @@ def reinforcement(
             StartRolloutPool(
                 groups_per_batch=rl.groups_per_batch,
                 max_steps_off_policy=rl.max_steps_off_policy,
-                max_tokens=rl.max_tokens,
-                temperature=rl.temperature,
-                coalesce=rl.coalesce_samples,
-                seed=rl.seed,
+                sampling=rollout_sampling(rl),
             )
         )
         finally_.append(StopRolloutPool())

@@ -10,27 +10,15 @@ from kitchen.workflows.common.checkpoint import SaveCheckpoint, SaveFinal
 from kitchen.workflows.common.evaluate import Evaluate
 from kitchen.workflows.common.sampling import SamplePrompts, ShowSamples
 from kitchen.workflows.common.sections import Sections, optional
-from kitchen.workflows.common.setup import InitTrainingClient, LoadDataset, RowConverter
-from kitchen.workflows.common.start import StartPoint, register, start_point
-from kitchen.workflows.common.train_step import AdamSettings, LogTrainStep, SubmitTrainStep
+from kitchen.workflows.common.setup import LoadDataset, RowConverter
+from kitchen.workflows.common.start import StartPoint, init_training_client, register, start_point
+from kitchen.workflows.common.train_step import LogTrainStep, submit_train_step
 from kitchen.workflows.supervised.config import SupervisedConfig
 from kitchen.workflows.supervised.stages import CrossEntropyLoss, TokenizeConversations
 from kitchen.workflows.supervised.state import SupervisedState
 from train_core.evaluation.evaluator import Evaluator
 from train_core.evaluation.labels import LabelEvaluator
 from train_core.supervised.evaluator import NLLEvaluator
-
-
-def _client(cfg: SupervisedConfig, start: StartPoint) -> list[Node]:
-    return [
-        InitTrainingClient(
-            start.model_name,
-            lora_rank=cfg.lora_rank,
-            renderer_name=cfg.renderer_name,
-            seed=cfg.seed,
-            load_checkpoint_path=start.load_checkpoint_path,
-        )
-    ]
 
 
 def _data(cfg: SupervisedConfig, convert: RowConverter | None) -> list[Node]:
@@ -54,26 +42,9 @@ def _tokenize(cfg: SupervisedConfig) -> TokenizeConversations:
     )
 
 
-def _submit(cfg: SupervisedConfig) -> SubmitTrainStep:
-    adam = AdamSettings(
-        cfg.optimizer.beta1,
-        cfg.optimizer.beta2,
-        cfg.optimizer.eps,
-        cfg.optimizer.weight_decay,
-        cfg.optimizer.grad_clip_norm,
-    )
-    return SubmitTrainStep(
-        loss=CrossEntropyLoss(),
-        learning_rate=cfg.optimizer.learning_rate,
-        lr_schedule=cfg.optimizer.schedule,
-        warmup_steps=cfg.optimizer.warmup_steps,
-        adam=adam,
-    )
-
-
 def setup(cfg: SupervisedConfig, convert: RowConverter | None, start: StartPoint) -> list[Node]:
     """Training client, conversations (train and held-out), datums."""
-    return [*_client(cfg, start), *_data(cfg, convert), _tokenize(cfg)]
+    return [init_training_client(cfg, start), *_data(cfg, convert), _tokenize(cfg)]
 
 
 def supervised_sections(
@@ -99,7 +70,7 @@ def supervised_sections(
             Loop("batch", "n_batches", "batch_idx", steps=True, body=[
                 GetBatch(batch_size=cfg.batch_size),
                 *optional(test, When(Every.before_step(cfg.evaluation.every), [Evaluate(evaluator=held_out)])),
-                _submit(cfg),
+                submit_train_step(CrossEntropyLoss(), cfg.optimizer),
                 Await("step_queue", into="step_result", keep=1),
                 LogTrainStep(),
                 When(Every(cfg.checkpoint.save_every, "step"), [*drain, SaveCheckpoint()]),
@@ -116,7 +87,7 @@ def supervised_sections(
         *optional(show, SamplePrompts(into="samples_after", n=cfg.num_samples_to_show,
                                       max_tokens=cfg.sample_max_tokens), ShowSamples()),
     ]  # fmt: skip
-    return Sections(_client(cfg, start), _data(cfg, convert), train, finish)
+    return Sections([init_training_client(cfg, start)], _data(cfg, convert), train, finish)
 
 
 def supervised(
@@ -143,7 +114,7 @@ def supervised_flat(
                 ShuffleEpoch(seed=cfg.seed),
                 Loop("batch", "n_batches", "batch_idx", steps=True, body=[
                     GetBatch(batch_size=cfg.batch_size),
-                    _submit(cfg),
+                    submit_train_step(CrossEntropyLoss(), cfg.optimizer),
                     Await("step_queue", into="step_result"),
                     LogTrainStep(),
                     When(Every(cfg.checkpoint.save_every, "step"), [SaveCheckpoint()]),
