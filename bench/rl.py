@@ -194,8 +194,8 @@ def kitchen_side(s: StepSettings, serial: bool) -> dict[str, Any]:
             future.result()
         return future
 
-    def counted_response(self: Any, done: Any) -> Any:
-        out = respond(self, done)
+    def counted_response(self: Any, done: Any, *a: Any) -> Any:
+        out = respond(self, done, *a)
         lengths.completion.extend(len(seq.tokens) for seq in out.sequences)
         return out
 
@@ -206,7 +206,7 @@ def kitchen_side(s: StepSettings, serial: bool) -> dict[str, Any]:
         return batches
 
     LocalSamplingClient.sample = counted_sample  # type: ignore[method-assign]
-    LocalSamplingClient._response = counted_response  # type: ignore[method-assign]
+    LocalSamplingClient._response = counted_response  # type: ignore[method-assign,assignment]
     local_forward.plan_microbatches = counted_plan  # type: ignore[assignment]
     dtype = "float32" if serial else s.dtype
     phases = StagePhases(rl_phase)
@@ -288,10 +288,10 @@ def trl_side(s: StepSettings) -> dict[str, Any]:
     rows = arithmetic_prompts(s, tokenizer)
     lengths = Lengths()
 
-    def reward(completions: list[str], answer: list[str], **kw: Any) -> list[float]:
+    def reward(completions: list[str], answer: list[str], **kw: Any) -> list[float | None]:
         ids = kw["completion_ids"]
         stopped = [len(c) < s.max_tokens or c[-1] == tokenizer.eos_token_id for c in ids]
-        return arithmetic_reward(completions, answer, stopped)
+        return list(arithmetic_reward(completions, answer, stopped))
 
     seconds: list[float] = []
     cpu: list[float] = []

@@ -35,6 +35,17 @@ def backend(tmp_path_factory: pytest.TempPathFactory, private_model_cache: Path)
     engine.close()
 
 
+def take_grads(client: Any) -> dict[str, Any]:
+    """The LoRA client's accumulated gradients by name (copies), cleared from its parameters."""
+    from kitchen.adapters.local.lora import adapter_parameters
+
+    params = adapter_parameters(client.host.model, client.adapter)
+    out = {k: p.grad.detach().clone() for k, p in params.items() if p.grad is not None}
+    for p in params.values():
+        p.grad = None
+    return out
+
+
 def sft_datum(tokenizer: Any, text: str) -> types.Datum:
     """Next-token prediction on every token of `text`."""
     tokens = tokenizer.encode(text, add_special_tokens=False)

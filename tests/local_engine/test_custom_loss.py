@@ -10,10 +10,9 @@ import pytest
 import torch
 from tinker import types
 
-from kitchen.adapters.local import forward
-from kitchen.adapters.local.lora import adapter_parameters
+from kitchen.adapters.local import logprobs
 
-from .conftest import TEXTS, TINY, sft_datum
+from .conftest import TEXTS, TINY, sft_datum, take_grads
 
 
 def pair_loss(
@@ -24,14 +23,6 @@ def pair_loss(
     margin = sums[0::2] - sums[1::2]
     loss = -torch.nn.functional.logsigmoid(0.1 * margin).sum()
     return loss, {"margin": float(margin.detach().mean())}
-
-
-def grads(client: Any) -> dict[str, torch.Tensor]:
-    params = adapter_parameters(client.host.model, client.adapter)
-    out = {k: p.grad.detach().clone() for k, p in params.items() if p.grad is not None}
-    for p in params.values():
-        p.grad = None
-    return out
 
 
 def one_graph_grads(client: Any, data: list[types.Datum]) -> tuple[dict[str, torch.Tensor], float]:
@@ -45,7 +36,7 @@ def one_graph_grads(client: Any, data: list[types.Datum]) -> tuple[dict[str, tor
             per_datum.append(torch.log_softmax(logits, -1).gather(-1, targets[:, None])[:, 0])
         loss, _ = pair_loss(data, per_datum)
         loss.backward()
-    return grads(client), float(loss.detach())
+    return take_grads(client), float(loss.detach())
 
 
 def test_linearised_custom_loss_equals_one_graph(backend: Any, monkeypatch: Any) -> None:
@@ -53,14 +44,14 @@ def test_linearised_custom_loss_equals_one_graph(backend: Any, monkeypatch: Any)
     # Nudge B away from 0 so every LoRA factor gets a gradient.
     client.forward_backward([sft_datum(client.get_tokenizer(), TEXTS[0])], "cross_entropy")
     client.optim_step(types.AdamParams(learning_rate=1e-2)).result()
-    grads(client)
+    take_grads(client)
     data = [sft_datum(client.get_tokenizer(), t) for t in [*TEXTS, TEXTS[0][::-1]]]
     expected, expected_loss = one_graph_grads(client, data)
     # Tiny micro-batches and vocabulary chunks, so both splits are exercised.
-    monkeypatch.setattr(forward, "LOGIT_CHUNK_TOKENS", 5)
+    monkeypatch.setattr(logprobs, "LOGIT_CHUNK_TOKENS", 5)
     monkeypatch.setattr(backend, "settings", replace(backend.settings, microbatch_tokens=20))
     out = client.forward_backward_custom(data, pair_loss).result()
-    got = grads(client)
+    got = take_grads(client)
     assert out.metrics["loss:sum"] == pytest.approx(expected_loss, rel=1e-5)
     assert got.keys() == expected.keys() and got
     for key in expected:

@@ -15,10 +15,13 @@ from tinker import types
 
 from kitchen.adapters.local.batching import MicroBatch, plan_microbatches
 from kitchen.adapters.local.host import model_limits
+from kitchen.adapters.local.logprobs import TargetLogprobs
 from kitchen.adapters.local.losses import (
+    GRADIENT_GATE,
     OPTIONAL_INPUTS,
     REQUIRED_INPUTS,
     TOKEN_METRICS,
+    LossFn,
     clip_thresholds,
     loss_fn_named,
 )
@@ -26,61 +29,6 @@ from kitchen.engine.errors import BackendError
 from kitchen.ports import CustomLossFn
 
 OUTPUT_TYPE = "ArrayRecord"
-
-
-# Positions (rows x sequence) per vocabulary chunk: the [chunk, V] fp32 log-softmax is all that
-# exists at once (49k vocabulary: 100 MB at 512), never the whole [T, V].
-LOGIT_CHUNK_TOKENS = 512
-
-
-def target_logprobs(model: Any, tokens_BT: Any, targets: Any) -> Any:
-    """log p(target) at every position: [B, T] for targets [B, T], [B, T, K] for targets [B, T, K].
-
-    The decoder runs once; the unembedding and log-softmax run over chunks of the sequence, each
-    recomputed in backward (checkpointed) instead of kept, so no [B, T, V] tensor outlives a chunk.
-    """
-    import torch
-
-    causal_lm = model.get_base_model() if hasattr(model, "get_base_model") else model
-    decoder = causal_lm.get_decoder()
-    head = causal_lm.get_output_embeddings()
-    if decoder is None or head is None or _has_logit_transform(causal_lm.config):
-        return _chunk_logprobs(
-            lambda h: h, model(input_ids=tokens_BT, use_cache=False).logits, targets
-        )
-    hidden_BTH = decoder(input_ids=tokens_BT, use_cache=False).last_hidden_state
-    B, T = tokens_BT.shape
-    step = max(1, LOGIT_CHUNK_TOKENS // B)
-    chunks = []
-    for start in range(0, T, step):
-        h, t = hidden_BTH[:, start : start + step], targets[:, start : start + step]
-        if torch.is_grad_enabled():
-            from torch.utils.checkpoint import checkpoint
-
-            chunks.append(checkpoint(_chunk_logprobs, head, h, t, use_reentrant=False))
-        else:
-            chunks.append(_chunk_logprobs(head, h, t))
-    return torch.cat(chunks, dim=1)
-
-
-def _has_logit_transform(config: Any) -> bool:
-    """Models whose forward rescales or soft-caps logits after the head; they take the plain path."""
-    return bool(getattr(config, "final_logit_softcapping", None)) or bool(
-        getattr(config, "logit_scale", None)
-    )
-
-
-def _chunk_logprobs(head: Any, hidden: Any, targets: Any) -> Any:
-    import torch
-    import torch.nn.functional as F
-
-    logits = head(hidden).float()
-    if targets.dim() == 2:
-        B, T, V = logits.shape
-        # The fused op never materialises a separate log_softmax tensor.
-        nll = F.cross_entropy(logits.reshape(B * T, V), targets.reshape(-1), reduction="none")
-        return -nll.view(B, T)
-    return torch.log_softmax(logits, dim=-1).gather(-1, targets)
 
 
 def _config_floats(loss_fn_config: Mapping[str, Any] | None) -> dict[str, float]:
@@ -123,21 +71,21 @@ def run_builtin_loss(
     diagnostics = TOKEN_METRICS.get(loss_fn, {})
     sums, trained = dict.fromkeys(diagnostics, 0.0), 0.0
     for mb in batches:
+        mask = mb.inputs["_mask"]
         with torch.enable_grad() if backward else torch.inference_mode():
-            lp = target_logprobs(model, mb.tokens, mb.targets)
-            mask = mb.inputs["_mask"]
+            head = TargetLogprobs(model, mb.tokens, mb.targets)
+            lp = _train(head, loss_fn, fn, mb.inputs, config) if backward else head.values()
+            lp = lp.view(mb.targets.shape)
             if lp.dim() == 3:
                 mask = mask.unsqueeze(-1)
             loss = (fn(lp, mb.inputs, config) * mask).sum()
-            if backward:
-                loss.backward()
         loss_sum += float(loss.detach())
         if diagnostics:
             with torch.no_grad():
                 on = mask * (mb.inputs["logprobs"] != 0)  # sampled tokens: prompt q is 0
                 trained += float(on.sum())
                 for key, metric in diagnostics.items():
-                    sums[key] += float((metric(lp.detach(), mb.inputs, config) * on).sum())
+                    sums[key] += float((metric(lp, mb.inputs, config) * on).sum())
         _collect(outputs, mb, lp)
     means = {f"{k}:mean": v / trained for k, v in sums.items()} if trained else {}
     return _output(outputs, {"loss:sum": loss_sum, **means})
@@ -162,7 +110,8 @@ def run_custom_loss(
     outputs: list[np.ndarray | None] = [None] * len(data)
     with torch.no_grad():
         for mb in batches:
-            _collect(outputs, mb, target_logprobs(model, mb.tokens, mb.targets))
+            lp = TargetLogprobs(model, mb.tokens, mb.targets).values()
+            _collect(outputs, mb, lp.view(mb.targets.shape))
     leaves = [
         torch.tensor(o, device=_device(model), requires_grad=True) for o in outputs if o is not None
     ]
@@ -181,10 +130,38 @@ def run_custom_loss(
                 if leaf_grad is not None:  # None: the loss did not use this datum
                     grad[row, :n] = leaf_grad
             if grad.any():
-                target_logprobs(model, mb.tokens, mb.targets).backward(grad)
+                TargetLogprobs(model, mb.tokens, mb.targets).backprop_gradient(grad)
     return _output(
         outputs, {**{k: float(v) for k, v in metrics.items()}, "loss:sum": float(loss.detach())}
     )
+
+
+def _train(
+    head: TargetLogprobs,
+    loss_fn: str,
+    fn: LossFn,
+    inputs: dict[str, Any],
+    config: dict[str, float],
+) -> Any:
+    """Backpropagate the micro-batch's summed loss; its logprobs at every position, [N] or [N, K]."""
+    gate = GRADIENT_GATE.get(loss_fn)
+    if gate is None:
+        # The loss couples a row's positions (gspo's sequence ratio): linearise it at the values.
+        leaf = head.values().view(head.shape).requires_grad_()
+        (fn(leaf, inputs, config) * inputs["_mask"]).sum().backward()
+        head.backprop_gradient(leaf.grad)
+        return leaf.detach()
+    flat = {k: v.flatten(0, 1) for k, v in inputs.items()}
+
+    def loss_at(lp: Any, idx: Any) -> Any:
+        at = {k: v[idx] for k, v in flat.items()}
+        weight = at["_mask"].view(-1, *[1] * (lp.dim() - 1))
+        return (fn(lp, at, config) * weight).sum()
+
+    active_N = flat["_mask"] != 0
+    if gate != "_mask":
+        active_N &= flat[gate].reshape(active_N.shape[0], -1).ne(0).any(1)
+    return head.train(active_N, loss_at)
 
 
 def _device(model: Any) -> Any:

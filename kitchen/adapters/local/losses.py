@@ -159,6 +159,20 @@ OPTIONAL_INPUTS: dict[str, tuple[str, ...]] = {
 }
 
 
+# Per elementwise loss, the loss_fn_input whose zeros leave a position without a gradient (prompt
+# tokens: weight or advantage 0): the head is backpropagated only where it is nonzero. dro pulls
+# every position towards the sampler, so "_mask" (every real position). gspo is absent: its sequence
+# ratio couples a row's positions, so the engine linearises it instead (forward.py).
+GRADIENT_GATE: dict[str, str] = {
+    "cross_entropy": "weights",
+    "importance_sampling": "advantages",
+    "ppo": "advantages",
+    "cispo": "advantages",
+    "dro": "_mask",
+    "stable_reinforce": "sampled_mask",
+}
+
+
 def loss_fn_named(loss_fn: str) -> LossFn:
     """The loss function called `loss_fn`, or a BackendError listing the supported ones."""
     if loss_fn in LOSSES:

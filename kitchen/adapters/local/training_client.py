@@ -178,15 +178,31 @@ class LocalTrainingClient:
         if loss_fn == "stable_reinforce":
             data = with_sampler_logprobs(data, self.backend.stability)
         with self.host.use(self.adapter) as model:
-            return run_builtin_loss(
+            out = run_builtin_loss(
                 model, data, loss_fn, config, self.backend.settings.microbatch_tokens, backward
             )
+        if backward:
+            self._zero_missing_grads()
+        return out
+
+    def _zero_missing_grads(self) -> None:
+        """Positions without a gradient are skipped, so a batch with none (every advantage 0) leaves
+        no grad at all; it gets zeros, as a backward through the whole graph gave, so the next
+        optim_step still advances Adam's moments and state for every parameter."""
+        import torch
+
+        for group in self._optimizer.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    p.grad = torch.zeros_like(p)
 
     def _run_custom(
         self, data: list[types.Datum], loss_fn: CustomLossFn
     ) -> types.ForwardBackwardOutput:
         with self.host.use(self.adapter) as model:
-            return run_custom_loss(model, data, loss_fn, self.backend.settings.microbatch_tokens)
+            out = run_custom_loss(model, data, loss_fn, self.backend.settings.microbatch_tokens)
+        self._zero_missing_grads()
+        return out
 
     def _optim_step(self, adam_params: types.AdamParams) -> types.OptimStepResponse:
         with self.host.lock:

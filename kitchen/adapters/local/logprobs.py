@@ -1,0 +1,126 @@
+"""log p(target) from one decoder pass, the unembedding and log-softmax run a chunk of positions at a
+time, so no [B, T, V] tensor ever exists.
+
+With gradients, each chunk's head runs forward and backward at once (its logits are freed before
+the next chunk) and only the gradient of the final hidden states is kept; the decoder then runs its
+backward once. So the head costs one forward and one backward, never a recompute, and positions the
+loss does not train (prompt tokens: weight or advantage 0) cost only a head forward, without grad.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+# Positions per vocabulary chunk: the chunk's logits and fp32 log-softmax are all that exist at once
+# (49k vocabulary: about 300 MB at 512 with the tensors backward keeps), never a whole [T, V].
+LOGIT_CHUNK_TOKENS = 512
+
+# (logprobs at the positions idx_N, idx_N) -> the loss those positions contribute (a scalar).
+ChunkLoss = Callable[[Any, Any], Any]
+
+
+class TargetLogprobs:
+    """A micro-batch's decoder pass, run by the constructor (with grad if grad is enabled). Positions
+    are flattened to N = B * T; logprobs come back as [N] (or [N, K] for K targets per position)."""
+
+    def __init__(self, model: Any, tokens_BT: Any, targets: Any) -> None:
+        causal_lm = model.get_base_model() if hasattr(model, "get_base_model") else model
+        decoder = causal_lm.get_decoder()
+        head = causal_lm.get_output_embeddings()
+        if decoder is None or head is None or _has_logit_transform(causal_lm.config):
+            # The logits need more than the head: they are the "hidden states", the head is identity.
+            self.hidden_NH = model(input_ids=tokens_BT, use_cache=False).logits.flatten(0, 1)
+            self.head: Callable[[Any], Any] = lambda h: h
+        else:
+            hidden = decoder(input_ids=tokens_BT, use_cache=False).last_hidden_state
+            self.hidden_NH, self.head = hidden.flatten(0, 1), head
+        self.shape = targets.shape  # [B, T] or [B, T, K]
+        self.targets_N = targets.flatten(0, 1)
+        self.grad_NH: Any = None  # set by the first chunk that backpropagates
+
+    def values(self, idx_N: Any = None) -> Any:
+        """Logprobs at the positions `idx_N` (every position if None), without grad."""
+        import torch
+
+        idx_N = self._all() if idx_N is None else idx_N
+        with torch.no_grad():
+            return self._cat([self._logprobs(self.hidden_NH[c], c) for c in _chunks(idx_N)])
+
+    def backprop(self, idx_N: Any, loss_of: ChunkLoss) -> Any:
+        """Logprobs at `idx_N`; backpropagates `loss_of` of each chunk through the head now and
+        keeps the hidden states' gradient for `finish`."""
+        import torch
+
+        out = []
+        for c in _chunks(idx_N):
+            h = self.hidden_NH[c].detach().requires_grad_()
+            lp = self._logprobs(h, c)
+            loss = loss_of(lp, c)
+            if loss.requires_grad:
+                loss.backward()
+                if self.grad_NH is None:
+                    self.grad_NH = torch.zeros_like(self.hidden_NH)
+                self.grad_NH.index_copy_(0, c, h.grad)
+            out.append(lp.detach())
+        return self._cat(out)
+
+    def backprop_gradient(self, g: Any) -> None:
+        """Backpropagate sum(g * logprobs), g shaped as the targets: a loss linearised at these
+        logprobs (g its gradient with respect to them). Positions where g is 0 are skipped."""
+        g_N = g.flatten(0, 1)
+        on = g_N.reshape(g_N.shape[0], -1).ne(0).any(1).nonzero().squeeze(1)
+        self.backprop(on, lambda lp, c: (lp * g_N[c]).sum())
+        self.finish()
+
+    def finish(self) -> None:
+        """The decoder's backward, once, with the gradients `backprop` collected."""
+        if self.grad_NH is not None and self.hidden_NH.requires_grad:
+            self.hidden_NH.backward(self.grad_NH)
+
+    def train(self, active_N: Any, loss_of: ChunkLoss) -> Any:
+        """Logprobs at every position: backprop at the `active_N` ones (bool [N]), values elsewhere;
+        then finish."""
+        import torch
+
+        lp = torch.empty(self.targets_N.shape, device=self.targets_N.device)
+        on, off = active_N.nonzero().squeeze(1), (~active_N).nonzero().squeeze(1)
+        lp[on] = self.backprop(on, loss_of)
+        lp[off] = self.values(off)
+        self.finish()
+        return lp
+
+    def _logprobs(self, hidden: Any, idx: Any) -> Any:
+        import torch
+        import torch.nn.functional as F
+
+        logits = self.head(hidden).float()
+        targets = self.targets_N[idx]
+        if targets.dim() == 1:
+            # The fused op never materialises a separate log_softmax tensor.
+            return -F.cross_entropy(logits, targets, reduction="none")
+        return torch.log_softmax(logits, dim=-1).gather(-1, targets)
+
+    def _all(self) -> Any:
+        import torch
+
+        return torch.arange(self.targets_N.shape[0], device=self.targets_N.device)
+
+    def _cat(self, parts: list[Any]) -> Any:
+        import torch
+
+        if parts:
+            return torch.cat(parts)
+        return torch.empty((0, *self.targets_N.shape[1:]), device=self.targets_N.device)
+
+
+def _chunks(idx_N: Any) -> Iterator[Any]:
+    for start in range(0, idx_N.shape[0], LOGIT_CHUNK_TOKENS):
+        yield idx_N[start : start + LOGIT_CHUNK_TOKENS]
+
+
+def _has_logit_transform(config: Any) -> bool:
+    """Models whose forward rescales or soft-caps logits after the head; they take the plain path."""
+    return bool(getattr(config, "final_logit_softcapping", None)) or bool(
+        getattr(config, "logit_scale", None)
+    )

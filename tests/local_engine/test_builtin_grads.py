@@ -1,0 +1,83 @@
+"""Built-in losses backpropagate the head chunk by chunk and only where the loss has a gradient
+(logprobs.py): their gradients and outputs equal one graph over full logits, for every loss, across
+micro-batches and vocabulary chunks smaller than a datum."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from tinker import types
+
+from kitchen.adapters.local import logprobs
+from kitchen.adapters.local.forward import run_builtin_loss
+from kitchen.adapters.local.lora import adapter_parameters
+from kitchen.adapters.local.losses import LOSSES
+
+from .conftest import TINY, take_grads
+
+PROMPTS = [[5, 17, 42, 99, 7, 3, 11], [8, 9, 10], [21, 22, 23, 24, 25]]
+COMPLETIONS = [[123, 44, 9], [300, 2, 71, 5, 6], [12]]
+
+
+def rl_data(loss_fn: str) -> list[types.Datum]:
+    """Prompt positions carry weight / advantage 0 (as RL and SFT data do); completions do not."""
+    rng = np.random.default_rng(0)
+    data = []
+    for prompt, completion in zip(PROMPTS, COMPLETIONS, strict=True):
+        tokens = prompt + completion
+        n, p = len(tokens) - 1, len(prompt) - 1
+        sampled = np.zeros(n, np.float32)
+        sampled[p:] = 1.0
+        arrays: dict[str, np.ndarray] = {"target_tokens": np.asarray(tokens[1:], np.int64)}
+        if loss_fn == "cross_entropy":
+            arrays["weights"] = sampled
+        else:
+            arrays["logprobs"] = sampled * rng.uniform(-6.0, -4.0, n).astype(np.float32)
+            arrays["advantages"] = sampled * rng.normal(size=n).astype(np.float32)
+            arrays["sequence_ratio_mask" if loss_fn == "gspo" else "sampled_mask"] = sampled
+        data.append(
+            types.Datum(
+                model_input=types.ModelInput.from_ints(tokens[:-1]),
+                loss_fn_inputs={k: types.TensorData.from_numpy(v) for k, v in arrays.items()},
+            )
+        )
+    return data
+
+
+def one_graph(model: Any, data: list[types.Datum], loss_fn: str) -> tuple[float, list[Any]]:
+    """Full logits per datum, one graph, loss.backward(): the reference."""
+    total, outputs = torch.zeros(()), []
+    for d in data:
+        tokens = torch.tensor([d.model_input.to_ints()])
+        logits = model(input_ids=tokens, use_cache=False).logits.float()
+        inputs = {k: torch.from_numpy(v.to_numpy())[None] for k, v in d.loss_fn_inputs.items()}
+        targets = inputs.pop("target_tokens")
+        lp = torch.log_softmax(logits, -1).gather(-1, targets[..., None])[..., 0]
+        total = total + LOSSES[loss_fn](lp, inputs, {}).sum()
+        outputs.append(lp[0].detach().numpy())
+    total.backward()
+    return float(total.detach()), outputs
+
+
+@pytest.mark.parametrize("loss_fn", sorted(LOSSES))
+def test_builtin_gradients_equal_one_graph(backend: Any, monkeypatch: Any, loss_fn: str) -> None:
+    client = backend.create_lora_training_client(TINY, rank=4, seed=3)
+    data = rl_data(loss_fn)
+    with client.host.use(client.adapter) as model, torch.enable_grad():
+        for p in adapter_parameters(model, client.adapter).values():  # B = 0 gives A no gradient
+            p.data.normal_(0.0, 0.05)
+        want_loss, want_lp = one_graph(model, data, loss_fn)
+        want = take_grads(client)
+        monkeypatch.setattr(logprobs, "LOGIT_CHUNK_TOKENS", 3)
+        out = run_builtin_loss(model, data, loss_fn, None, microbatch_tokens=12, backward=True)
+    got = take_grads(client)
+    assert out.metrics["loss:sum"] == pytest.approx(want_loss, rel=1e-5, abs=1e-6)
+    for o, w in zip(out.loss_fn_outputs, want_lp, strict=True):
+        np.testing.assert_allclose(o["logprobs"].to_numpy(), w, atol=1e-5)
+    assert got.keys() == want.keys() and got
+    for key in want:  # fp32 sums in another order: 1e-4 of the tensor's largest entry
+        scale = float(want[key].abs().max())
+        torch.testing.assert_close(got[key], want[key], rtol=1e-4, atol=1e-4 * scale)
