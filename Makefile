@@ -48,7 +48,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check kitchen train_core cookbook tests bench examples
 
 typecheck: $(STAMP)
-	$(BIN)/mypy kitchen train_core cookbook
+	$(BIN)/mypy kitchen train_core cookbook bench
 
 pytest: $(STAMP)
 	$(BIN)/pytest

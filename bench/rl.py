@@ -102,7 +102,7 @@ class LatencySampler:
 def bench_concurrency(groups: int, group_size: int, latency: float) -> None:
     from cookbook.envs.arithmetic import ArithmeticEnvs
     from kitchen.adapters.fake.tokenizer import FakeTokenizer
-    from kitchen.workflows.reinforcement.rollout import make_policy
+    from kitchen.workflows.reinforcement.rollout import RolloutSampling
     from kitchen.workflows.reinforcement.stages import RLEnvContext
     from train_core.renderers import get_renderer
     from train_core.rl import do_batch_rollouts
@@ -114,7 +114,7 @@ def bench_concurrency(groups: int, group_size: int, latency: float) -> None:
     print(f"(a) {groups} groups x {group_size} envs, sampler latency {latency:.2f} s per call")
     for coalesce in (True, False):
         sampler = LatencySampler(latency)
-        policy = make_policy(sampler, max_tokens=8, temperature=1.0, coalesce=coalesce)
+        policy = RolloutSampling(max_tokens=8, coalesce=coalesce).policy(sampler, 0)
 
         async def batch(policy: Any = policy) -> float:
             t0 = time.perf_counter()

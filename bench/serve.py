@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -55,8 +56,12 @@ def per_call(
     times: tuple[list[float], list[float]] = ([], [])
     for _ in range(calls):
         for client, out in ((remote, times[0]), (local, times[1])):
-            out.append(timed(lambda c=client: c.forward_backward(data, "cross_entropy").result()))
+            out.append(timed(partial(_forward_backward, client, data)))
     return times
+
+
+def _forward_backward(client: Any, data: list[types.Datum]) -> object:
+    return client.forward_backward(data, "cross_entropy").result()
 
 
 def cpu_seconds(pid: int) -> float:

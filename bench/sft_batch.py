@@ -15,7 +15,10 @@ def sft_batch(n: int, length: int, seed: int, max_token: int = 1000) -> list[typ
     return [
         types.Datum(
             model_input=types.ModelInput.from_ints(r[:-1].tolist()),
-            loss_fn_inputs={"target_tokens": r[1:], "weights": np.ones(length, dtype=np.float32)},
+            loss_fn_inputs={
+                "target_tokens": types.TensorData.from_numpy(r[1:]),
+                "weights": types.TensorData.from_numpy(np.ones(length, dtype=np.float32)),
+            },
         )
         for r in rows
     ]
