@@ -117,6 +117,24 @@ def test_token_ids_outside_the_vocabulary_and_overlong_prompts_fail_with_the_rea
     long = types.ModelInput.from_ints([5] * sampler.host.max_context)
     with pytest.raises(BackendError, match="takes at most"):
         sampler.sample(long, 1, types.SamplingParams(max_tokens=2)).result()
+    longer = types.ModelInput.from_ints([5] * (sampler.host.max_context + 1))
+    with pytest.raises(BackendError, match="takes at most"):
+        sampler.sample(longer, 1, types.SamplingParams(max_tokens=1), True).result()
+
+
+def test_a_prompt_filling_the_context_is_scored_when_only_its_logprobs_are_asked_for(
+    sampler: Any,
+) -> None:
+    # The SDK's compute_logprobs: a 1-token sample with prompt logprobs (on-policy distillation's
+    # teacher scores students' answers that ran to the end of the context).
+    tokens = ([5, 17, 42, 99, 7, 300, 12] * 1000)[: sampler.host.max_context]
+    full = types.ModelInput.from_ints(tokens)
+    response = sampler.sample(full, 1, types.SamplingParams(max_tokens=1), True).result()
+    assert list(response.sequences[0].tokens) == []
+    scored = response.prompt_logprobs
+    assert scored is not None and len(scored) == len(tokens) and scored[0] is None
+    expected = sampler.compute_logprobs(full).result()
+    np.testing.assert_allclose(scored[1:], expected[1:], atol=1e-4)
 
 
 def test_a_cancelled_request_leaves_the_decode_batch_and_others_finish(sampler: Any) -> None:

@@ -76,7 +76,7 @@ class LocalSamplingClient:
                 else self._seeds.getrandbits(63)
             )
         try:
-            job = self._job(prompt, num_samples, sampling_params, seed)
+            job = self._job(prompt, num_samples, sampling_params, seed, include_prompt_logprobs)
         except BackendError as e:  # bad requests fail their future, as the SDK's do
             failed: Future[types.SampleResponse] = Future()
             failed.set_exception(e)
@@ -118,7 +118,12 @@ class LocalSamplingClient:
         return self.host.use_snapshot(self.snapshot) if self.snapshot else self.host.use(None)
 
     def _job(
-        self, prompt: types.ModelInput, num_samples: int, params: types.SamplingParams, seed: int
+        self,
+        prompt: types.ModelInput,
+        num_samples: int,
+        params: types.SamplingParams,
+        seed: int,
+        prompt_logprobs: bool = False,
     ) -> SampleJob:
         import torch
 
@@ -130,10 +135,14 @@ class LocalSamplingClient:
         check_token_ids(tokens, self.host.vocab_size, "sample: prompt")
         check_sampling_params(params)
         budget = self.host.max_context - len(tokens)
-        if budget < 1:
+        # A prompt that fills the context can still be scored: the SDK's compute_logprobs is a
+        # sample of max_tokens=1 with prompt logprobs, and on-policy distillation asks its teacher
+        # to score students' answers that ran to the end of the context. Nothing is sampled then.
+        if budget < 0 or (budget == 0 and not prompt_logprobs):
             raise BackendError(
                 f"sample: the prompt has {len(tokens)} tokens; {self.host.model_name} takes at "
-                f"most {self.host.max_context - 1} so one can be sampled"
+                f"most {self.host.max_context - 1} so one can be sampled "
+                f"({self.host.max_context} when only its logprobs are asked for)"
             )
         return SampleJob(
             key=(id(self.host), self.snapshot.snapshot_id if self.snapshot else None),
