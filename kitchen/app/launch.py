@@ -255,7 +255,7 @@ def run(
         hooks=hooks,
         ports={**default_ports(cfg), **(ports or {})},
         datasets=datasets,
-        settings=BackendSettings(seed=cfg.seed, base_url=cfg.base_url),
+        settings=BackendSettings(seed=cfg.seed, base_url=cfg.base_url, dtype=cfg.dtype),
         config=json.loads(cfg.model_dump_json()),
         recipe_name=rec.name,
         wandb=(cfg.wandb_project, cfg.wandb_name) if cfg.wandb_project else None,

@@ -84,7 +84,7 @@ class BackendSettings:
     log_dir: Path | None = None  # where local checkpoints live (`<log_dir>/checkpoints/`)
     seed: int = 0
     device: str = "auto"  # local engine: auto | cpu | cuda
-    dtype: str = "auto"  # local engine: auto (fp32 on CPU) | float32 | bfloat16
+    dtype: str = "auto"  # local engine: auto (bf16 autocast where native) | float32 | bfloat16
     base_url: str | None = None  # tinker: service address (else TINKER_BASE_URL / default)
     extra: dict[str, Any] = field(default_factory=dict)
 

@@ -32,7 +32,7 @@ ADDED = {
     "dpo": {"n_train_samples"},  # dpo had dataset_split already
 }
 # Fields every recipe gained since the recording (the trackers beside W&B).
-ADDED_EVERYWHERE = {"trackio_project", "neptune_project"}
+ADDED_EVERYWHERE = {"trackio_project", "neptune_project", "dtype"}
 # Fields that became aliases (config.ALIASES): the flag still parses, to its new meaning. code_rl's
 # num_rollouts set group_size; it is the seed system's rollout iterations, num_batches.
 NOW_ALIASES = {"code_rl": {"num_rollouts"}}

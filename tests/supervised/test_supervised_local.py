@@ -49,7 +49,9 @@ def test_each_recipe_runs_three_steps_on_the_tiny_model(recipe, tmp_path):
         "--no-progress",
         "--no-register",
     ]
-    if recipe != "sl_loop":
+    if recipe == "sl_loop":
+        args += ["--dtype", "float32"]  # the override reaches the engine and config.json
+    else:
         args += [
             "--test-dataset",
             test,
@@ -67,9 +69,17 @@ def test_each_recipe_runs_three_steps_on_the_tiny_model(recipe, tmp_path):
     ]
     assert [r["step"] for r in records if "train_mean_nll" in r] == [0, 1, 2]
     assert all(np.isfinite(r["train_mean_nll"]) for r in records if "train_mean_nll" in r)
-    # config.json says which dtype `--dtype auto` resolved to on this machine
+    # config.json says which dtype `--dtype auto` resolved to on this machine, or the one asked for
     config = json.loads((tmp_path / recipe / "config.json").read_text())
-    assert config["dtype"] in {"float32", "bfloat16"}
+    assert (
+        config["dtype"] == "float32"
+        if recipe == "sl_loop"
+        else config["dtype"]
+        in {
+            "float32",
+            "bfloat16",
+        }
+    )
 
 
 class KillAfter(BaseHook):

@@ -132,6 +132,11 @@ class TrainConfig(BaseModel):
     )
     backend: str = Field("local", description="Training backend: local | tinker | fake")
     base_url: str | None = Field(None, description="Tinker-compatible service URL (tinker backend)")
+    dtype: Literal["auto", "float32", "bfloat16"] = Field(
+        "auto",
+        description="Local engine compute dtype: auto = bf16 autocast (fp32 weights and Adam) where "
+        "the CPU or GPU has native bf16, else float32",
+    )
     log_path: str | None = Field(None, description="Run directory; default runs/<recipe>")
     seed: int = Field(0, description="Seed for data order, LoRA init and sampling")
     lora_rank: int = Field(
