@@ -3,16 +3,14 @@ logs.log. Files are appended and flushed per step, so a killed run loses nothing
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from kitchen.engine.errors import ConfigError, KitchenError
+from kitchen.engine.errors import ConfigError
+from kitchen.engine.files import replace_text
 from kitchen.engine.secrets import REDACTED, ScrubSecrets, redact, secret_values
 
 if TYPE_CHECKING:
@@ -21,34 +19,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("kitchen")
 
 IfExists = Literal["delete", "resume", "raise"]
-
-
-class RunDirError(KitchenError):
-    """A file of the run directory cannot be written (disk full, permissions): the run stops."""
-
-
-@contextlib.contextmanager
-def writing(path: Path) -> Iterator[None]:
-    """OSError while writing `path` -> one line naming the file and the reason."""
-    try:
-        yield
-    except OSError as e:
-        raise RunDirError(f"cannot write {path}: {e.strerror or e}") from e
-
-
-def replace_text(path: Path, text: str) -> None:
-    """Write `text` beside `path` and rename it into place: a kill or a full disk mid-write leaves
-    the old file whole."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    with writing(path):
-        try:
-            with tmp.open("w") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
 
 
 def prepare(log_dir: Path, if_exists: IfExists) -> bool:

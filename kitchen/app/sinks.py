@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kitchen.app.rundir import writing
+from kitchen.engine.files import writing
 from kitchen.engine.runner import BaseHook
 from kitchen.engine.stage import Metrics
 from kitchen.engine.state import BaseState

@@ -10,13 +10,13 @@ one with only intermediate records resumes as a run does (`Context.open_folder`)
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kitchen.engine.errors import ConfigError, StageError
+from kitchen.engine.files import replace_text
 from kitchen.engine.graph import Workflow
 from kitchen.engine.runner import Runner
 from kitchen.engine.stage import Context, Metrics, Resume
@@ -102,7 +102,7 @@ class RunSection:
         hooks: list[Any] = []
         if folder is not None and ctx.open_folder is not None:  # metrics.jsonl, --progress
             resume, hooks = ctx.open_folder(folder)
-            (folder / "plan.txt").write_text(workflow.render() + "\n")
+            replace_text(folder / "plan.txt", workflow.render() + "\n")
         backend = _Prefixed(ctx.backend, self.section)
         sub = Context(state=workflow.state(), backend=backend, datasets=ctx.datasets,
                       ports=ctx.ports, log_dir=folder, logger=ctx.logger, resume=resume,
@@ -117,7 +117,5 @@ class RunSection:
         results = getattr(result.state, "eval_results", {})
         summary = {f"{self.section}/{k}": v for k, v in results.items()}
         if folder is not None:
-            tmp = folder / ".results.json.tmp"
-            tmp.write_text(json.dumps(summary, default=float))
-            os.replace(tmp, folder / "results.json")
+            replace_text(folder / "results.json", json.dumps(summary, default=float))
         return summary
