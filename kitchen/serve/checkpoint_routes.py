@@ -97,7 +97,8 @@ def _external_weights_routes(app: FastAPI, service: Any) -> None:
 
     @app.get(external_weights.DOWNLOAD_PREFIX + "{export}/{relative:path}")
     async def download(request: Request, export: str, relative: str) -> Response:
-        expires = int(request.query_params.get("expires", "0") or 0)
+        expires_text = request.query_params.get("expires", "")
+        expires = int(expires_text) if expires_text.isdigit() else 0  # 0: refused as expired
         given = request.query_params.get("signature", "")
         expected = external_weights.signature(secret, request.url.path, expires)
         if not hmac.compare_digest(given, expected) or expires < time.time():

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import httpx
 import pytest
 import tinker
 from safetensors.torch import load_file
 
+from kitchen.serve.external_weights import DOWNLOAD_PREFIX
 from tests.tinker_backend.conftest import TEST_KEY, sft_datum
 
 from .hf_cache import LLAMA
@@ -54,6 +56,12 @@ def test_cookbook_downloads_external_and_training_weights(
         tinker_path=external_path, output_dir=str(tmp_path / "external"), base_url=url
     )
     _assert_same_tensors(Path(out), served_export)
+    # the download route needs no key, so a URL the server did not sign is refused, never a 500
+    file_url = f"{url}{DOWNLOAD_PREFIX}{served_export.name}/{ADAPTER}"
+    for query in ("", "?expires=9999999999&signature=00", "?expires=soon&signature=00"):
+        response = httpx.get(file_url + query)
+        assert response.status_code == 403, (query, response.text)
+        assert response.json()["detail"] == "download URL invalid or expired"
 
     out = weights.download(tinker_path=state_path, output_dir=str(tmp_path / "state"), base_url=url)
     _assert_same_tensors(Path(out), served_state)
