@@ -114,6 +114,7 @@ class LocalBackend:
             host = self._hosts.get(str(path))
             if host is None:
                 host = self._load(base_model, model_path=path)
+                host.freeze()
                 self._hosts[str(path)] = host
         return host
 
@@ -138,9 +139,11 @@ class LocalBackend:
         with host.lock:
             model = copy.deepcopy(host.base)
         model.requires_grad_(False)
-        return ModelHost(
+        frozen = ModelHost(
             host.model_name, host.model_path, model, host.tokenizer, host.autocast_dtype
         )
+        frozen.freeze()
+        return frozen
 
     def _from_state(self, path: str, with_optimizer: bool) -> LocalTrainingClient:
         folder = ckpt.parse_checkpoint_path(path)
@@ -176,4 +179,5 @@ class LocalBackend:
         else:  # a full fine-tuning state: base architecture + saved weights
             host = self._load(meta.base_model)
             ckpt.load_full_state(folder, host.base)
+        host.freeze()
         return self.sampling_client_for(host, None, model_path=str(folder))

@@ -1,0 +1,50 @@
+"""Frozen base weights cast once for autocast: the same numbers as autocast's own per-call cast."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from kitchen.adapters.local.host import ModelHost, cast_frozen_linears, load_host
+from kitchen.adapters.local.lora import LoraSpec, adapter_parameters, peft_config
+from kitchen.adapters.local.settings import EngineSettings
+from kitchen.ports import BackendSettings
+
+from .conftest import TINY
+
+
+def _host(tmp_path: Path, dtype: str) -> ModelHost:
+    settings = EngineSettings.from_backend_settings(BackendSettings(log_dir=tmp_path, dtype=dtype))
+    return load_host(TINY, settings)
+
+
+def test_cast_copies_give_autocasts_numbers_and_keep_fp32_masters(tmp_path: Path) -> None:
+    plain, cast = _host(tmp_path, "bfloat16"), _host(tmp_path, "bfloat16")
+    linears = sum(type(m) is torch.nn.Linear for m in cast.base.modules())
+    assert cast_frozen_linears(cast.base, torch.bfloat16) == linears > 0
+    spec = LoraSpec(rank=4)
+    for host in (plain, cast):
+        host.add_adapter("a", peft_config(host.base, spec), seed=3)
+        for p in adapter_parameters(host.model, "a").values():
+            assert p.dtype == torch.float32  # the adapters train in fp32 whatever the copies are
+            with torch.no_grad():
+                p.add_(0.01)  # B starts at 0: make the adapter count
+    tokens = torch.tensor([[1, 5, 9, 14, 3, 7, 2, 11]])
+    outs = []
+    for host in (plain, cast):
+        with host.use("a") as model, torch.no_grad():
+            outs.append(model(input_ids=tokens).logits)
+    torch.testing.assert_close(outs[0], outs[1], rtol=0, atol=0)
+    # fp32 weights still serve a call without autocast, and the tied embedding reads them.
+    assert all(p.dtype == torch.float32 for p in cast.base.parameters())
+    with torch.no_grad():
+        fp32 = cast.model(input_ids=tokens).logits
+    assert fp32.dtype == torch.float32
+    assert not torch.equal(fp32, outs[1].float())  # it really ran in another precision
+
+
+def test_trainable_linears_are_left_alone(tmp_path: Path) -> None:
+    host = _host(tmp_path, "bfloat16")
+    host.base.requires_grad_(True)
+    assert cast_frozen_linears(host.base, torch.bfloat16) == 0
