@@ -48,8 +48,6 @@ from typing import Any, cast
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-import numpy as np
-from tinker import types
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -73,37 +71,12 @@ MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"
 # (a) rollout concurrency against a fixed-latency sampler
 
 
-@dataclass
-class LatencySampler:
-    """Answers every sample() call after `latency` seconds; counts calls."""
-
-    latency: float
-    calls: list[int] = field(default_factory=list)
-
-    def sample(self, prompt: Any, num_samples: int, sampling_params: Any) -> Any:
-        self.calls.append(num_samples)
-
-        async def respond() -> types.SampleResponse:
-            await asyncio.sleep(self.latency)
-            seqs = [
-                types.SampledSequence(
-                    stop_reason="stop",
-                    sequence_id=f"s{i}",
-                    tokens_np=np.asarray([ord("7"), 258], dtype=np.int32),
-                    logprobs_np=np.asarray([-0.5, -0.1], dtype=np.float32),
-                )
-                for i in range(num_samples)
-            ]
-            return types.SampleResponse(sequences=seqs)
-
-        return respond()
-
-
 def bench_concurrency(groups: int, group_size: int, latency: float) -> None:
     from cookbook.envs.arithmetic import ArithmeticEnvs
     from kitchen.adapters.fake.tokenizer import FakeTokenizer
     from kitchen.workflows.reinforcement.rollout import RolloutSampling
     from kitchen.workflows.reinforcement.stages import RLEnvContext
+    from tests.rl_core.rl_core_fakes import LatencySampler  # the same scenario's test sampler
     from train_core.renderers import get_renderer
     from train_core.rl import do_batch_rollouts
 
@@ -161,6 +134,26 @@ class Lengths:
             "prompt_tokens": statistics.mean(self.prompt) if self.prompt else 0.0,
             "completion_tokens": statistics.mean(self.completion) if self.completion else 0.0,
         }
+
+
+def side_result(
+    seconds: list[float],
+    cpu: list[float],
+    steps: list[dict[str, float]],
+    tokens: dict[str, float],
+    dtype: str,
+    lengths: Lengths,
+) -> dict[str, Any]:
+    """What every side reports: seconds and CPU seconds per step, the median phases, the tokens
+    per step, the compute dtype and the mean prompt and completion lengths."""
+    return {
+        "seconds": seconds,
+        "cpu": cpu,
+        "phases": median_phases(steps, PHASES),
+        "tokens": tokens,
+        "dtype": dtype,
+        **lengths.means(),
+    }
 
 
 def rl_phase(stage: str) -> str:
@@ -232,14 +225,9 @@ def kitchen_side(s: StepSettings, serial: bool) -> dict[str, Any]:
         )
     counts = tokens.per_step(s.steps)
     counts["update_real"] = planned[0] / s.steps
-    return {
-        "seconds": phases.seconds,
-        "cpu": phases.cpu,
-        "phases": median_phases(phases.steps, PHASES),
-        "tokens": counts,
-        "dtype": backend.dtype_name,
-        **lengths.means(),
-    }
+    return side_result(
+        phases.seconds, phases.cpu, phases.steps, counts, backend.dtype_name, lengths
+    )
 
 
 def arithmetic_prompts(s: StepSettings, tokenizer: Any) -> list[dict[str, Any]]:
@@ -361,14 +349,7 @@ def trl_side(s: StepSettings) -> dict[str, Any]:
 
         trainer._generate = generate_counted  # type: ignore[method-assign]
         trainer.train()
-    return {
-        "seconds": seconds,
-        "cpu": cpu,
-        "phases": median_phases(steps, PHASES),
-        "tokens": tokens.per_step(s.steps),
-        "dtype": s.dtype,
-        **lengths.means(),
-    }
+    return side_result(seconds, cpu, steps, tokens.per_step(s.steps), s.dtype, lengths)
 
 
 def loop_side(s: StepSettings) -> dict[str, Any]:
@@ -437,14 +418,7 @@ def loop_side(s: StepSettings) -> dict[str, Any]:
         seconds.append(t3 - t0)
         cpu.append(time.process_time() - cpu0)
         steps.append({"sample": t1 - t0, "score": t2 - t1, "update": t3 - t2})
-    return {
-        "seconds": seconds,
-        "cpu": cpu,
-        "phases": median_phases(steps, PHASES),
-        "tokens": tokens.per_step(s.steps),
-        "dtype": s.dtype,
-        **lengths.means(),
-    }
+    return side_result(seconds, cpu, steps, tokens.per_step(s.steps), s.dtype, lengths)
 
 
 def autocast(s: StepSettings) -> Any:

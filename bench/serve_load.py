@@ -16,9 +16,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -90,26 +92,10 @@ def client_workload(
     return run
 
 
-def concurrently(
-    url: str,
-    clients: int,
-    *,
-    steps: int | None = None,
-    seconds: float | None = None,
-    api_key: str = KEY,
-) -> list[ClientRun]:
-    """`clients` workloads at once, one thread each (seeds 0..clients-1)."""
-    runs: list[ClientRun] = [ClientRun() for _ in range(clients)]
-
-    def work(i: int) -> None:
-        runs[i] = client_workload(url, i, steps=steps, seconds=seconds, api_key=api_key)
-
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return runs
+def concurrently(clients: int, workload: Callable[[int], ClientRun]) -> list[ClientRun]:
+    """`workload(i)` for clients i = 0..clients-1 at once, one thread each."""
+    with ThreadPoolExecutor(clients) as pool:
+        return list(pool.map(workload, range(clients)))
 
 
 def main() -> None:
@@ -144,7 +130,7 @@ def _measure(
 ) -> tuple[list[ClientRun], float, list[str], int]:
     """The loaded window, then each client alone for as many steps as it took in it."""
     start = time.perf_counter()
-    runs = concurrently(url, clients, seconds=seconds)
+    runs = concurrently(clients, partial(client_workload, url, seconds=seconds))
     wall = time.perf_counter() - start
     errors = [e for r in runs for e in r.errors]
     mismatched = 0

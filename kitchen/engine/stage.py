@@ -12,7 +12,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
 from kitchen.engine.errors import StageError
 from kitchen.engine.state import BaseState
@@ -36,6 +36,24 @@ class Stage(Protocol):
 def stage_ports(stage: Any) -> frozenset[str]:
     """Ports a stage needs ('backend', 'datasets', ...); optional attribute `ports`."""
     return frozenset(getattr(stage, "ports", frozenset()))
+
+
+class SourceToInto:
+    """Mixin of a stage that turns the state field named `source` into the one named `into`,
+    with the fixed fields `needs` (clients, renderer) read beside it. The dataclass declares
+    `source` and `into` with their defaults."""
+
+    source: str
+    into: str
+    needs: ClassVar[frozenset[str]] = frozenset()
+
+    @property
+    def reads(self) -> frozenset[str]:
+        return self.needs | {self.source}
+
+    @property
+    def writes(self) -> frozenset[str]:
+        return frozenset({self.into})
 
 
 @dataclass

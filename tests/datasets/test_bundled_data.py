@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import re
 import subprocess
@@ -25,6 +23,9 @@ from cookbook.datasets import (
 from kitchen.adapters.datasets import HFDatasetStore
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))  # the generator's package, as make_bundled_data.py has it
+from bundled_data.code import call_function, run_stdin  # noqa: E402
+
 SIGN_OFF = "Happy cooking!"
 
 
@@ -104,25 +105,12 @@ def test_math_steps_are_arithmetically_right(store: HFDatasetStore) -> None:
         assert row["answer"].rstrip().endswith(f"#### {out['answer']}")
 
 
-def run_stdin(program: str, stdin: str) -> str:
-    out = io.StringIO()
-    saved = sys.stdin
-    sys.stdin = io.StringIO(stdin)
-    try:
-        with contextlib.redirect_stdout(out):
-            exec(program, {"__name__": "__main__"})  # the bundled reference programs only
-    finally:
-        sys.stdin = saved
-    return out.getvalue()
-
-
 def passes(program: str, test: dict[str, Any]) -> bool:
+    """The converted test case passes, run as the generator ran the reference solutions."""
     if test["testtype"] == "stdin_stdout":
         return run_stdin(program, test["input"]).split() == test["output"].split()
-    namespace: dict[str, Any] = {}
-    exec(program, namespace)
     args = [json.loads(line) for line in test["input"].split("\n")]
-    return namespace[test["metadata"]["func_name"]](*args) == json.loads(test["output"])
+    return call_function(program, test["metadata"]["func_name"], args) == json.loads(test["output"])
 
 
 def test_code_reference_solutions_pass_and_tests_discriminate(store: HFDatasetStore) -> None:

@@ -13,6 +13,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from train_core.renderers.types import TrainOnWhat
+
 DATA = Path(__file__).parent / "data"
 TOKENIZER_JSON = DATA / "test_tokenizer.json"
 GOLDEN_JSON = DATA / "golden.json"
@@ -291,16 +293,6 @@ TOOLS: list[dict[str, Any]] = [
     {"name": "now", "description": "", "parameters": {"type": "object", "properties": {}}},
 ]
 
-TRAIN_ON_WHAT = [
-    "last_assistant_message",
-    "last_assistant_turn",
-    "all_assistant_messages",
-    "all_messages",
-    "all_tokens",
-    "all_user_and_system_messages",
-    "customized",
-]
-
 CORE_RENDERER_NAMES = [
     "role_colon",
     "llama3",
@@ -442,7 +434,7 @@ def run_case(
             for mi, ws in renderer.build_supervised_examples(plain, train_on_what=mode)
         ]
 
-    for mode in TRAIN_ON_WHAT:
+    for mode in TrainOnWhat:
         msgs = messages if mode == "customized" else plain
         case[f"supervised/{mode}"] = _outcome(partial(example, msgs, mode))
     for mode in ("last_assistant_turn", "all_assistant_messages"):

@@ -35,6 +35,17 @@ def clean_stdout(sandbox, program: str, limits: Limits = FAST) -> str:
     return result.stdout
 
 
+def try_each_path(targets: list[str], act: str) -> str:
+    """A program running statement `act` on each `path` of `targets`; an OSError prints DENIED."""
+    return (
+        f"for path in {targets!r}:\n"
+        "    try:\n"
+        f"        {act}\n"
+        "    except OSError as e:\n"
+        "        print('DENIED', path, type(e).__name__)\n"
+    )
+
+
 def test_cannot_read_host_files(sandbox, tmp_path):
     secret = tmp_path / "secret.txt"
     secret.write_text("hunter2-secret")
@@ -45,15 +56,9 @@ def test_cannot_read_host_files(sandbox, tmp_path):
         "/root/.bashrc",
         f"/proc/{os.getpid()}/environ",
     ]
-    program = (
-        "import sys\n"
-        f"for path in {targets!r}:\n"
-        "    try:\n"
-        "        print('READ', path, open(path).read()[:100])\n"
-        "    except OSError as e:\n"
-        "        print('DENIED', path, type(e).__name__)\n"
+    stdout = clean_stdout(
+        sandbox, try_each_path(targets, "print('READ', path, open(path).read()[:100])")
     )
-    stdout = clean_stdout(sandbox, program)
     assert "READ" not in stdout
     assert stdout.count("DENIED") == len(targets)
     # Graded as a solution whose expected answer is the secret, it fails, with the reason.
@@ -79,14 +84,9 @@ def test_cannot_write_outside_work_dir(sandbox, tmp_path):
         "/pwned",
     ]
     program = (
-        f"for path in {targets!r}:\n"
-        "    try:\n"
-        "        open(path, 'w').write('pwned')\n"
-        "        print('WROTE', path)\n"
-        "    except OSError as e:\n"
-        "        print('DENIED', path, type(e).__name__)\n"
-        "open('/tmp/inside.txt', 'w').write('fine')\n"  # the jail's own /tmp: allowed, thrown away
-        "print('TMP', open('/tmp/inside.txt').read())\n"
+        try_each_path(targets, "open(path, 'w').write('pwned'); print('WROTE', path)")
+        + "open('/tmp/inside.txt', 'w').write('fine')\n"  # the jail's own /tmp: allowed, thrown away
+        + "print('TMP', open('/tmp/inside.txt').read())\n"
     )
     stdout = clean_stdout(sandbox, program)
     assert "WROTE" not in stdout and "TMP fine" in stdout

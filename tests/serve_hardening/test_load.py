@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from functools import partial
 from pathlib import Path
 from types import ModuleType
 
@@ -29,7 +30,9 @@ def _bench() -> ModuleType:
 
 def test_eight_clients_at_once_fail_nothing_and_each_equals_its_solo_run(server: Server) -> None:
     bench = _bench()
-    loaded = bench.concurrently(server.url, CLIENTS, steps=STEPS, api_key=KEY)
+    loaded = bench.concurrently(
+        CLIENTS, partial(bench.client_workload, server.url, steps=STEPS, api_key=KEY)
+    )
     solo = [bench.client_workload(server.url, i, steps=STEPS, api_key=KEY) for i in range(CLIENTS)]
     errors = [e for r in [*loaded, *solo] for e in r.errors]
     assert not errors, errors

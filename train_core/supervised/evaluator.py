@@ -57,11 +57,8 @@ def evaluate_nll(
     name: str = "test",
     tokenizer: Any = None,
 ) -> dict[str, float]:
-    """Blocking: one forward over all datums, then the NLL metrics."""
-    if not data:
-        return {f"{name}/nll": float("nan")}
-    output = training_client.forward(list(data), "cross_entropy").result()
-    return nll_metrics(forward_logprobs(output), data, name, tokenizer)
+    """Blocking: evaluate_nll_async run to completion (outside any running event loop)."""
+    return asyncio.run(evaluate_nll_async(training_client, data, name, tokenizer))
 
 
 async def evaluate_nll_async(
@@ -70,7 +67,7 @@ async def evaluate_nll_async(
     name: str = "test",
     tokenizer: Any = None,
 ) -> dict[str, float]:
-    """Awaiting variant of evaluate_nll, for stages running in the event loop."""
+    """One forward over all datums, then the NLL metrics."""
     if not data:
         return {f"{name}/nll": float("nan")}
     output = await resolve_future(training_client.forward(list(data), "cross_entropy"))

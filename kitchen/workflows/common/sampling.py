@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from tinker import types
 
-from kitchen.engine.stage import Context, Metrics
+from kitchen.engine.stage import Context, Metrics, SourceToInto
 from train_core.evaluation.labels import content_text, prompt_and_reference
 
 
 @dataclass(frozen=True, kw_only=True)
-class SamplePrompts:
+class SamplePrompts(SourceToInto):
     """Greedy answers from the current weights to the first `n` conversations of `source`."""
 
     into: str
@@ -22,14 +22,7 @@ class SamplePrompts:
     temperature: float = 0.0
     source: str = "test_conversations"
     name: str = "sample_prompts"
-
-    @property
-    def reads(self) -> frozenset[str]:
-        return frozenset({"training_client", "renderer", self.source})
-
-    @property
-    def writes(self) -> frozenset[str]:
-        return frozenset({self.into})
+    needs: ClassVar[frozenset[str]] = frozenset({"training_client", "renderer"})
 
     async def __call__(self, ctx: Context[Any]) -> Metrics | None:
         items = (getattr(ctx.state, self.source) or [])[: self.n]

@@ -8,10 +8,10 @@ import dataclasses
 import json
 import zlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from kitchen.engine.errors import ConfigError, StageError
-from kitchen.engine.stage import Context, Metrics
+from kitchen.engine.stage import Context, Metrics, SourceToInto
 from kitchen.workflows.common.seeding import TEACHER_STREAM, SeededSampler
 from train_core.distillation.teacher import Teacher, TeacherSpec, same_tokenizer
 
@@ -106,7 +106,7 @@ class InitTeacher:
 
 
 @dataclass(frozen=True, kw_only=True)
-class LabelWithTeacher:
+class LabelWithTeacher(SourceToInto):
     """Create-data: the teacher's conversations for the prompts in `source`, into `into`
     (train_core.distillation.teacher_conversations). Written to `<log_dir>/<file_name>` too, and
     read back from there when it exists (a resumed run trains on the data it started with).
@@ -120,14 +120,7 @@ class LabelWithTeacher:
     seed: int = 0
     file_name: str = "teacher_data.jsonl"
     name: str = "label_with_teacher"
-
-    @property
-    def reads(self) -> frozenset[str]:
-        return frozenset({"teacher", self.source})
-
-    @property
-    def writes(self) -> frozenset[str]:
-        return frozenset({self.into})
+    needs: ClassVar[frozenset[str]] = frozenset({"teacher"})
 
     async def __call__(self, ctx: Context[Any]) -> Metrics | None:
         from train_core.distillation import teacher_conversations

@@ -14,7 +14,7 @@ from tinker import types
 
 from kitchen.engine.errors import DataError
 from kitchen.engine.futures import gather
-from kitchen.engine.stage import Context, Metrics
+from kitchen.engine.stage import Context, Metrics, SourceToInto
 from kitchen.workflows.preference.transcript import with_reference
 from train_core.preference import (
     Comparison,
@@ -101,21 +101,14 @@ class BuildPreferenceDataset:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ComputeReferenceLogprobs:
+class ComputeReferenceLogprobs(SourceToInto):
     """The reference's per-target logprobs of every datum in `source` (full sequences scored with
     compute_logprobs, submitted together), aligned with each datum's weights, into `into`."""
 
     source: str = "batch"
     into: str = "reference_logprobs"
     name: str = "compute_reference_logprobs"
-
-    @property
-    def reads(self) -> frozenset[str]:
-        return frozenset({"reference_client", self.source})
-
-    @property
-    def writes(self) -> frozenset[str]:
-        return frozenset({self.into})
+    needs: ClassVar[frozenset[str]] = frozenset({"reference_client"})
 
     async def __call__(self, ctx: Context[Any]) -> Metrics | None:
         data = getattr(ctx.state, self.source)
