@@ -63,17 +63,22 @@ class LocalBackend:
                 f"LoRA rank is {rank}; expected a positive rank, or 0 for full fine-tuning"
             )
         seed = self.settings.seed if seed is None else seed
-        if rank == 0:
-            host = self._load(base_model)  # private: full fine-tuning changes the base
-            lora = None
-        else:
-            host = self.shared_host(base_model)
+        lora = None
+        if rank > 0:
             lora = LoraSpec(
                 rank=rank, train_attn=train_attn, train_mlp=train_mlp, train_unembed=train_unembed
             )
-        client = LocalTrainingClient(self, host, lora, seed)
+        # On the compute thread: loading and wrapping a model run torch ops (see decode_batch.py).
+        client = self.decoder.run(lambda: self._training_client(base_model, lora, seed))
         self._clients.append(client)
         return client
+
+    def _training_client(
+        self, base_model: str, lora: LoraSpec | None, seed: int
+    ) -> LocalTrainingClient:
+        # Full fine-tuning (no LoRA) gets a private copy: it changes the base weights.
+        host = self.shared_host(base_model) if lora else self._load(base_model)
+        return LocalTrainingClient(self, host, lora, seed)
 
     def create_training_client_from_state(self, path: str) -> LocalTrainingClient:
         """A client rebuilt from a save_state folder: same model and LoRA, its weights, fresh optimizer."""
@@ -88,7 +93,7 @@ class LocalBackend:
     ) -> LocalSamplingClient:
         """A sampler on saved weights (`model_path`), or on the base model, adapters disabled."""
         if model_path is not None:
-            return self._sampler_from_path(model_path)
+            return self.decoder.run(lambda: self._sampler_from_path(model_path))
         if base_model is None:
             raise ConfigError("create_sampling_client needs model_path or base_model")
         return self.sampling_client_for(self.shared_host(base_model), None)
@@ -109,6 +114,9 @@ class LocalBackend:
 
     def shared_host(self, base_model: str) -> ModelHost:
         """The backend's one in-memory copy of `base_model` (loaded on first use)."""
+        return self.decoder.run(lambda: self._shared_host(base_model))
+
+    def _shared_host(self, base_model: str) -> ModelHost:
         path = resolve_model(base_model)
         with self._lock:
             host = self._hosts.get(str(path))

@@ -1,7 +1,7 @@
 """The local TrainingClient: one LoRA adapter on a shared base (rank > 0), or a private full copy of
 the model (rank 0: full fine-tuning), plus its AdamW state.
 
-Every call returns at once with a future; the work runs on this client's single worker thread in
+Every call returns at once with a future; the work runs on the backend's compute thread in
 submission order, so callers can queue forward_backward and optim_step for batch N+1 before
 awaiting batch N, as tinker-cookbook's loops do.
 """
@@ -9,8 +9,9 @@ awaiting batch N, as tinker-cookbook's loops do.
 from __future__ import annotations
 
 import itertools
+import threading
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, wait
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -53,7 +54,8 @@ class LocalTrainingClient:
         self.model_id = f"local-train-{next(_client_ids)}"
         self.adapter: str | None = None
         self.step = 0
-        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix=self.model_id)
+        self._queued: list[Future[Any]] = []  # submitted calls not yet seen done
+        self._queue_lock = threading.Lock()
         if lora is not None:
             self.adapter = self.model_id
             self._peft_config = peft_config(host.base, lora)
@@ -159,14 +161,23 @@ class LocalTrainingClient:
     def close(self, cancel_queued: bool = False) -> None:
         """Finish queued work (or, `cancel_queued`, only the running call), then free the adapter
         (LoRA) so the shared base stays lean."""
-        self._worker.shutdown(wait=True, cancel_futures=cancel_queued)
+        with self._queue_lock:
+            queued, self._queued = self._queued, []
+        if cancel_queued:
+            for future in queued:
+                future.cancel()  # the running call (if any) finishes
+        if not self.backend.decoder.on_thread():
+            wait(queued)
         if self.adapter is not None:
             self.host.remove_adapter(self.adapter)
 
     # -- work run on the worker thread ------------------------------------------------------------
 
     def _submit(self, fn: Callable[..., T], *args: Any) -> APIFuture[T]:
-        return APIFuture(self._worker.submit(fn, *args))
+        with self._queue_lock:
+            future = self.backend.decoder.submit_call(lambda: fn(*args))
+            self._queued = [f for f in self._queued if not f.done()] + [future]
+        return APIFuture(future)
 
     def _run_builtin(
         self,
