@@ -1,11 +1,18 @@
-"""Frozen base weights cast once for autocast: the same numbers as autocast's own per-call cast."""
+"""The bf16 engine's CPU paths: frozen base weights cast once (autocast's own numbers), attention in
+fp32, and sampled logprobs that still match a full forward pass."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import numpy as np
+import pytest
 import torch
+from tinker import types
 
+from kitchen.adapters.local.attention import NAME as FP32_ATTENTION
 from kitchen.adapters.local.host import ModelHost, cast_frozen_linears, load_host
 from kitchen.adapters.local.lora import LoraSpec, adapter_parameters, peft_config
 from kitchen.adapters.local.settings import EngineSettings
@@ -48,3 +55,29 @@ def test_trainable_linears_are_left_alone(tmp_path: Path) -> None:
     host = _host(tmp_path, "bfloat16")
     host.base.requires_grad_(True)
     assert cast_frozen_linears(host.base, torch.bfloat16) == 0
+
+
+@pytest.fixture(scope="module")
+def bf16_backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from kitchen.adapters.local import create_local_backend
+
+    log_dir = tmp_path_factory.mktemp("bf16")
+    engine = create_local_backend(BackendSettings(log_dir=log_dir, seed=0, dtype="bfloat16"))
+    yield engine
+    engine.close()
+
+
+def test_bf16_samples_score_like_a_full_forward_with_fp32_attention(bf16_backend: Any) -> None:
+    sampler = bf16_backend.create_sampling_client(base_model=TINY)
+    (host,) = bf16_backend.hosts()
+    assert host.base.config._attn_implementation == FP32_ATTENTION
+    params = types.SamplingParams(max_tokens=12, seed=5, stop=[])
+    prompts = [[5, 17, 42], [8, 9, 10, 11, 12, 13, 14, 15, 16]]  # two lengths: a padded batch
+    futures = [sampler.sample(types.ModelInput.from_ints(p), 3, params) for p in prompts]
+    for prompt, future in zip(prompts, futures, strict=True):
+        for seq in future.result().sequences:
+            full = sampler.compute_logprobs(types.ModelInput.from_ints(prompt + seq.tokens))
+            expected = np.asarray(full.result()[len(prompt) :], dtype=np.float64)
+            # Equal here (the tiny model's matmuls have one accumulation block); bf16 kernels that
+            # split the sum differently for other batch shapes may move the last bits.
+            np.testing.assert_allclose(seq.logprobs, expected, atol=1e-3)

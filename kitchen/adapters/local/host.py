@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kitchen.adapters.local.attention import use_fp32_attention
 from kitchen.adapters.local.lora import load_adapter_weights
 from kitchen.adapters.local.resolve import resolve_model
 from kitchen.adapters.local.settings import EngineSettings
@@ -219,6 +220,8 @@ def load_host(
     except Exception as e:
         raise BackendError(f"could not load model {model_name!r} from {path}: {e}") from e
     model = model.to(settings.device)
+    if settings.device == "cpu" and settings.autocast_dtype is not None:
+        use_fp32_attention(model)
     model.eval()  # no dropout: forward passes are deterministic
     model.requires_grad_(False)
     return ModelHost(model_name, Path(path), model, tokenizer, settings.autocast_dtype)
