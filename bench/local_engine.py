@@ -13,6 +13,9 @@ awaited one after another (one prompt per call).
 DPO memory: peak RSS of a fresh process running one forward_backward_custom of --dpo-pairs pairs of
 --dpo-seq tokens (a DPO loss; the reference logprobs are constants here).
 Each timing is the best of --repeats interleaved runs, by wall clock and by process CPU time.
+The plain loops load and run on the engine's compute thread (`backend.decoder.run`): every thread
+that runs torch gets its own OpenMP team, and a second team on a small machine slows both sides
+(libgomp stops spinning once teams outnumber the cores), which a standalone script never pays.
 """
 
 from __future__ import annotations
@@ -74,8 +77,6 @@ def make_batch(vocab: int, batch: int, seq: int, seed: int) -> np.ndarray:
 def bench_training(
     args: argparse.Namespace, backend: Any, tokens_BS: np.ndarray
 ) -> tuple[Pair, int]:
-    import contextlib
-
     adam = types.AdamParams(learning_rate=1e-4)
     data = [
         types.Datum(
@@ -96,7 +97,16 @@ def bench_training(
             fb.result()
             opt.result()
 
-    # The baseline: the loop a user would write by hand on the same model.
+    pair = _pair_on_engine_thread(
+        backend, engine_steps, lambda: _hand_loop(args, backend, tokens_BS), args.repeats
+    )
+    return pair, tokens_BS.shape[0] * (tokens_BS.shape[1] - 1) * args.steps
+
+
+def _hand_loop(args: argparse.Namespace, backend: Any, tokens_BS: np.ndarray) -> Callable[[], None]:
+    """The baseline: the loop a user would write by hand on the same model."""
+    import contextlib
+
     from peft import get_peft_model
     from transformers import AutoModelForCausalLM
 
@@ -124,10 +134,25 @@ def bench_training(
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
 
-    engine_steps()  # warm up allocators and kernels
-    baseline_steps()
-    tokens = tokens_BS.shape[0] * (tokens_BS.shape[1] - 1) * args.steps
-    return best_times(engine_steps, baseline_steps, args.repeats), tokens
+    return baseline_steps
+
+
+def _pair_on_engine_thread(
+    backend: Any,
+    engine: Callable[[], None],
+    make_plain: Callable[[], Callable[[], None]],
+    repeats: int,
+) -> Pair:
+    """Warm both up, then time them interleaved; the plain side is built and run on the engine's
+    compute thread so the process keeps one OpenMP team (see the module docstring)."""
+    plain = backend.decoder.run(make_plain)
+
+    def plain_on_thread() -> None:
+        backend.decoder.run(plain)
+
+    engine()  # warm up allocators and kernels
+    plain_on_thread()
+    return best_times(engine, plain_on_thread, repeats)
 
 
 def bench_sampling(args: argparse.Namespace, prompt: list[int]) -> tuple[Pair, int]:
@@ -143,6 +168,15 @@ def bench_sampling(args: argparse.Namespace, prompt: list[int]) -> tuple[Pair, i
         response = sampler.sample(model_input, args.num_samples, params).result()
         assert all(len(s.tokens) == args.new_tokens for s in response.sequences)
 
+    pair = _pair_on_engine_thread(
+        backend, engine_sample, lambda: _hf_generate(args, backend, prompt), args.repeats
+    )
+    backend.close()
+    return pair, args.num_samples * args.new_tokens
+
+
+def _hf_generate(args: argparse.Namespace, backend: Any, prompt: list[int]) -> Callable[[], None]:
+    """The baseline: `model.generate` on a second copy of the model."""
     from transformers import AutoModelForCausalLM
 
     settings = backend.settings
@@ -173,12 +207,7 @@ def bench_sampling(args: argparse.Namespace, prompt: list[int]) -> tuple[Pair, i
             )
         assert out.shape[1] == len(prompt) + args.new_tokens
 
-    engine_sample()  # warm up
-    generate_sample()
-    tokens = args.num_samples * args.new_tokens
-    pair = best_times(engine_sample, generate_sample, args.repeats)
-    backend.close()
-    return pair, tokens
+    return generate_sample
 
 
 def bench_concurrent_sampling(args: argparse.Namespace, prompts: list[list[int]]) -> Pair:
@@ -207,8 +236,6 @@ def bench_concurrent_sampling(args: argparse.Namespace, prompts: list[list[int]]
 
 def dpo_peak_rss(args: argparse.Namespace) -> None:
     """Run in a fresh process (--dpo-only): one DPO forward_backward_custom, then print peak RSS."""
-    import resource
-
     backend = create_local_backend(BackendSettings(seed=0, device=args.device))
     client = backend.create_lora_training_client(args.model, rank=args.rank)
     vocab = client.host.base.config.vocab_size
@@ -229,7 +256,9 @@ def dpo_peak_rss(args: argparse.Namespace) -> None:
     start = time.perf_counter()
     client.forward_backward_custom(data, dpo).result()
     seconds = time.perf_counter() - start
-    peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
+    from sides import peak_rss_kb
+
+    peak_gb = peak_rss_kb() / 1e6
     print(
         f"dpo       forward_backward_custom {args.dpo_pairs} pairs x {args.dpo_seq} tokens "
         f"({backend.dtype_name}): {seconds:.1f} s, peak RSS {peak_gb:.2f} GB (target <= 3)"

@@ -77,11 +77,25 @@ def machine() -> dict[str, Any]:
     return {"threads": torch.get_num_threads(), "load": os.getloadavg()[0], "cpus": os.cpu_count()}
 
 
+def peak_rss_kb() -> int:
+    """This process's peak RSS in KiB. Linux's ru_maxrss keeps the peak of the image before exec,
+    so a child of a big process would report its parent's; /proc's VmHWM is this image's own."""
+    import resource
+    from pathlib import Path
+
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
 def emit(result: dict[str, Any]) -> None:
     """Child side: the one line the parent reads."""
-    import resource
 
-    result["peak_rss_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    result["peak_rss_gb"] = peak_rss_kb() / 2**20
     result.update(machine())
     print("RESULT " + json.dumps(result), flush=True)
 
