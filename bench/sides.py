@@ -5,7 +5,9 @@ Every side (Kitchen, TRL, a hand-written loop) runs in its own child process, so
 another's memory, threads, caches or imported monkey-patches; the child prints one `RESULT {json}`
 line that the parent collects. `TokenCount` wraps the decoder's forward (SmolLM2 is a Llama) to
 count the tokens every pass pushes through the model, real (the attention mask's ones among the new
-positions) and padded (batch x length), split into passes with and without grad.
+positions) and padded (batch x length), split into passes with and without grad. Kitchen's real
+update tokens are its data's (its passes carry no mask); it runs a prefix that rows share once, so
+its padded count can be the smaller one.
 """
 
 from __future__ import annotations

@@ -3,7 +3,9 @@
 Sequences are right-padded; with a causal model padding after a sequence never changes its real
 positions, so no attention mask is needed (and SDPA keeps its fast causal path). Padded positions
 get target 0, weight 0, advantage 0, and `_mask` 0; every loss is multiplied by `_mask`.
-Data are sorted by length and packed up to `max_tokens` padded tokens per micro-batch.
+Data are sorted by length and packed up to `max_tokens` padded tokens per micro-batch. Rows that
+start with the same tokens (an RL group's samples of one prompt) form micro-batches of their own
+whose shared prefix the decoder runs once (logprobs.py), when that pushes fewer tokens through it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ from tinker import types
 
 from kitchen.engine.errors import BackendError
 
+# Rows sharing at least this many leading tokens may run them once; below it the saving is noise.
+MIN_SHARED_PREFIX = 16
+
 
 @dataclass
 class MicroBatch:
@@ -27,6 +32,7 @@ class MicroBatch:
     tokens: Any  # LongTensor [B, T]
     targets: Any  # LongTensor [B, T] or [B, T, K]
     inputs: dict[str, Any]  # name -> FloatTensor [B, T]; includes "_mask"
+    prefix: int = 0  # the first `prefix` tokens are the same in every row (0: none shared)
 
 
 def datum_tokens(datum: types.Datum, index: int) -> list[int]:
@@ -84,18 +90,56 @@ def plan_microbatches(
             check_token_ids(tokens, vocab_size, f"datum {i}: model_input")
             targets = _array(data[i], "target_tokens", i).reshape(-1).tolist()
             check_token_ids(targets, vocab_size, f"datum {i}: target_tokens")
-    order = sorted(range(len(data)), key=lambda i: -len(tokens_N[i]))
-    batches: list[list[int]] = []
+    shared = prefix_groups(tokens_N, max_tokens)
+    grouped = {i for rows, _ in shared for i in rows}
+    order = sorted(
+        (i for i in range(len(data)) if i not in grouped), key=lambda i: -len(tokens_N[i])
+    )
+    batches: list[tuple[list[int], int]] = []
     for i in order:
         # Sorted longest first, so the first row of a batch sets its padded length.
-        if batches and (len(batches[-1]) + 1) * len(tokens_N[batches[-1][0]]) <= max_tokens:
-            batches[-1].append(i)
+        if batches and (len(batches[-1][0]) + 1) * len(tokens_N[batches[-1][0][0]]) <= max_tokens:
+            batches[-1][0].append(i)
         else:
-            batches.append([i])
+            batches.append(([i], 0))
     return [
-        _pack(data, tokens_N, rows, input_keys, optional_keys, fill_values, device)
-        for rows in batches
+        _pack(data, tokens_N, rows, input_keys, optional_keys, fill_values, device, prefix)
+        for rows, prefix in [*shared, *batches]
     ]
+
+
+def prefix_groups(tokens_N: list[list[int]], max_tokens: int) -> list[tuple[list[int], int]]:
+    """(rows, shared prefix length) of the rows worth running as shared-prefix micro-batches:
+    neighbours in sorted order sharing >= MIN_SHARED_PREFIX tokens, grown while the group fits in
+    `max_tokens` and costs fewer tokens (prefix once + every row's padded rest) than the rows alone.
+    Every row keeps at least one token of its own."""
+    groups: list[tuple[list[int], int]] = []
+    rows: list[int] = []
+    prefix = 0
+    for i in sorted(range(len(tokens_N)), key=lambda i: tokens_N[i]):
+        if rows:
+            candidate = [*rows, i]
+            lengths = [len(tokens_N[r]) for r in candidate]
+            common = min(prefix, _common_prefix(tokens_N[rows[0]], tokens_N[i]), min(lengths) - 1)
+            cost = common + len(candidate) * (max(lengths) - common)
+            if common >= MIN_SHARED_PREFIX and cost <= min(max_tokens, sum(lengths)):
+                rows, prefix = candidate, common
+                continue
+            if len(rows) > 1:
+                groups.append((rows, prefix))
+        rows, prefix = [i], len(tokens_N[i])
+    if len(rows) > 1:
+        groups.append((rows, prefix))
+    return groups
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 def _pack(
@@ -106,6 +150,7 @@ def _pack(
     optional_keys: Sequence[str],
     fill_values: Mapping[str, float],
     device: Any,
+    prefix: int = 0,
 ) -> MicroBatch:
     import torch
 
@@ -152,6 +197,7 @@ def _pack(
         tokens=torch.from_numpy(tokens_BT).to(device),
         targets=torch.from_numpy(targets).to(device),
         inputs=inputs,
+        prefix=prefix,
     )
 
 

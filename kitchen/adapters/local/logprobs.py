@@ -5,6 +5,10 @@ With gradients, each chunk's head runs forward and backward at once (its logits 
 the next chunk) and only the gradient of the final hidden states is kept; the decoder then runs its
 backward once. So the head costs one forward and one backward, never a recompute, and positions the
 loss does not train (prompt tokens: weight or advantage 0) cost only a head forward, without grad.
+
+Rows that start with the same tokens (an RL group's samples of one prompt, a DPO pair's prompt) run
+that shared prefix through the decoder once: its keys and values are repeated for every row, the
+rows' own tokens attend to them, and backward sums the rows' gradients into the one prefix pass.
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ class TargetLogprobs:
     """A micro-batch's decoder pass, run by the constructor (with grad if grad is enabled). Positions
     are flattened to N = B * T; logprobs come back as [N] (or [N, K] for K targets per position)."""
 
-    def __init__(self, model: Any, tokens_BT: Any, targets: Any) -> None:
+    def __init__(self, model: Any, tokens_BT: Any, targets: Any, prefix: int = 0) -> None:
+        """`prefix`: the first `prefix` tokens are the same in every row (0: nothing shared)."""
         causal_lm = model.get_base_model() if hasattr(model, "get_base_model") else model
         decoder = causal_lm.get_decoder()
         head = causal_lm.get_output_embeddings()
@@ -33,7 +38,7 @@ class TargetLogprobs:
             self.hidden_NH = model(input_ids=tokens_BT, use_cache=False).logits.flatten(0, 1)
             self.head: Callable[[Any], Any] = lambda h: h
         else:
-            hidden = decoder(input_ids=tokens_BT, use_cache=False).last_hidden_state
+            hidden = _decode(decoder, tokens_BT, prefix)
             self.hidden_NH, self.head = hidden.flatten(0, 1), head
         self.shape = targets.shape  # [B, T] or [B, T, K]
         self.targets_N = targets.flatten(0, 1)
@@ -112,6 +117,24 @@ class TargetLogprobs:
         if parts:
             return torch.cat(parts)
         return torch.empty((0, *self.targets_N.shape[1:]), device=self.targets_N.device)
+
+
+def _decode(decoder: Any, tokens_BT: Any, prefix: int) -> Any:
+    """Final hidden states [B, T, H]; a shared prefix runs once, its cache repeated for each row."""
+    import torch
+
+    if prefix <= 0:
+        return decoder(input_ids=tokens_BT, use_cache=False).last_hidden_state
+    rows, length = tokens_BT.shape
+    shared = decoder(input_ids=tokens_BT[:1, :prefix], use_cache=True)
+    cache = shared.past_key_values
+    cache.batch_repeat_interleave(rows)
+    positions = torch.arange(prefix, length, device=tokens_BT.device).expand(rows, -1)
+    # Right padding needs no mask: a causal row never attends to the positions after it.
+    own = decoder(
+        input_ids=tokens_BT[:, prefix:], past_key_values=cache, position_ids=positions
+    ).last_hidden_state
+    return torch.cat([shared.last_hidden_state.expand(rows, -1, -1), own], dim=1)
 
 
 def _chunks(idx_N: Any) -> Iterator[Any]:

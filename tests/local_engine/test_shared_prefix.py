@@ -1,0 +1,106 @@
+"""Rows that share a prefix (an RL group's samples of one prompt) run it through the decoder once:
+logprobs and gradients still equal one graph over every row's full logits."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from tinker import types
+
+from kitchen.adapters.local import batching
+from kitchen.adapters.local.forward import run_builtin_loss, run_custom_loss
+from kitchen.adapters.local.lora import adapter_parameters
+
+from .conftest import TINY, take_grads
+from .test_builtin_grads import one_graph
+
+PROMPT = list(range(30, 50))  # 20 tokens: above MIN_SHARED_PREFIX
+GROUPS = [
+    (PROMPT, [[123, 44, 9], [300, 2, 71, 5, 6], [12, 13]]),
+    ([*PROMPT[:17], 7, 7, 7], [[1, 2], [3, 4, 5]]),  # shares 17 tokens with the first prompt
+    ([5, 17, 42], [[99, 98]]),  # nothing shared
+]
+
+
+def group_data(loss_fn: str) -> list[types.Datum]:
+    rng = np.random.default_rng(1)
+    data = []
+    for prompt, completions in GROUPS:
+        for completion in completions:
+            tokens = prompt + completion
+            n, p = len(tokens) - 1, len(prompt) - 1
+            sampled = np.zeros(n, np.float32)
+            sampled[p:] = 1.0
+            arrays = {"target_tokens": np.asarray(tokens[1:], np.int64)}
+            if loss_fn == "cross_entropy":
+                arrays["weights"] = sampled
+            else:
+                arrays["logprobs"] = sampled * rng.uniform(-6.0, -4.0, n).astype(np.float32)
+                arrays["advantages"] = sampled * rng.normal(size=n).astype(np.float32)
+            data.append(
+                types.Datum(
+                    model_input=types.ModelInput.from_ints(tokens[:-1]),
+                    loss_fn_inputs={k: types.TensorData.from_numpy(v) for k, v in arrays.items()},
+                )
+            )
+    return data
+
+
+def test_groups_take_rows_that_share_a_prefix_when_it_saves_tokens() -> None:
+    tokens_N = [d.model_input.to_ints() for d in group_data("cross_entropy")]
+    groups = batching.prefix_groups(tokens_N, max_tokens=512)
+    assert sorted(sorted(rows) for rows, _ in groups) == [[0, 1, 2, 3, 4]]
+    assert groups[0][1] == 17  # the two prompts' common part
+    assert batching.prefix_groups(tokens_N, max_tokens=40) != groups  # the budget splits them
+    assert not batching.prefix_groups([[1] * 40, [1] * 20 + [2] * 100], 512)  # padding costs more
+
+
+@pytest.mark.parametrize("loss_fn", ["cross_entropy", "importance_sampling", "ppo"])
+def test_shared_prefix_gradients_equal_one_graph(backend: Any, loss_fn: str) -> None:
+    client = backend.create_lora_training_client(TINY, rank=4, seed=5)
+    data = group_data(loss_fn)
+    with client.host.use(client.adapter) as model, torch.enable_grad():
+        for p in adapter_parameters(model, client.adapter).values():  # B = 0 gives A no gradient
+            p.data.normal_(0.0, 0.05)
+        want_loss, want_lp = one_graph(model, data, loss_fn)
+        want = take_grads(client)
+        out = run_builtin_loss(model, data, loss_fn, None, microbatch_tokens=512, backward=True)
+    got = take_grads(client)
+    assert out.metrics["loss:sum"] == pytest.approx(want_loss, rel=1e-5, abs=1e-6)
+    for o, w in zip(out.loss_fn_outputs, want_lp, strict=True):
+        np.testing.assert_allclose(o["logprobs"].to_numpy(), w, atol=1e-5)
+    assert got.keys() == want.keys() and got
+    for key in want:
+        scale = float(want[key].abs().max())
+        torch.testing.assert_close(got[key], want[key], rtol=1e-4, atol=1e-4 * scale)
+
+
+def test_shared_prefix_custom_loss_equals_unshared(backend: Any, monkeypatch: Any) -> None:
+    client = backend.create_lora_training_client(TINY, rank=4, seed=6)
+    data = group_data("cross_entropy")
+    weights = [torch.linspace(-1.0, 1.0, len(d.model_input.to_ints())) for d in data]
+
+    def loss(_: list[types.Datum], lps: list[torch.Tensor]) -> tuple[Any, dict[str, float]]:
+        return sum((w * lp).sum() for w, lp in zip(weights, lps, strict=True)), {}
+
+    results = []
+    for min_shared in (batching.MIN_SHARED_PREFIX, 10**9):  # shared, then never shared
+        monkeypatch.setattr(batching, "MIN_SHARED_PREFIX", min_shared)
+        with client.host.use(client.adapter) as model, torch.enable_grad():
+            if not results:
+                for p in adapter_parameters(model, client.adapter).values():
+                    p.data.normal_(0.0, 0.05)
+            out = run_custom_loss(model, data, loss, microbatch_tokens=512)
+        results.append((out, take_grads(client)))
+    (shared, shared_grads), (plain, plain_grads) = results
+    for a, b in zip(shared.loss_fn_outputs, plain.loss_fn_outputs, strict=True):
+        np.testing.assert_allclose(a["logprobs"].to_numpy(), b["logprobs"].to_numpy(), atol=1e-5)
+    assert shared_grads.keys() == plain_grads.keys() and shared_grads
+    for key in plain_grads:
+        scale = float(plain_grads[key].abs().max())
+        torch.testing.assert_close(
+            shared_grads[key], plain_grads[key], rtol=1e-4, atol=1e-4 * scale
+        )
