@@ -65,18 +65,27 @@ def one_graph(model: Any, data: list[types.Datum], loss_fn: str) -> tuple[float,
 @pytest.mark.parametrize("loss_fn", sorted(LOSSES))
 def test_builtin_gradients_equal_one_graph(backend: Any, monkeypatch: Any, loss_fn: str) -> None:
     client = backend.create_lora_training_client(TINY, rank=4, seed=3)
-    data = rl_data(loss_fn)
+    monkeypatch.setattr(logprobs, "LOGIT_CHUNK_TOKENS", 3)
+    assert_builtin_equals_one_graph(client, rl_data(loss_fn), loss_fn, microbatch_tokens=12)
+
+
+def assert_builtin_equals_one_graph(
+    client: Any, data: list[types.Datum], loss_fn: str, microbatch_tokens: int
+) -> None:
+    """The engine's loss, logprobs and LoRA gradients equal `one_graph`'s (adapter randomised)."""
     with client.host.use(client.adapter) as model, torch.enable_grad():
         for p in adapter_parameters(model, client.adapter).values():  # B = 0 gives A no gradient
             p.data.normal_(0.0, 0.05)
         want_loss, want_lp = one_graph(model, data, loss_fn)
         want = take_grads(client)
-        monkeypatch.setattr(logprobs, "LOGIT_CHUNK_TOKENS", 3)
-        out = run_builtin_loss(model, data, loss_fn, None, microbatch_tokens=12, backward=True)
-    got = take_grads(client)
+        out = run_builtin_loss(model, data, loss_fn, None, microbatch_tokens, backward=True)
     assert out.metrics["loss:sum"] == pytest.approx(want_loss, rel=1e-5, abs=1e-6)
     for o, w in zip(out.loss_fn_outputs, want_lp, strict=True):
         np.testing.assert_allclose(o["logprobs"].to_numpy(), w, atol=1e-5)
+    assert_grads_close(take_grads(client), want)
+
+
+def assert_grads_close(got: dict[str, Any], want: dict[str, Any]) -> None:
     assert got.keys() == want.keys() and got
     for key in want:  # fp32 sums in another order: 1e-4 of the tensor's largest entry
         scale = float(want[key].abs().max())

@@ -11,11 +11,11 @@ import torch
 from tinker import types
 
 from kitchen.adapters.local import batching
-from kitchen.adapters.local.forward import run_builtin_loss, run_custom_loss
+from kitchen.adapters.local.forward import run_custom_loss
 from kitchen.adapters.local.lora import adapter_parameters
 
 from .conftest import TINY, take_grads
-from .test_builtin_grads import one_graph
+from .test_builtin_grads import assert_builtin_equals_one_graph, assert_grads_close
 
 PROMPT = list(range(30, 50))  # 20 tokens: above MIN_SHARED_PREFIX
 GROUPS = [
@@ -61,21 +61,7 @@ def test_groups_take_rows_that_share_a_prefix_when_it_saves_tokens() -> None:
 @pytest.mark.parametrize("loss_fn", ["cross_entropy", "importance_sampling", "ppo"])
 def test_shared_prefix_gradients_equal_one_graph(backend: Any, loss_fn: str) -> None:
     client = backend.create_lora_training_client(TINY, rank=4, seed=5)
-    data = group_data(loss_fn)
-    with client.host.use(client.adapter) as model, torch.enable_grad():
-        for p in adapter_parameters(model, client.adapter).values():  # B = 0 gives A no gradient
-            p.data.normal_(0.0, 0.05)
-        want_loss, want_lp = one_graph(model, data, loss_fn)
-        want = take_grads(client)
-        out = run_builtin_loss(model, data, loss_fn, None, microbatch_tokens=512, backward=True)
-    got = take_grads(client)
-    assert out.metrics["loss:sum"] == pytest.approx(want_loss, rel=1e-5, abs=1e-6)
-    for o, w in zip(out.loss_fn_outputs, want_lp, strict=True):
-        np.testing.assert_allclose(o["logprobs"].to_numpy(), w, atol=1e-5)
-    assert got.keys() == want.keys() and got
-    for key in want:
-        scale = float(want[key].abs().max())
-        torch.testing.assert_close(got[key], want[key], rtol=1e-4, atol=1e-4 * scale)
+    assert_builtin_equals_one_graph(client, group_data(loss_fn), loss_fn, microbatch_tokens=512)
 
 
 def test_shared_prefix_custom_loss_equals_unshared(backend: Any, monkeypatch: Any) -> None:
@@ -98,9 +84,4 @@ def test_shared_prefix_custom_loss_equals_unshared(backend: Any, monkeypatch: An
     (shared, shared_grads), (plain, plain_grads) = results
     for a, b in zip(shared.loss_fn_outputs, plain.loss_fn_outputs, strict=True):
         np.testing.assert_allclose(a["logprobs"].to_numpy(), b["logprobs"].to_numpy(), atol=1e-5)
-    assert shared_grads.keys() == plain_grads.keys() and shared_grads
-    for key in plain_grads:
-        scale = float(plain_grads[key].abs().max())
-        torch.testing.assert_close(
-            shared_grads[key], plain_grads[key], rtol=1e-4, atol=1e-4 * scale
-        )
+    assert_grads_close(shared_grads, plain_grads)
