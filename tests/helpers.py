@@ -6,8 +6,24 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+
+@contextmanager
+def local_backend(log_dir: Path, dtype: str = "float32") -> Iterator[Any]:
+    """A local engine writing under `log_dir`, seed 0, closed on exit. fp32 by default: "auto"
+    picks bf16 on CPUs with bf16 units, and most engine tests check exact numerics."""
+    from kitchen.adapters.local import create_local_backend
+    from kitchen.ports import BackendSettings
+
+    engine = create_local_backend(BackendSettings(log_dir=log_dir, seed=0, dtype=dtype))
+    try:
+        yield engine
+    finally:
+        engine.close()
 
 
 def modules_loaded_by(code: str, candidates: tuple[str, ...]) -> list[str]:

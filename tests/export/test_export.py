@@ -11,7 +11,7 @@ import pytest
 from tinker import types
 
 from kitchen.engine.errors import ConfigError
-from kitchen.ports import BackendSettings
+from tests.helpers import local_backend
 
 TINY = "kitchen/tiny-llama"
 SMOLLM2 = "HuggingFaceTB/SmolLM2-135M-Instruct"
@@ -20,12 +20,8 @@ TEXT = "The kitchen opens before sunrise, when the ovens are still cold."
 
 @pytest.fixture(scope="module")
 def backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from kitchen.adapters.local import create_local_backend
-
-    log_dir = tmp_path_factory.mktemp("run")
-    engine = create_local_backend(BackendSettings(log_dir=log_dir, seed=0, dtype="float32"))
-    yield engine
-    engine.close()
+    with local_backend(tmp_path_factory.mktemp("run")) as engine:
+        yield engine
 
 
 def trained_sampler_folder(backend: Any, rank: int, name: str, model: str = TINY) -> str:

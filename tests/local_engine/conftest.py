@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from tinker import types
 
-from kitchen.ports import BackendSettings
+from tests.helpers import local_backend
 
 TINY = "kitchen/tiny-llama"
 
@@ -26,13 +26,8 @@ def private_model_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pa
 
 @pytest.fixture(scope="package")
 def backend(tmp_path_factory: pytest.TempPathFactory, private_model_cache: Path) -> Iterator[Any]:
-    from kitchen.adapters.local import create_local_backend
-
-    log_dir = tmp_path_factory.mktemp("run")
-    # fp32 pinned: "auto" picks bf16 on CPUs with bf16 units, and these tests check exact numerics.
-    engine = create_local_backend(BackendSettings(log_dir=log_dir, seed=0, dtype="float32"))
-    yield engine
-    engine.close()
+    with local_backend(tmp_path_factory.mktemp("run")) as engine:
+        yield engine
 
 
 def take_grads(client: Any) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from kitchen.adapters.local.host import ModelHost, cast_frozen_linears, load_hos
 from kitchen.adapters.local.lora import LoraSpec, adapter_parameters, peft_config
 from kitchen.adapters.local.settings import EngineSettings
 from kitchen.ports import BackendSettings
+from tests.helpers import local_backend
 
 from .conftest import TINY
 
@@ -59,12 +60,8 @@ def test_trainable_linears_are_left_alone(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def bf16_backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from kitchen.adapters.local import create_local_backend
-
-    log_dir = tmp_path_factory.mktemp("bf16")
-    engine = create_local_backend(BackendSettings(log_dir=log_dir, seed=0, dtype="bfloat16"))
-    yield engine
-    engine.close()
+    with local_backend(tmp_path_factory.mktemp("bf16"), "bfloat16") as engine:
+        yield engine
 
 
 def test_bf16_samples_score_like_a_full_forward_with_fp32_attention(bf16_backend: Any) -> None:
