@@ -18,8 +18,7 @@ Each side runs in a fresh process (bench/sides.py); a step's time excludes model
 first step is warm-up. Printed per side: s/step (wall and CPU), reference / update seconds, the real
 and padded tokens pushed through the model per step (update = passes with grad), torch threads, the
 load average and peak RSS; and the mean prompt and response tokens of the data. Kitchen's phases
-are the engine's own work: the reference (decode thread) and the update (training thread) run
-concurrently, so they can sum to more than the step ("other" goes negative).
+are the engine's own work on its one compute thread: the reference scoring and the update.
 
 The earlier version reported TRL at 87 s a step and 7.7 GB: TRL ran in fp32 against Kitchen's bf16
 autocast, at a load near 8 on 2 cores, padding 16 sequences to the longest in one pass (activations
