@@ -37,20 +37,29 @@ class TargetLogprobs:
             # The logits need more than the head: they are the "hidden states", the head is identity.
             self.hidden_NH = model(input_ids=tokens_BT, use_cache=False).logits.flatten(0, 1)
             self.head: Callable[[Any], Any] = lambda h: h
+            prefix = 0
         else:
             hidden = _decode(decoder, tokens_BT, prefix)
             self.hidden_NH, self.head = hidden.flatten(0, 1), head
         self.shape = targets.shape  # [B, T] or [B, T, K]
         self.targets_N = targets.flatten(0, 1)
         self.grad_NH: Any = None  # set by the first chunk that backpropagates
+        self.prefix = prefix
 
     def values(self, idx_N: Any = None) -> Any:
         """Logprobs at the positions `idx_N` (every position if None), without grad."""
         import torch
 
         idx_N = self._all() if idx_N is None else idx_N
+        inverse = None
+        if self.prefix > 1:
+            # Before the last shared token every row has row 0's hidden state and target: score once.
+            position_N = idx_N % self.shape[1]
+            shared_N = torch.where(position_N < self.prefix - 1, position_N, idx_N)
+            idx_N, inverse = torch.unique(shared_N, return_inverse=True)
         with torch.no_grad():
-            return self._cat([self._logprobs(self.hidden_NH[c], c) for c in _chunks(idx_N)])
+            lp = self._cat([self._logprobs(self.hidden_NH[c], c) for c in _chunks(idx_N)])
+        return lp if inverse is None else lp[inverse]
 
     def backprop(self, idx_N: Any, loss_of: ChunkLoss) -> Any:
         """Logprobs at `idx_N`; backpropagates `loss_of` of each chunk through the head now and
