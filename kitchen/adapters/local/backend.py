@@ -77,7 +77,7 @@ class LocalBackend:
         self, base_model: str, lora: LoraSpec | None, seed: int
     ) -> LocalTrainingClient:
         # Full fine-tuning (no LoRA) gets a private copy: it changes the base weights.
-        host = self.shared_host(base_model) if lora else self._load(base_model)
+        host = self._load(base_model) if lora is None else self.shared_host(base_model)
         return LocalTrainingClient(self, host, lora, seed)
 
     def create_training_client_from_state(self, path: str) -> LocalTrainingClient:

@@ -66,8 +66,8 @@ class EngineSettings:
                 f"device {device!r} is not supported by the local engine; expected auto, cpu or cuda"
             )
         if settings.dtype == "auto":
-            # bf16 autocast is fast on GPUs and on CPUs with bf16 units (a LoRA SFT step of SmolLM2
-            # on Zen 5: 1.77 vs 3.79 s); without them the CPU emulates bf16 and fp32 is faster.
+            # bf16 autocast is fast on GPUs and on CPUs with bf16 units (LoRA SFT of SmolLM2 on a
+            # 2-core Zen 5: 1.54x fp32's tokens/s); without them the CPU emulates bf16 and fp32 wins.
             native = device != "cpu" or cpu_has_native_bf16()
             dtype_name = "bfloat16" if native else "float32"
         elif settings.dtype in _DTYPES:

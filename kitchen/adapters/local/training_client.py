@@ -171,7 +171,7 @@ class LocalTrainingClient:
         if self.adapter is not None:
             self.host.remove_adapter(self.adapter)
 
-    # -- work run on the worker thread ------------------------------------------------------------
+    # -- work run on the backend's compute thread --------------------------------------------------
 
     def _submit(self, fn: Callable[..., T], *args: Any) -> APIFuture[T]:
         with self._queue_lock:
