@@ -72,13 +72,13 @@ def test_shared_prefix_custom_loss_equals_unshared(backend: Any, monkeypatch: An
     def loss(_: list[types.Datum], lps: list[torch.Tensor]) -> tuple[Any, dict[str, float]]:
         return sum((w * lp).sum() for w, lp in zip(weights, lps, strict=True)), {}
 
-    results = []
+    results, generator = [], torch.Generator().manual_seed(0)
     for min_shared in (batching.MIN_SHARED_PREFIX, 10**9):  # shared, then never shared
         monkeypatch.setattr(batching, "MIN_SHARED_PREFIX", min_shared)
         with client.host.use(client.adapter) as model, torch.enable_grad():
             if not results:
                 for p in adapter_parameters(model, client.adapter).values():
-                    p.data.normal_(0.0, 0.05)
+                    p.data.normal_(0.0, 0.05, generator=generator)
             out = run_custom_loss(model, data, loss, microbatch_tokens=512)
         results.append((out, take_grads(client)))
     (shared, shared_grads), (plain, plain_grads) = results
