@@ -78,3 +78,41 @@ def test_bf16_samples_score_like_a_full_forward_with_fp32_attention(bf16_backend
             # Equal here (the tiny model's matmuls have one accumulation block); bf16 kernels that
             # split the sum differently for other batch shapes may move the last bits.
             np.testing.assert_allclose(seq.logprobs, expected, atol=1e-3)
+
+
+def test_a_bf16_lora_snapshot_samples_with_the_adapter_merged(bf16_backend: Any) -> None:
+    """Under autocast a snapshot decodes with W + delta merged into one bf16 copy (host.py): its
+    logprobs are as close to the fp32 base + adapter as the unmerged bf16 adapter's, and far from
+    the base's."""
+    client = bf16_backend.create_lora_training_client(TINY, rank=4, seed=1)
+    generator = torch.Generator().manual_seed(0)
+    for p in adapter_parameters(client.host.model, client.adapter).values():
+        p.data.normal_(0.0, 0.1, generator=generator)  # B = 0 would merge nothing
+    sampler = client.save_weights_and_get_sampling_client("merged")
+    prompt = [5, 17, 42, 99, 7]
+    params = types.SamplingParams(max_tokens=10, seed=2, stop=[])
+    sample = sampler.sample(types.ModelInput.from_ints(prompt), 1, params).result().sequences[0]
+    tokens = prompt + list(sample.tokens)
+    merged = np.asarray(sampler.compute_logprobs(types.ModelInput.from_ints(tokens)).result()[1:])
+    np.testing.assert_allclose(sample.logprobs, merged[len(prompt) - 1 :], atol=1e-3)
+
+    def logprobs(adapter: str | None, autocast: bool) -> Any:
+        with (
+            client.host.use(adapter) as model,
+            torch.no_grad(),
+            torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast),
+        ):
+            logits = model(input_ids=torch.tensor([tokens])).logits[0, :-1].float()
+        targets = torch.tensor(tokens[1:])[:, None]
+        return torch.log_softmax(logits, -1).gather(-1, targets)[:, 0].numpy()
+
+    truth, unmerged, base = bf16_backend.decoder.run(
+        lambda: (
+            logprobs(client.adapter, False),
+            logprobs(client.adapter, True),
+            logprobs(None, False),
+        )
+    )
+    merged_error, unmerged_error = np.abs(merged - truth).mean(), np.abs(unmerged - truth).mean()
+    assert merged_error < 2 * unmerged_error + 1e-3
+    assert merged_error < 0.05 * np.abs(base - truth).mean()

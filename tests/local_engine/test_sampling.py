@@ -196,3 +196,22 @@ def test_snapshot_can_be_awaited_from_an_event_loop(backend: Any) -> None:
 
     response = asyncio.run(snapshot_and_sample())
     assert [len(s.tokens) for s in response.sequences] == [3, 3]
+
+
+def test_drawn_tokens_follow_the_distribution_and_never_take_a_zero(monkeypatch: Any) -> None:
+    import torch
+
+    from kitchen.adapters.local.sampling import draw_tokens
+
+    probs_V = torch.tensor([0.5, 0.0, 0.3, 0.2, 0.0])
+    generator = torch.Generator().manual_seed(0)
+    drawn = torch.cat([draw_tokens(probs_V.expand(1000, -1), generator) for _ in range(20)])
+    counts = torch.bincount(drawn, minlength=5).double() / len(drawn)
+    sigma = (probs_V.double() * (1 - probs_V.double()) / len(drawn)).sqrt()
+    assert counts[1] == 0 and counts[4] == 0
+    assert ((counts - probs_V.double()).abs() <= 5 * sigma + 1e-12).all(), counts
+    again = draw_tokens(probs_V.expand(1000, -1), torch.Generator().manual_seed(0))
+    assert torch.equal(again, drawn[:1000])  # a request's seed fixes its tokens
+    # u * total rounding up to the total takes the last token that has probability, not the end.
+    monkeypatch.setattr(torch, "rand", lambda shape, **kw: torch.ones(shape, dtype=kw["dtype"]))
+    assert draw_tokens(probs_V[None], generator).tolist() == [3]

@@ -26,6 +26,7 @@ from kitchen.adapters.local.settings import EngineSettings
 from kitchen.engine.errors import BackendError
 
 _snapshot_ids = itertools.count(1)
+_BASE = "\0base"  # ModelHost._active while every adapter is disabled
 
 
 @dataclass(frozen=True)
@@ -59,9 +60,11 @@ class ModelHost:
         self.tokenizer = tokenizer
         self.lock = threading.RLock()
         self._peft: Any = None
-        self._active: str | None = None  # adapter peft has active now
+        self._active: str | None = None  # adapter peft has active now (_BASE: none; None: unknown)
         self._slots: dict[str, str] = {}  # LoRA config signature -> sampler slot adapter name
         self._slot_owner: dict[str, int] = {}  # slot -> snapshot_id loaded in it
+        self._merged_weights: dict[Any, Any] = {}  # base Linear -> buffer of its merged weight
+        self._merged: tuple[int, dict[Any, Any]] | None = None  # snapshot_id -> merged forwards
 
     @property
     def model(self) -> Any:
@@ -119,23 +122,36 @@ class ModelHost:
                 self.device.type, dtype=self.autocast_dtype, enabled=self.autocast_dtype is not None
             ),
         ):
-            if adapter is None:
-                if self._peft is None:
-                    yield self.base
-                else:
-                    with self._peft.disable_adapter():
-                        yield self._peft
-                return
             if self._peft is None:
-                raise BackendError(f"adapter {adapter!r} does not exist on {self.model_name}")
-            if self._active != adapter:
-                self._peft.set_adapter(adapter)
-                self._active = adapter
+                if adapter is not None:
+                    raise BackendError(f"adapter {adapter!r} does not exist on {self.model_name}")
+                yield self.base
+                return
+            # Only a change of adapter goes through peft: its disable_adapter() context re-reads
+            # the whole model's status (module reprs included) on every entry, which made a
+            # 32-row SmolLM2 decode step on the base weights take 164 ms instead of 87.
+            want = _BASE if adapter is None else adapter
+            if self._active != want:
+                if self._active is None and self._peft.peft_config:
+                    # After add or remove, peft's active adapter may be one that is gone.
+                    self._peft.set_adapter(adapter or next(iter(self._peft.peft_config)))
+                if adapter is None:
+                    self._peft.base_model.disable_adapter_layers()
+                else:
+                    if self._active in (_BASE, None):
+                        self._peft.base_model.enable_adapter_layers()
+                    self._peft.set_adapter(adapter)
+                self._active = want
             yield self._peft
 
     @contextmanager
     def use_snapshot(self, snapshot: LoraSnapshot) -> Iterator[Any]:
-        """Hold the lock with `snapshot`'s weights active (copied into a sampler slot if not there)."""
+        """Hold the lock with `snapshot`'s weights active (copied into a sampler slot if not there).
+
+        Under autocast the snapshot computes with merged weights instead: one copy of base + LoRA
+        delta in the compute dtype, built once per snapshot, so a decode step runs no LoRA ops (a
+        32-row SmolLM2 step with rank-32 adapters: 109 -> 73 ms; the merge costs about 120 ms). Rounding W + delta to bf16 moves
+        the sampler's logprobs by bf16 noise, as the unmerged bf16 path does (docs/adapters.md)."""
         with self.lock:
             signature = json.dumps(
                 [
@@ -153,8 +169,52 @@ class ModelHost:
             if self._slot_owner.get(slot) != snapshot.snapshot_id:
                 load_adapter_weights(self._peft, slot, snapshot.tensors)
                 self._slot_owner[slot] = snapshot.snapshot_id
-            with self.use(slot) as model:
+            forwards = self._merged_forwards(slot, snapshot.snapshot_id)
+            if forwards is None:
+                with self.use(slot) as model:
+                    yield model
+                return
+            with self.use(None) as model, _forwards_swapped(forwards):
                 yield model
+
+    def _merged_forwards(self, slot: str, snapshot_id: int) -> dict[Any, Any] | None:
+        """Forwards computing with `slot`'s delta merged into its base Linears (None: not merged:
+        fp32 hosts, where a merged copy would cost the model's size again for little, or adapters
+        other than plain LoRA on Linear layers)."""
+        import functools
+
+        import torch
+        from peft.tuners.lora import Linear as LoraLinear
+
+        if self.autocast_dtype is None:
+            return None
+        if self._merged is not None and self._merged[0] == snapshot_id:
+            return self._merged[1]
+        layers = [m for m in self._peft.modules() if isinstance(m, LoraLinear) and slot in m.lora_A]
+        if any(
+            m.use_dora.get(slot)
+            or m.fan_in_fan_out
+            or type(m.get_base_layer()) is not torch.nn.Linear
+            for m in layers
+        ):
+            return None
+        forwards = {}
+        with torch.no_grad():
+            for layer in layers:
+                base: Any = layer.get_base_layer()
+                merged = self._merged_weights.get(base)
+                if merged is None:
+                    merged = self._merged_weights[base] = torch.empty_like(
+                        base.weight, dtype=self.autocast_dtype
+                    )
+                a: Any = layer.lora_A[slot].weight
+                b: Any = layer.lora_B[slot].weight
+                # W + scale * B @ A summed in fp32, rounded once
+                merged.copy_(torch.addmm(base.weight, b, a, alpha=layer.scaling[slot]))
+                bias = None if base.bias is None else base.bias.detach().to(self.autocast_dtype)
+                forwards[base] = functools.partial(_merged_linear, merged, bias)
+        self._merged = (snapshot_id, forwards)
+        return forwards
 
 
 def cast_frozen_linears(model: Any, dtype: Any) -> int:
@@ -195,6 +255,28 @@ def _compute_linear(module: Any, weight: Any, bias: Any, x: Any) -> Any:
     ):
         return F.linear(x, weight, bias)
     return F.linear(x, module.weight, module.bias)  # an fp32 call (autocast off) stays fp32
+
+
+def _merged_linear(weight: Any, bias: Any, x: Any) -> Any:
+    import torch.nn.functional as F
+
+    return F.linear(x, weight, bias)
+
+
+@contextmanager
+def _forwards_swapped(forwards: dict[Any, Any]) -> Iterator[None]:
+    """Modules compute with the given forwards, then get their own back."""
+    saved = {m: m.__dict__.get("forward") for m in forwards}
+    for module, forward in forwards.items():
+        module.forward = forward
+    try:
+        yield
+    finally:
+        for module, forward in saved.items():
+            if forward is None:
+                del module.forward
+            else:
+                module.forward = forward
 
 
 def model_limits(model: Any) -> tuple[int, int]:
