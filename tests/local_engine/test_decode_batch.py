@@ -4,6 +4,7 @@ max_tokens, and its logprobs equal a full forward pass over prompt + sample."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -72,3 +73,20 @@ def test_compute_logprobs_runs_between_decode_steps(backend: Any) -> None:
     expected = full_forward_logprobs(backend, PROMPTS[0])
     np.testing.assert_allclose(scored[1:], expected, atol=1e-5)
     assert len(long.result().sequences) == 4
+
+
+def test_prompts_arriving_together_are_prefilled_in_one_padded_forward(backend: Any) -> None:
+    sampler = backend.create_sampling_client(base_model=TINY)
+    prompts = PROMPTS[:4]  # four lengths: left padding and masked positions in one forward
+    gate = threading.Event()
+    blocker = backend.decoder.submit_call(gate.wait)  # the requests queue up behind it
+    before = backend.decoder.prefills
+    params = types.SamplingParams(max_tokens=5, stop=[], seed=3)
+    futures = [sampler.sample(types.ModelInput.from_ints(p), 2, params) for p in prompts]
+    gate.set()
+    blocker.result()
+    for prompt, future in zip(prompts, futures, strict=True):
+        for seq in future.result().sequences:
+            expected = full_forward_logprobs(backend, prompt + seq.tokens)[len(prompt) - 1 :]
+            np.testing.assert_allclose(seq.logprobs, expected, atol=1e-4)
+    assert backend.decoder.prefills - before == 1
