@@ -13,9 +13,10 @@
     autocast where the CPU has bf16 units, as the engine chooses):
       kitchen              rl_basic on the local engine (it also adapts lm_head: ~1% more FLOPs)
       kitchen-fp32-serial  the same, emulating the old engine: fp32, one prompt per sample call,
-                           each call awaited before the next (no shared decode batch); it keeps
-                           today's compute thread and shared-prefix training, so it is faster
-                           than the old engine was
+                           each call awaited before the next (no shared decode batch, no
+                           batched prefill; fp32 keeps the adapters unmerged); it keeps today's
+                           compute thread, shared-prefix training and token draw, so it is
+                           faster than the old engine was
       trl                  TRL's GRPOTrainer, one generation batch of G*N per optimizer step,
                            no gradient checkpointing, no reference model
       loop                 the limit: HF generate + reward + one policy-gradient forward/backward
