@@ -113,6 +113,11 @@ def test_a_bf16_lora_snapshot_samples_with_the_adapter_merged(bf16_backend: Any)
             logprobs(None, False),
         )
     )
+    # One scoring pass of a snapshot never sampled builds no merge: it runs the adapter unmerged.
+    other = client.save_weights_and_get_sampling_client("same-weights")
+    scored = np.asarray(other.compute_logprobs(types.ModelInput.from_ints(tokens)).result()[1:])
+    np.testing.assert_allclose(scored, unmerged, atol=1e-6)
+    assert np.abs(merged - unmerged).max() > 1e-4  # the two paths really differ
     merged_error, unmerged_error = np.abs(merged - truth).mean(), np.abs(unmerged - truth).mean()
     assert merged_error < 2 * unmerged_error + 1e-3
     assert merged_error < 0.05 * np.abs(base - truth).mean()

@@ -145,13 +145,15 @@ class ModelHost:
             yield self._peft
 
     @contextmanager
-    def use_snapshot(self, snapshot: LoraSnapshot) -> Iterator[Any]:
+    def use_snapshot(self, snapshot: LoraSnapshot, merge: bool = True) -> Iterator[Any]:
         """Hold the lock with `snapshot`'s weights active (copied into a sampler slot if not there).
 
-        Under autocast the snapshot computes with merged weights instead: one copy of base + LoRA
-        delta in the compute dtype, built once per snapshot, so a decode step runs no LoRA ops (a
-        32-row SmolLM2 step with rank-32 adapters: 109 -> 73 ms; the merge costs about 120 ms). Rounding W + delta to bf16 moves
-        the sampler's logprobs by bf16 noise, as the unmerged bf16 path does (docs/adapters.md)."""
+        Under autocast a snapshot decodes with merged weights: one copy of base + LoRA delta in the
+        compute dtype, so a decode step runs no adapter ops (a 32-row SmolLM2 step with rank-32
+        adapters: 109 -> 73 ms). The merge costs about 120 ms, repaid within a few decode steps but
+        not by one scoring pass: with `merge` False (compute_logprobs) the merged copy is used only
+        if it already holds this snapshot. W + delta rounded to bf16 is as close to the fp32 model
+        as the unmerged bf16 adapter (docs/adapters.md)."""
         with self.lock:
             signature = json.dumps(
                 [
@@ -169,7 +171,7 @@ class ModelHost:
             if self._slot_owner.get(slot) != snapshot.snapshot_id:
                 load_adapter_weights(self._peft, slot, snapshot.tensors)
                 self._slot_owner[slot] = snapshot.snapshot_id
-            forwards = self._merged_forwards(slot, snapshot.snapshot_id)
+            forwards = self._merged_forwards(slot, snapshot.snapshot_id, build=merge)
             if forwards is None:
                 with self.use(slot) as model:
                     yield model
@@ -177,10 +179,11 @@ class ModelHost:
             with self.use(None) as model, _forwards_swapped(forwards):
                 yield model
 
-    def _merged_forwards(self, slot: str, snapshot_id: int) -> dict[Any, Any] | None:
+    def _merged_forwards(self, slot: str, snapshot_id: int, build: bool) -> dict[Any, Any] | None:
         """Forwards computing with `slot`'s delta merged into its base Linears (None: not merged:
-        fp32 hosts, where a merged copy would cost the model's size again for little, or adapters
-        other than plain LoRA on Linear layers)."""
+        fp32 hosts, where a merged copy would cost the model's size again for little, adapters
+        other than plain LoRA on Linear layers, or another snapshot's merge held and `build`
+        False)."""
         import functools
 
         import torch
@@ -190,6 +193,8 @@ class ModelHost:
             return None
         if self._merged is not None and self._merged[0] == snapshot_id:
             return self._merged[1]
+        if not build:
+            return None
         layers = [m for m in self._peft.modules() if isinstance(m, LoraLinear) and slot in m.lora_A]
         if any(
             m.use_dora.get(slot)

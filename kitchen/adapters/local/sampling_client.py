@@ -114,8 +114,11 @@ class LocalSamplingClient:
     def get_base_model(self) -> str:
         return self.host.model_name
 
-    def _weights(self) -> Any:
-        return self.host.use_snapshot(self.snapshot) if self.snapshot else self.host.use(None)
+    def _weights(self, merge: bool = True) -> Any:
+        """The snapshot's weights (see ModelHost.use_snapshot for `merge`), else the base's."""
+        return (
+            self.host.use_snapshot(self.snapshot, merge) if self.snapshot else self.host.use(None)
+        )
 
     def _job(
         self,
@@ -199,7 +202,7 @@ class LocalSamplingClient:
                 f"compute_logprobs: the prompt has {len(tokens)} tokens; "
                 f"{self.host.model_name} takes at most {self.host.max_context}"
             )
-        with self._weights() as model, torch.inference_mode():
+        with self._weights(merge=False) as model, torch.inference_mode():
             ids = torch.tensor([tokens], device=self.host.device)
             logits = model(input_ids=ids, use_cache=False).logits[0].float()
             lsm = torch.log_softmax(logits[:-1], dim=-1)
