@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 from tinker import types
 
 from kitchen.engine.errors import BackendError
+from tests.helpers import local_backend
 
 from .conftest import TEXTS, TINY, sft_datum
 
@@ -215,3 +217,15 @@ def test_drawn_tokens_follow_the_distribution_and_never_take_a_zero(monkeypatch:
     # u * total rounding up to the total takes the last token that has probability, not the end.
     monkeypatch.setattr(torch, "rand", lambda shape, **kw: torch.ones(shape, dtype=kw["dtype"]))
     assert draw_tokens(probs_V[None], generator).tolist() == [3]
+
+
+def test_the_base_model_samples_after_its_last_lora_client_closes(tmp_path: Path) -> None:
+    with local_backend(tmp_path) as engine:
+        sampler = engine.create_sampling_client(base_model=TINY)
+        params = types.SamplingParams(max_tokens=4, seed=1, stop=[])
+        before = sampler.sample(PROMPT, 2, params).result()
+        engine.create_lora_training_client(TINY, rank=4).close()  # its adapter is deleted
+        after = sampler.sample(PROMPT, 2, params).result()
+    assert [s.tokens for s in after.sequences] == [s.tokens for s in before.sequences]
+    for a, b in zip(after.sequences, before.sequences, strict=True):
+        np.testing.assert_allclose(a.logprobs, b.logprobs, atol=1e-6)

@@ -122,9 +122,11 @@ class ModelHost:
                 self.device.type, dtype=self.autocast_dtype, enabled=self.autocast_dtype is not None
             ),
         ):
-            if self._peft is None:
+            if self._peft is None or (adapter is None and not self._peft.peft_config):
                 if adapter is not None:
                     raise BackendError(f"adapter {adapter!r} does not exist on {self.model_name}")
+                # No adapter left (every LoRA client closed): peft's own forward would look up
+                # its deleted active adapter, and the LoRA layers left in the model add nothing.
                 yield self.base
                 return
             # Only a change of adapter goes through peft: its disable_adapter() context re-reads
@@ -132,10 +134,9 @@ class ModelHost:
             # 32-row SmolLM2 decode step on the base weights take 164 ms instead of 87.
             want = _BASE if adapter is None else adapter
             if self._active != want:
-                if self._active is None and self._peft.peft_config:
-                    # After add or remove, peft's active adapter may be one that is gone.
-                    self._peft.set_adapter(adapter or next(iter(self._peft.peft_config)))
                 if adapter is None:
+                    if self._active is None:  # after add or remove it may be a deleted one
+                        self._peft.set_adapter(next(iter(self._peft.peft_config)))
                     self._peft.base_model.disable_adapter_layers()
                 else:
                     if self._active in (_BASE, None):
