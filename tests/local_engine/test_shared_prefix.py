@@ -25,10 +25,25 @@ GROUPS = [
 ]
 
 
-def group_data(loss_fn: str) -> list[types.Datum]:
+# Groups that share nothing with each other, in one micro-batch: prefixes of 20, 18 and 19 tokens
+# (the last row keeps one token of its own) left-padded in one pass, or all of 20 tokens, unpadded.
+SEVERAL = {
+    "padded": [
+        (PROMPT, [[123, 44, 9], [300, 2, 71, 5, 6], [12, 13]]),
+        (list(range(200, 218)), [[1, 2], [3, 4, 5, 6, 7, 8]]),
+        (list(range(400, 420)), [[9], [10, 11]]),
+    ],
+    "equal": [
+        (PROMPT, [[123, 44, 9], [300, 2, 71, 5, 6], [12, 13]]),
+        (list(range(400, 420)), [[9, 8], [10, 11, 12, 13]]),
+    ],
+}
+
+
+def group_data(loss_fn: str, groups: Any = GROUPS) -> list[types.Datum]:
     rng = np.random.default_rng(1)
     data = []
-    for prompt, completions in GROUPS:
+    for prompt, completions in groups:
         for completion in completions:
             tokens = prompt + completion
             n, p = len(tokens) - 1, len(prompt) - 1
@@ -59,9 +74,20 @@ def test_groups_take_rows_that_share_a_prefix_when_it_saves_tokens() -> None:
 
 
 @pytest.mark.parametrize("loss_fn", ["cross_entropy", "importance_sampling", "ppo"])
-def test_shared_prefix_gradients_equal_one_graph(backend: Any, loss_fn: str) -> None:
+@pytest.mark.parametrize("groups", ["one", "padded", "equal"])
+def test_shared_prefix_gradients_equal_one_graph(backend: Any, loss_fn: str, groups: str) -> None:
     client = backend.create_lora_training_client(TINY, rank=4, seed=5)
-    assert_builtin_equals_one_graph(client, group_data(loss_fn), loss_fn, microbatch_tokens=512)
+    data = group_data(loss_fn, SEVERAL.get(groups, GROUPS))
+    assert_builtin_equals_one_graph(client, data, loss_fn, microbatch_tokens=512)
+
+
+def test_several_groups_share_one_micro_batch_within_the_budget() -> None:
+    data = group_data("cross_entropy", SEVERAL["padded"])
+    plan = batching.plan_microbatches(data, ("weights",), (), {}, 512, "cpu")
+    assert [sorted(len(rows) for rows, _ in mb.shared) for mb in plan] == [[2, 2, 3]]
+    assert sorted(prefix for _, prefix in plan[0].shared) == [18, 19, 20]
+    split = batching.plan_microbatches(data, ("weights",), (), {}, 60, "cpu")
+    assert len(split) > 1 and all(mb.shared for mb in split)  # the budget splits the groups
 
 
 def test_shared_prefix_custom_loss_equals_unshared(backend: Any, monkeypatch: Any) -> None:

@@ -4,14 +4,15 @@ Sequences are right-padded; with a causal model padding after a sequence never c
 positions, so no attention mask is needed (and SDPA keeps its fast causal path). Padded positions
 get target 0, weight 0, advantage 0, and `_mask` 0; every loss is multiplied by `_mask`.
 Data are sorted by length and packed up to `max_tokens` padded tokens per micro-batch. Rows that
-start with the same tokens (an RL group's samples of one prompt) form micro-batches of their own
-whose shared prefix the decoder runs once (logprobs.py), when that pushes fewer tokens through it.
+start with the same tokens (an RL group's samples of one prompt) form groups whose shared prefix
+the decoder runs once (logprobs.py), when that pushes fewer tokens through it; groups share
+micro-batches of their own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -32,7 +33,9 @@ class MicroBatch:
     tokens: Any  # LongTensor [B, T]
     targets: Any  # LongTensor [B, T] or [B, T, K]
     inputs: dict[str, Any]  # name -> FloatTensor [B, T]; includes "_mask"
-    prefix: int = 0  # the first `prefix` tokens are the same in every row (0: none shared)
+    # (rows, prefix length) of each group of rows here that start with the same `prefix` tokens,
+    # which the decoder runs once per group (empty: nothing shared). Rows index this micro-batch.
+    shared: list[tuple[list[int], int]] = field(default_factory=list)
 
 
 def datum_tokens(datum: types.Datum, index: int) -> list[int]:
@@ -92,20 +95,47 @@ def plan_microbatches(
             check_token_ids(targets, vocab_size, f"datum {i}: target_tokens")
     shared = prefix_groups(tokens_N, max_tokens)
     grouped = {i for rows, _ in shared for i in rows}
+    # Groups share micro-batches (one padded prefix pass for all, then one pass for their rows)
+    # while the tokens through the decoder stay within max_tokens: small RL groups otherwise cost
+    # a decoder pass each, whose per-op overhead outweighs their few tokens on a CPU.
+    packed: list[list[tuple[list[int], int]]] = []
+    for group in shared:
+        if packed and _shared_cost(tokens_N, [*packed[-1], group]) <= max_tokens:
+            packed[-1].append(group)
+        else:
+            packed.append([group])
     order = sorted(
         (i for i in range(len(data)) if i not in grouped), key=lambda i: -len(tokens_N[i])
     )
-    batches: list[tuple[list[int], int]] = []
+    batches: list[list[int]] = []
     for i in order:
         # Sorted longest first, so the first row of a batch sets its padded length.
-        if batches and (len(batches[-1][0]) + 1) * len(tokens_N[batches[-1][0][0]]) <= max_tokens:
-            batches[-1][0].append(i)
+        if batches and (len(batches[-1]) + 1) * len(tokens_N[batches[-1][0]]) <= max_tokens:
+            batches[-1].append(i)
         else:
-            batches.append(([i], 0))
-    return [
-        _pack(data, tokens_N, rows, input_keys, optional_keys, fill_values, device, prefix)
-        for rows, prefix in [*shared, *batches]
-    ]
+            batches.append([i])
+    out = []
+    for groups in packed:
+        rows = [i for group_rows, _ in groups for i in group_rows]
+        mb = _pack(data, tokens_N, rows, input_keys, optional_keys, fill_values, device)
+        start = 0
+        for group_rows, prefix in groups:
+            mb.shared.append((list(range(start, start + len(group_rows))), prefix))
+            start += len(group_rows)
+        out.append(mb)
+    for rows in batches:
+        out.append(_pack(data, tokens_N, rows, input_keys, optional_keys, fill_values, device))
+    return out
+
+
+def _shared_cost(tokens_N: list[list[int]], groups: list[tuple[list[int], int]]) -> int:
+    """Tokens through the decoder for `groups` in one micro-batch: every prefix padded to the
+    longest, once per group, and every row's own tokens padded to the longest."""
+    rest = max(len(tokens_N[i]) - prefix for rows, prefix in groups for i in rows)
+    return (
+        len(groups) * max(prefix for _, prefix in groups)
+        + sum(len(rows) for rows, _ in groups) * rest
+    )
 
 
 def prefix_groups(tokens_N: list[list[int]], max_tokens: int) -> list[tuple[list[int], int]]:
@@ -150,7 +180,6 @@ def _pack(
     optional_keys: Sequence[str],
     fill_values: Mapping[str, float],
     device: Any,
-    prefix: int = 0,
 ) -> MicroBatch:
     import torch
 
@@ -197,7 +226,6 @@ def _pack(
         tokens=torch.from_numpy(tokens_BT).to(device),
         targets=torch.from_numpy(targets).to(device),
         inputs=inputs,
-        prefix=prefix,
     )
 
 

@@ -73,7 +73,7 @@ def run_builtin_loss(
     for mb in batches:
         mask = mb.inputs["_mask"]
         with torch.enable_grad() if backward else torch.inference_mode():
-            head = TargetLogprobs(model, mb.tokens, mb.targets, mb.prefix)
+            head = TargetLogprobs(model, mb.tokens, mb.targets, mb.shared)
             lp = _train(head, loss_fn, fn, mb.inputs, config) if backward else head.values()
             lp = lp.view(mb.targets.shape)
             if lp.dim() == 3:
@@ -110,7 +110,7 @@ def run_custom_loss(
     outputs: list[np.ndarray | None] = [None] * len(data)
     with torch.no_grad():
         for mb in batches:
-            lp = TargetLogprobs(model, mb.tokens, mb.targets, mb.prefix).values()
+            lp = TargetLogprobs(model, mb.tokens, mb.targets, mb.shared).values()
             _collect(outputs, mb, lp.view(mb.targets.shape))
     leaves = [
         torch.tensor(o, device=_device(model), requires_grad=True) for o in outputs if o is not None
@@ -130,7 +130,7 @@ def run_custom_loss(
                 if leaf_grad is not None:  # None: the loss did not use this datum
                     grad[row, :n] = leaf_grad
             if grad.any():
-                TargetLogprobs(model, mb.tokens, mb.targets, mb.prefix).backprop_gradient(grad)
+                TargetLogprobs(model, mb.tokens, mb.targets, mb.shared).backprop_gradient(grad)
     return _output(
         outputs, {**{k: float(v) for k, v in metrics.items()}, "loss:sum": float(loss.detach())}
     )

@@ -9,11 +9,12 @@ loss does not train (prompt tokens: weight or advantage 0) cost only a head forw
 Rows that start with the same tokens (an RL group's samples of one prompt, a DPO pair's prompt) run
 that shared prefix through the decoder once: its keys and values are repeated for every row, the
 rows' own tokens attend to them, and backward sums the rows' gradients into the one prefix pass.
+Several groups run their prefixes in one left-padded pass and all their rows in one more.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 # Positions per vocabulary chunk: the chunk's logits and fp32 log-softmax are all that exist at once
@@ -28,8 +29,17 @@ class TargetLogprobs:
     """A micro-batch's decoder pass, run by the constructor (with grad if grad is enabled). Positions
     are flattened to N = B * T; logprobs come back as [N] (or [N, K] for K targets per position)."""
 
-    def __init__(self, model: Any, tokens_BT: Any, targets: Any, prefix: int = 0) -> None:
-        """`prefix`: the first `prefix` tokens are the same in every row (0: nothing shared)."""
+    def __init__(
+        self,
+        model: Any,
+        tokens_BT: Any,
+        targets: Any,
+        shared: Sequence[tuple[list[int], int]] = (),
+    ) -> None:
+        """`shared`: (rows, prefix length) of the groups of rows that start with the same tokens
+        (MicroBatch.shared); the decoder runs each group's prefix once."""
+        import torch
+
         causal_lm = model.get_base_model() if hasattr(model, "get_base_model") else model
         decoder = causal_lm.get_decoder()
         head = causal_lm.get_output_embeddings()
@@ -37,14 +47,25 @@ class TargetLogprobs:
             # The logits need more than the head: they are the "hidden states", the head is identity.
             self.hidden_NH = model(input_ids=tokens_BT, use_cache=False).logits.flatten(0, 1)
             self.head: Callable[[Any], Any] = lambda h: h
-            prefix = 0
+            shared = ()
         else:
-            hidden = _decode(decoder, tokens_BT, prefix)
+            if shared:
+                hidden = _decode(decoder, tokens_BT, shared)
+            else:
+                hidden = decoder(input_ids=tokens_BT, use_cache=False).last_hidden_state
             self.hidden_NH, self.head = hidden.flatten(0, 1), head
         self.shape = targets.shape  # [B, T] or [B, T, K]
         self.targets_N = targets.flatten(0, 1)
         self.grad_NH: Any = None  # set by the first chunk that backpropagates
-        self.prefix = prefix
+        # Each position's stand-in for no-grad scoring: before a group's last shared token every
+        # row has the group's first row's hidden state and target, so those are scored once.
+        B, T = tokens_BT.shape[:2]
+        self.canonical_N: Any = None
+        if shared:
+            canonical_BT = torch.arange(B * T, device=tokens_BT.device).view(B, T).clone()
+            for rows, prefix in shared:
+                canonical_BT[rows, : prefix - 1] = canonical_BT[rows[0], : prefix - 1]
+            self.canonical_N = canonical_BT.flatten()
 
     def values(self, idx_N: Any = None) -> Any:
         """Logprobs at the positions `idx_N` (every position if None), without grad."""
@@ -52,11 +73,8 @@ class TargetLogprobs:
 
         idx_N = self._all() if idx_N is None else idx_N
         inverse = None
-        if self.prefix > 1:
-            # Before the last shared token every row has row 0's hidden state and target: score once.
-            position_N = idx_N % self.shape[1]
-            shared_N = torch.where(position_N < self.prefix - 1, position_N, idx_N)
-            idx_N, inverse = torch.unique(shared_N, return_inverse=True)
+        if self.canonical_N is not None:
+            idx_N, inverse = torch.unique(self.canonical_N[idx_N], return_inverse=True)
         with torch.no_grad():
             lp = self._cat([self._logprobs(self.hidden_NH[c], c) for c in _chunks(idx_N)])
         return lp if inverse is None else lp[inverse]
@@ -128,22 +146,46 @@ class TargetLogprobs:
         return torch.empty((0, *self.targets_N.shape[1:]), device=self.targets_N.device)
 
 
-def _decode(decoder: Any, tokens_BT: Any, prefix: int) -> Any:
-    """Final hidden states [B, T, H]; a shared prefix runs once, its cache repeated for each row."""
+def _decode(decoder: Any, tokens_BT: Any, shared: Sequence[tuple[list[int], int]]) -> Any:
+    """Final hidden states [B, T, H] of rows that all belong to `shared` groups: every group's
+    prefix runs once, left-padded to the longest (G x P), its keys and values are gathered for each
+    of its rows, and the rows' own tokens (right-padded, B x R) attend to them. Row b's token t is
+    then at P - prefix_b + t of [prefix pass | own pass], for every t."""
     import torch
 
-    if prefix <= 0:
-        return decoder(input_ids=tokens_BT, use_cache=False).last_hidden_state
-    rows, length = tokens_BT.shape
-    shared = decoder(input_ids=tokens_BT[:1, :prefix], use_cache=True)
-    cache = shared.past_key_values
-    cache.batch_repeat_interleave(rows)
-    positions = torch.arange(prefix, length, device=tokens_BT.device).expand(rows, -1)
-    # Right padding needs no mask: a causal row never attends to the positions after it.
-    own = decoder(
-        input_ids=tokens_BT[:, prefix:], past_key_values=cache, position_ids=positions
-    ).last_hidden_state
-    return torch.cat([shared.last_hidden_state.expand(rows, -1, -1), own], dim=1)
+    device = tokens_BT.device
+    B = tokens_BT.shape[0]
+    P = max(prefix for _, prefix in shared)
+    group_B = torch.empty(B, dtype=torch.long, device=device)
+    prefix_B = torch.empty(B, dtype=torch.long, device=device)
+    prefix_GP = torch.zeros(len(shared), P, dtype=torch.long, device=device)
+    mask_GP = torch.zeros(len(shared), P, dtype=torch.long, device=device)
+    for g, (rows, prefix) in enumerate(shared):
+        prefix_GP[g, P - prefix :] = tokens_BT[rows[0], :prefix]
+        mask_GP[g, P - prefix :] = 1
+        group_B[rows], prefix_B[rows] = g, prefix
+    padded = bool((mask_GP == 0).any())
+    kwargs: dict[str, Any] = {}
+    if padded:
+        kwargs = {"attention_mask": mask_GP, "position_ids": (mask_GP.cumsum(1) - 1).clamp_min(0)}
+    first = decoder(input_ids=prefix_GP, use_cache=True, **kwargs)
+    cache = first.past_key_values
+    cache.batch_select_indices(group_B)  # each row gets its group's keys and values
+    R = tokens_BT.shape[1] - int(prefix_B.min())
+    gather_BR = (prefix_B[:, None] + torch.arange(R, device=device)).clamp_max(
+        tokens_BT.shape[1] - 1
+    )
+    own_BR = tokens_BT.gather(1, gather_BR)  # past a row's end: padding, never attended to
+    kwargs = {"position_ids": prefix_B[:, None] + torch.arange(R, device=device)}
+    if padded:  # rows must not attend to their prefix's left padding
+        kwargs["attention_mask"] = torch.cat(
+            [mask_GP[group_B], torch.ones(B, R, dtype=torch.long, device=device)], dim=1
+        )
+    own = decoder(input_ids=own_BR, past_key_values=cache, **kwargs).last_hidden_state
+    both = torch.cat([first.last_hidden_state[group_B], own], dim=1)  # [B, P + R, H]
+    T = tokens_BT.shape[1]
+    index_BT = (P - prefix_B[:, None] + torch.arange(T, device=device)).clamp_max(P + R - 1)
+    return both.gather(1, index_BT[..., None].expand(-1, -1, both.shape[-1]))
 
 
 def _chunks(idx_N: Any) -> Iterator[Any]:
