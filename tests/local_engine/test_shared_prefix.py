@@ -111,3 +111,19 @@ def test_shared_prefix_custom_loss_equals_unshared(backend: Any, monkeypatch: An
     for a, b in zip(shared.loss_fn_outputs, plain.loss_fn_outputs, strict=True):
         np.testing.assert_allclose(a["logprobs"].to_numpy(), b["logprobs"].to_numpy(), atol=1e-5)
     assert_grads_close(shared_grads, plain_grads)
+
+
+def test_prompts_sharing_a_header_form_a_group_each() -> None:
+    """RL-shaped rows (a 30-token few-shot header, a 7-token question, 8 samples of 6 tokens): a
+    group per prompt (4 x 37 + 32 x 5 tokens through the decoder) beats one group on the header
+    (30 + 32 x 12)."""
+    header = list(range(100, 130))
+    prompts = [[*header, *range(q, q + 7)] for q in (200, 300, 400, 500)]
+    tokens_N = [
+        [*p, *range(1000 + 10 * s, 1000 + 10 * s + 6)][:-1] for p in prompts for s in range(8)
+    ]
+    groups = batching.prefix_groups(tokens_N, max_tokens=512)
+    assert sorted(sorted(rows) for rows, _ in groups) == [
+        list(range(8 * g, 8 * g + 8)) for g in range(4)
+    ]
+    assert {prefix for _, prefix in groups} == {37}

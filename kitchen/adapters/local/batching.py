@@ -139,9 +139,11 @@ def _shared_cost(tokens_N: list[list[int]], groups: list[tuple[list[int], int]])
 
 
 def prefix_groups(tokens_N: list[list[int]], max_tokens: int) -> list[tuple[list[int], int]]:
-    """(rows, shared prefix length) of the rows worth running as shared-prefix micro-batches:
-    neighbours in sorted order sharing >= MIN_SHARED_PREFIX tokens, grown while the group fits in
-    `max_tokens` and costs fewer tokens (prefix once + every row's padded rest) than the rows alone.
+    """(rows, shared prefix length) of the rows worth running as shared-prefix groups: neighbours
+    in sorted order sharing >= MIN_SHARED_PREFIX tokens, grown while the group fits in `max_tokens`
+    and costs fewer tokens (prefix once + every row's padded rest) than the rows alone, and than
+    closing the group and starting another at the row (RL prompts that share a few-shot header
+    but not their question form a group each, not one group on the header).
     Every row keeps at least one token of its own."""
     groups: list[tuple[list[int], int]] = []
     rows: list[int] = []
@@ -152,7 +154,8 @@ def prefix_groups(tokens_N: list[list[int]], max_tokens: int) -> list[tuple[list
             lengths = [len(tokens_N[r]) for r in candidate]
             common = min(prefix, _common_prefix(tokens_N[rows[0]], tokens_N[i]), min(lengths) - 1)
             cost = common + len(candidate) * (max(lengths) - common)
-            if common >= MIN_SHARED_PREFIX and cost <= min(max_tokens, sum(lengths)):
+            closed = prefix + len(rows) * (max(lengths[:-1]) - prefix) + lengths[-1]
+            if common >= MIN_SHARED_PREFIX and cost <= min(max_tokens, sum(lengths), closed):
                 rows, prefix = candidate, common
                 continue
             if len(rows) > 1:
