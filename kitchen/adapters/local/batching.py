@@ -175,6 +175,28 @@ def _common_prefix(a: list[int], b: list[int]) -> int:
     return n
 
 
+def left_padded(sequences: Sequence[Any], device: Any) -> tuple[Any, dict[str, Any]]:
+    """`sequences` (token lists or 1-D tensors) as ids [G, L] left-padded to the longest, and the
+    forward kwargs the padding needs: an attention mask and position ids counted from each
+    sequence's first real token (none when all are as long, which keeps SDPA's mask-free causal
+    path). The batched prefill of sampling and the shared-prefix pass of training use it."""
+    import torch
+
+    lengths = [len(s) for s in sequences]
+    width = max(lengths)
+    ids_GL = torch.zeros(len(sequences), width, dtype=torch.long, device=device)
+    mask_GL = torch.zeros_like(ids_GL)
+    for i, (sequence, n) in enumerate(zip(sequences, lengths, strict=True)):
+        ids_GL[i, width - n :] = torch.as_tensor(sequence, device=device)
+        mask_GL[i, width - n :] = 1
+    if min(lengths) == width:
+        return ids_GL, {}
+    return ids_GL, {
+        "attention_mask": mask_GL,
+        "position_ids": (mask_GL.cumsum(-1) - 1).clamp_min(0),
+    }
+
+
 def _pack(
     data: Sequence[types.Datum],
     tokens_N: list[list[int]],

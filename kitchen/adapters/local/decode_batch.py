@@ -8,11 +8,11 @@ parallel regions; with a second team on 2 cores a SmolLM2 forward_backward ran 1
 (CPU/wall 1.6 instead of 2.0).
 
 One step over many rows costs far less than a step per request (SmolLM2 in bf16 on 2 CPU cores:
-82 ms for 32 rows against 51 ms for 8), so requests join the running batch between decode steps and leave it as soon as they finish. New
-requests are prefilled once per distinct prompt, the distinct prompts that arrive together in one
-left-padded forward, the KV cache repeated for their samples and concatenated to the batch's;
-caches of different lengths are left-padded and the padding masked,
-with explicit position ids, so every row still sees exactly its own prompt + sample and its
+82 ms for 32 rows against 51 ms for 8), so requests join the running batch between decode steps
+and leave it as soon as they finish. New requests are prefilled once per distinct prompt, the
+distinct prompts that arrive together in one left-padded forward, the KV cache repeated for their
+samples and concatenated to the batch's; caches of different lengths are left-padded and the
+padding masked, with explicit position ids, so every row still sees exactly its own prompt + sample and its
 logprobs equal a full forward pass over them (fp32: < 1e-5). Each request keeps its own stop rule,
 max_tokens, sampling params and random generator.
 
@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 
 from tinker import types
 
+from kitchen.adapters.local.batching import left_padded
 from kitchen.adapters.local.sampling import (
     Generated,
     PromptScores,
@@ -189,15 +190,7 @@ class DecodeScheduler:
         width = max(lengths)
         with first.weights() as model, torch.inference_mode():
             device = _device(model)
-            ids_GL = torch.zeros(len(groups), width, dtype=torch.long, device=device)
-            mask_GL = torch.zeros(len(groups), width, dtype=torch.long, device=device)
-            for i, group in enumerate(groups):
-                ids_GL[i, width - lengths[i] :] = torch.tensor(group[0].prompt, device=device)
-                mask_GL[i, width - lengths[i] :] = 1
-            kwargs: dict[str, Any] = {}
-            if min(lengths) < width:  # equal lengths keep SDPA's mask-free causal path
-                kwargs["attention_mask"] = mask_GL
-                kwargs["position_ids"] = (mask_GL.cumsum(-1) - 1).clamp_min(0)
+            ids_GL, kwargs = left_padded([group[0].prompt for group in groups], device)
             out = model(
                 input_ids=ids_GL,
                 use_cache=max_new > 0,

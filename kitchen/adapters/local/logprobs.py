@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from kitchen.adapters.local.batching import left_padded
+
 # Positions per vocabulary chunk: the chunk's logits and fp32 log-softmax are all that exist at once
 # (49k vocabulary: about 300 MB at 512 with the tensors backward keeps), never a whole [T, V].
 LOGIT_CHUNK_TOKENS = 512
@@ -158,16 +160,12 @@ def _decode(decoder: Any, tokens_BT: Any, shared: Sequence[tuple[list[int], int]
     P = max(prefix for _, prefix in shared)
     group_B = torch.empty(B, dtype=torch.long, device=device)
     prefix_B = torch.empty(B, dtype=torch.long, device=device)
-    prefix_GP = torch.zeros(len(shared), P, dtype=torch.long, device=device)
-    mask_GP = torch.zeros(len(shared), P, dtype=torch.long, device=device)
     for g, (rows, prefix) in enumerate(shared):
-        prefix_GP[g, P - prefix :] = tokens_BT[rows[0], :prefix]
-        mask_GP[g, P - prefix :] = 1
         group_B[rows], prefix_B[rows] = g, prefix
-    padded = bool((mask_GP == 0).any())
-    kwargs: dict[str, Any] = {}
-    if padded:
-        kwargs = {"attention_mask": mask_GP, "position_ids": (mask_GP.cumsum(1) - 1).clamp_min(0)}
+    prefix_GP, kwargs = left_padded(
+        [tokens_BT[rows[0], :prefix] for rows, prefix in shared], device
+    )
+    mask_GP = kwargs.get("attention_mask")  # None: every prefix as long, nothing padded
     first = decoder(input_ids=prefix_GP, use_cache=True, **kwargs)
     cache = first.past_key_values
     cache.batch_select_indices(group_B)  # each row gets its group's keys and values
@@ -177,7 +175,7 @@ def _decode(decoder: Any, tokens_BT: Any, shared: Sequence[tuple[list[int], int]
     )
     own_BR = tokens_BT.gather(1, gather_BR)  # past a row's end: padding, never attended to
     kwargs = {"position_ids": prefix_B[:, None] + torch.arange(R, device=device)}
-    if padded:  # rows must not attend to their prefix's left padding
+    if mask_GP is not None:  # rows must not attend to their prefix's left padding
         kwargs["attention_mask"] = torch.cat(
             [mask_GP[group_B], torch.ones(B, R, dtype=torch.long, device=device)], dim=1
         )
