@@ -4,6 +4,7 @@ micro-batches and vocabulary chunks smaller than a datum."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -22,11 +23,16 @@ PROMPTS = [[5, 17, 42, 99, 7, 3, 11], [8, 9, 10], [21, 22, 23, 24, 25]]
 COMPLETIONS = [[123, 44, 9], [300, 2, 71, 5, 6], [12]]
 
 
-def rl_data(loss_fn: str) -> list[types.Datum]:
-    """Prompt positions carry weight / advantage 0 (as RL and SFT data do); completions do not."""
-    rng = np.random.default_rng(0)
+def rl_data(
+    loss_fn: str,
+    pairs: Sequence[tuple[list[int], list[int]]] = tuple(zip(PROMPTS, COMPLETIONS, strict=True)),
+    seed: int = 0,
+) -> list[types.Datum]:
+    """A datum per (prompt, completion): prompt positions carry weight / advantage 0 (as RL and SFT
+    data do); completions do not."""
+    rng = np.random.default_rng(seed)
     data = []
-    for prompt, completion in zip(PROMPTS, COMPLETIONS, strict=True):
+    for prompt, completion in pairs:
         tokens = prompt + completion
         n, p = len(tokens) - 1, len(prompt) - 1
         sampled = np.zeros(n, np.float32)

@@ -15,7 +15,7 @@ from kitchen.adapters.local.forward import run_custom_loss
 from kitchen.adapters.local.lora import adapter_parameters
 
 from .conftest import TINY, take_grads
-from .test_builtin_grads import assert_builtin_equals_one_graph, assert_grads_close
+from .test_builtin_grads import assert_builtin_equals_one_graph, assert_grads_close, rl_data
 
 PROMPT = list(range(30, 50))  # 20 tokens: above MIN_SHARED_PREFIX
 GROUPS = [
@@ -41,27 +41,7 @@ SEVERAL = {
 
 
 def group_data(loss_fn: str, groups: Any = GROUPS) -> list[types.Datum]:
-    rng = np.random.default_rng(1)
-    data = []
-    for prompt, completions in groups:
-        for completion in completions:
-            tokens = prompt + completion
-            n, p = len(tokens) - 1, len(prompt) - 1
-            sampled = np.zeros(n, np.float32)
-            sampled[p:] = 1.0
-            arrays = {"target_tokens": np.asarray(tokens[1:], np.int64)}
-            if loss_fn == "cross_entropy":
-                arrays["weights"] = sampled
-            else:
-                arrays["logprobs"] = sampled * rng.uniform(-6.0, -4.0, n).astype(np.float32)
-                arrays["advantages"] = sampled * rng.normal(size=n).astype(np.float32)
-            data.append(
-                types.Datum(
-                    model_input=types.ModelInput.from_ints(tokens[:-1]),
-                    loss_fn_inputs={k: types.TensorData.from_numpy(v) for k, v in arrays.items()},
-                )
-            )
-    return data
+    return rl_data(loss_fn, [(prompt, c) for prompt, cs in groups for c in cs], seed=1)
 
 
 def test_groups_take_rows_that_share_a_prefix_when_it_saves_tokens() -> None:
