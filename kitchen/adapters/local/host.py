@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kitchen.adapters.local.attention import use_fp32_attention
-from kitchen.adapters.local.lora import load_adapter_weights
+from kitchen.adapters.local.lora import fuse_lora_forwards, load_adapter_weights
 from kitchen.adapters.local.resolve import resolve_model
 from kitchen.adapters.local.settings import EngineSettings
 from kitchen.engine.errors import BackendError
@@ -101,6 +101,7 @@ class ModelHost:
                 self._peft = get_peft_model(self.base, config, adapter_name=name)
             else:
                 self._peft.add_adapter(name, config)
+            fuse_lora_forwards(self._peft)
             self._active = None
 
     def remove_adapter(self, name: str) -> None:

@@ -116,3 +116,46 @@ def load_adapter_weights(model: Any, adapter: str, tensors: dict[str, Any]) -> N
                     f"{tuple(param.shape)}"
                 )
             param.copy_(source.to(device=param.device, dtype=param.dtype))
+
+
+def fuse_lora_forwards(model: Any) -> int:
+    """Give every peft LoRA Linear of `model` the forward `_lora_linear`; returns how many got it.
+
+    peft computes base(x) + B(A(x)) * scale: the scale multiplies, and the sum then adds, a tensor
+    of the layer's full output width (for the unembedding, [tokens, vocabulary]), forward and
+    backward. Scaling the rank-wide A(x) instead and adding B's product inside one addmm gives the
+    same sum without those passes: a SmolLM2 LoRA SFT step (8 x 128 tokens, rank 16) took 7% less
+    time in fp32 and in bf16."""
+    import functools
+
+    from peft.tuners.lora import Linear as LoraLinear
+
+    count = 0
+    for module in model.modules():
+        if isinstance(module, LoraLinear) and "forward" not in module.__dict__:
+            module.forward = functools.partial(_lora_linear, module)  # type: ignore[method-assign]
+            count += 1
+    return count
+
+
+def _lora_linear(layer: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+    import torch
+
+    names = layer.active_adapters
+    if layer.disable_adapters or layer.merged or args or kwargs or len(names) != 1:
+        return type(layer).forward(layer, x, *args, **kwargs)
+    name = names[0]
+    if (
+        name not in layer.lora_A
+        or name in layer.lora_variant  # DoRA and other variants compute more than B @ A
+        or not isinstance(layer.lora_dropout[name], torch.nn.Identity)
+        or layer.fan_in_fan_out
+    ):
+        return type(layer).forward(layer, x, *args, **kwargs)
+    a, b = layer.lora_A[name].weight, layer.lora_B[name].weight
+    if not torch.is_autocast_enabled(x.device.type) and not x.dtype == a.dtype == b.dtype:
+        return type(layer).forward(layer, x, *args, **kwargs)  # peft casts x to the adapter's dtype
+    base = layer.base_layer(x)
+    h = torch.nn.functional.linear(x, a) * layer.scaling[name]
+    out = torch.addmm(base.reshape(-1, base.shape[-1]), h.reshape(-1, h.shape[-1]), b.t())
+    return out.view(base.shape)
