@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -210,28 +211,56 @@ def _hf_generate(args: argparse.Namespace, backend: Any, prompt: list[int]) -> C
     return generate_sample
 
 
+def _sample_calls(
+    sampler: Any, prompts: list[list[int]], new_tokens: int
+) -> tuple[Callable[[], None], Callable[[], None]]:
+    """(32 one-sample requests in flight at once, 4 calls of 8 awaited one after another)."""
+    params = types.SamplingParams(max_tokens=new_tokens, stop=[], seed=0)
+    inputs = [types.ModelInput.from_ints(p) for p in prompts]
+
+    def concurrent() -> None:
+        futures = [sampler.sample(m, 1, params) for m in inputs for _ in range(8)]
+        assert all(len(f.result().sequences[0].tokens) == new_tokens for f in futures)
+
+    def one_prompt_per_call() -> None:
+        for m in inputs:
+            assert len(sampler.sample(m, 8, params).result().sequences) == 8
+
+    return concurrent, one_prompt_per_call
+
+
 def bench_concurrent_sampling(args: argparse.Namespace, prompts: list[list[int]]) -> Pair:
     """32 one-sample requests in flight at once (first) against 4 calls of 8, one at a time."""
     backend = create_local_backend(
         BackendSettings(seed=0, device=args.device, dtype=args.sampling_dtype)
     )
     sampler = backend.create_sampling_client(base_model=args.model)
-    params = types.SamplingParams(max_tokens=args.new_tokens, stop=[], seed=0)
-    inputs = [types.ModelInput.from_ints(p) for p in prompts]
-
-    def concurrent() -> None:
-        futures = [sampler.sample(m, 1, params) for m in inputs for _ in range(8)]
-        assert all(len(f.result().sequences[0].tokens) == args.new_tokens for f in futures)
-
-    def one_prompt_per_call() -> None:
-        for m in inputs:
-            assert len(sampler.sample(m, 8, params).result().sequences) == 8
-
+    concurrent, one_prompt_per_call = _sample_calls(sampler, prompts, args.new_tokens)
     concurrent()
     one_prompt_per_call()
     pair = best_times(concurrent, one_prompt_per_call, args.repeats)
     backend.close()
     return pair
+
+
+def per_call_side(args: argparse.Namespace, prompts: list[list[int]]) -> None:
+    """Child process (--side per-call): the one-prompt-per-call path alone in --sampling-dtype,
+    best of --repeats; prints its tokens/s as a RESULT line."""
+    from sides import emit
+
+    backend = create_local_backend(
+        BackendSettings(seed=0, device=args.device, dtype=args.sampling_dtype)
+    )
+    sampler = backend.create_sampling_client(base_model=args.model)
+    _, one_prompt_per_call = _sample_calls(sampler, prompts, args.new_tokens)
+    one_prompt_per_call()
+    seconds = []
+    for _ in range(args.repeats):
+        start = time.perf_counter()
+        one_prompt_per_call()
+        seconds.append(time.perf_counter() - start)
+    emit({"tokens_per_s": 32 * args.new_tokens / min(seconds), "dtype": backend.dtype_name})
+    backend.close()
 
 
 def dpo_peak_rss(args: argparse.Namespace) -> None:
@@ -266,6 +295,10 @@ def dpo_peak_rss(args: argparse.Namespace) -> None:
     backend.close()
 
 
+def _sampling_prompts(args: argparse.Namespace) -> np.ndarray:
+    return make_batch(49_000 if "smollm" in args.model else 500, 4, args.prompt_len, 2)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -285,7 +318,11 @@ def main() -> None:
     parser.add_argument("--dpo-pairs", type=int, default=64)
     parser.add_argument("--dpo-seq", type=int, default=256)
     parser.add_argument("--only", choices=["training", "sampling", "dpo"], default=None)
+    parser.add_argument("--side", choices=["per-call"], default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.side == "per-call":
+        per_call_side(args, [r.tolist() for r in _sampling_prompts(args)])
+        return
     print(f"torch threads {torch.get_num_threads()}, device {args.device}, model {args.model}")
 
     if args.only in (None, "training"):
@@ -307,20 +344,35 @@ def main() -> None:
             ratio = tokens_per_s[names[1]] / tokens_per_s[names[0]]
             print(f"  engine {names[1]} / {names[0]}: {ratio:.2f}x tokens/s")
     if args.only in (None, "sampling"):
-        vocab_rows = make_batch(49_000 if "smollm" in args.model else 500, 4, args.prompt_len, 2)
+        vocab_rows = _sampling_prompts(args)
         prompt = vocab_rows[0, : args.prompt_len].tolist()
         sampling, sample_tokens = bench_sampling(args, prompt)
         print(
             f"sampling  ({args.num_samples} x {args.new_tokens} new tokens, prompt {args.prompt_len})"
         )
         sampling.report(sample_tokens, "generate", 1.0)
-        concurrent = bench_concurrent_sampling(args, [r.tolist() for r in vocab_rows])
-        print("sampling  32 concurrent requests (4 prompts x 8) vs 4 calls of 8, one at a time")
+        prompts = [r.tolist() for r in vocab_rows]
+        concurrent = bench_concurrent_sampling(args, prompts)
+        print(
+            f"sampling  32 concurrent requests (4 prompts x 8) vs 4 calls of 8, one at a time "
+            f"({args.sampling_dtype})"
+        )
         concurrent.report(32 * args.new_tokens, "per-call", 3.0)
+        if args.sampling_dtype != "float32":
+            # The path the engine had before the shared decode batch: fp32 on CPU, one prompt per
+            # call. A fresh process, so the two sides share no threads or caches.
+            from sides import run_side
+
+            argv = [*sys.argv[1:], "--sampling-dtype", "float32"]
+            before = run_side(__file__, "per-call", argv)["tokens_per_s"]
+            now = 32 * args.new_tokens / concurrent.engine_wall
+            print(
+                f"  32 concurrent ({args.sampling_dtype}) / 4 calls of 8 in float32, fresh process: "
+                f"{now:.1f} / {before:.1f} tokens/s = {now / before:.2f}x (target >= 3)"
+            )
     if args.only in (None, "dpo"):
         if args.only is None:  # peak RSS needs a process of its own
             import subprocess
-            import sys
 
             subprocess.run([sys.executable, *sys.argv, "--only", "dpo"], check=True)
         else:
