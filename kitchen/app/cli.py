@@ -201,6 +201,7 @@ def run(
             if_exists="resume" if resume else if_exists,  # type: ignore[arg-type]
             max_steps=max_steps,
             progress=not no_progress,
+            announce=lambda line: err_console.print(line, highlight=False),
         )
         console.print(f"done: {result.steps} steps; run directory {out}", highlight=False)
     except typer.Exit:

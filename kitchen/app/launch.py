@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -167,6 +167,7 @@ class Launch:
     config: dict[str, Any] = field(default_factory=dict)  # for config.json
     recipe_name: str = ""
     wandb: tuple[str, str | None] | None = None
+    announce: Callable[[str], None] | None = None  # the CLI's start lines (stderr)
 
 
 def run_launch(workflow: Workflow[Any], launch: Launch) -> RunResult:
@@ -199,6 +200,9 @@ def run_launch(workflow: Workflow[Any], launch: Launch) -> RunResult:
     dtype = getattr(backend, "dtype_name", None)
     if dtype is not None:
         log.info("training dtype: %s", dtype)
+        if launch.announce is not None:
+            asked = launch.settings.dtype
+            launch.announce(f"compute dtype {dtype}" + (f" (--dtype {asked})" if asked else ""))
     if launch.log_dir is not None:
         write_config(
             Path(launch.log_dir), launch.recipe_name or workflow.name, launch.config, dtype
@@ -237,8 +241,10 @@ def run(
     hooks: Sequence[Hook] = (),
     ports: dict[str, Any] | None = None,
     datasets: DatasetStore | None = None,
+    announce: Callable[[str], None] | None = None,
 ) -> RunResult:
-    """Run a registered recipe (by name or instance) with a config (object or overrides)."""
+    """Run a registered recipe (by name or instance) with a config (object or overrides);
+    `announce` gets the lines a person starting the run should see (the compute dtype)."""
     rec = get_recipe(recipe) if isinstance(recipe, str) else recipe
     cfg = config if isinstance(config, TrainConfig) else build_config(rec, config)
     if isinstance(backend, str):
@@ -259,6 +265,7 @@ def run(
         config=json.loads(cfg.model_dump_json()),
         recipe_name=rec.name,
         wandb=(cfg.wandb_project, cfg.wandb_name) if cfg.wandb_project else None,
+        announce=announce,
     )
     return run_launch(workflow, launch)
 

@@ -80,6 +80,8 @@ def test_each_recipe_runs_three_steps_on_the_tiny_model(recipe, tmp_path):
             "bfloat16",
         }
     )
+    asked = "float32" if recipe == "sl_loop" else "auto"
+    assert f"compute dtype {config['dtype']} (--dtype {asked})" in result.output  # said at start
 
 
 class KillAfter(BaseHook):
