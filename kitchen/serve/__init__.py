@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -74,6 +75,11 @@ def serve(settings: ServeSettings) -> None:
     service = KitchenService(settings)
     for model in settings.preload:
         service.preload(model)
+    print(
+        f"kitchen serve: compute dtype {service.backend.dtype_name} (--dtype {settings.dtype})",
+        file=sys.stderr,
+        flush=True,
+    )
     uvicorn.run(
         create_app(service),
         host=settings.host,

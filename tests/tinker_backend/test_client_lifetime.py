@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tinker import types
@@ -107,3 +108,35 @@ def test_kitchen_serve_takes_the_session_timeout_from_its_flag(
     assert result.exit_code == 0, result.output
     assert seen[0].session_timeout_s == 300.0
     assert ServeSettings(checkpoint_dir=tmp_path).session_timeout_s == 30.0
+
+
+def test_kitchen_serve_says_its_compute_dtype_before_serving(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import asyncio
+
+    import uvicorn
+
+    import kitchen.serve
+
+    sent: list[str] = []
+
+    def start_and_stop(app: Any, **options: Any) -> None:  # the app's own startup and shutdown
+        async def lifespan() -> None:
+            events: asyncio.Queue[dict[str, str]] = asyncio.Queue()
+            events.put_nowait({"type": "lifespan.startup"})
+            events.put_nowait({"type": "lifespan.shutdown"})
+
+            async def send(message: dict[str, Any]) -> None:
+                sent.append(message["type"])
+
+            await app(
+                {"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}, events.get, send
+            )
+
+        asyncio.run(lifespan())
+
+    monkeypatch.setattr(uvicorn, "run", start_and_stop)
+    kitchen.serve.serve(ServeSettings(checkpoint_dir=tmp_path, preload=[TINY], dtype="float32"))
+    assert "kitchen serve: compute dtype float32 (--dtype float32)" in capsys.readouterr().err
+    assert sent == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
