@@ -67,7 +67,7 @@ class EngineSettings:
             )
         if settings.dtype == "auto":
             # bf16 autocast is fast on GPUs and on CPUs with bf16 units (LoRA SFT of SmolLM2 on a
-            # 2-core Zen 5: 1.54x fp32's tokens/s); without them the CPU emulates bf16 and fp32 wins.
+            # 2-core Zen 4: 1.54-1.69x fp32's tokens/s); without them the CPU emulates bf16 and fp32 wins.
             native = device != "cpu" or cpu_has_native_bf16()
             dtype_name = "bfloat16" if native else "float32"
         elif settings.dtype in _DTYPES:
