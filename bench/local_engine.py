@@ -9,7 +9,8 @@ autocast; same LoRA config, AdamW, summed token cross-entropy).
 Sampling: the engine's sampler on the base model against `model.generate` (same number of new
 tokens, stop disabled, multinomial sampling, num_samples sequences of one prompt); then 4 prompts x
 8 samples as 32 concurrent one-sample requests (one shared decode batch) against 4 calls of 8
-awaited one after another (one prompt per call).
+awaited one after another (one prompt per call); when --sampling-dtype is not float32, also against
+those 4 calls in float32 in a fresh process, the path the engine had before the shared batch.
 DPO memory: peak RSS of a fresh process running one forward_backward_custom of --dpo-pairs pairs of
 --dpo-seq tokens (a DPO loss; the reference logprobs are constants here).
 Each timing is the best of --repeats interleaved runs, by wall clock and by process CPU time.
