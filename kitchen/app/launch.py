@@ -201,8 +201,7 @@ def run_launch(workflow: Workflow[Any], launch: Launch) -> RunResult:
     if dtype is not None:
         log.info("training dtype: %s", dtype)
         if launch.announce is not None:
-            asked = launch.settings.dtype
-            launch.announce(f"compute dtype {dtype}" + (f" (--dtype {asked})" if asked else ""))
+            launch.announce(f"compute dtype {dtype} (--dtype {launch.settings.dtype})")
     if launch.log_dir is not None:
         write_config(
             Path(launch.log_dir), launch.recipe_name or workflow.name, launch.config, dtype

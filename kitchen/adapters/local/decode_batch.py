@@ -12,9 +12,9 @@ One step over many rows costs far less than a step per request (SmolLM2 in bf16 
 and leave it as soon as they finish. New requests are prefilled once per distinct prompt, the
 distinct prompts that arrive together in one left-padded forward, the KV cache repeated for their
 samples and concatenated to the batch's; caches of different lengths are left-padded and the
-padding masked, with explicit position ids, so every row still sees exactly its own prompt + sample and its
-logprobs equal a full forward pass over them (fp32: < 1e-5). Each request keeps its own stop rule,
-max_tokens, sampling params and random generator.
+padding masked, with explicit position ids, so every row still sees exactly its own prompt + sample
+and its logprobs equal a full forward pass over them (fp32: < 1e-5). Each request keeps its own stop
+rule, max_tokens, sampling params and random generator.
 
 Requests on other weights (another LoRA snapshot) wait until the batch drains; while one waits, no
 new request joins, so none starves. Other work (compute_logprobs) runs between decode steps.
