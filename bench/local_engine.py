@@ -157,12 +157,17 @@ def _pair_on_engine_thread(
     return best_times(engine, plain_on_thread, repeats)
 
 
-def bench_sampling(args: argparse.Namespace, prompt: list[int]) -> tuple[Pair, int]:
-    # A fresh backend: its base model carries no LoRA wrappers from the training benchmark.
+def _base_sampler(args: argparse.Namespace) -> tuple[Any, Any]:
+    """A fresh backend in --sampling-dtype (its base model carries no LoRA wrappers from the
+    training benchmark) and a sampler of its base model."""
     backend = create_local_backend(
         BackendSettings(seed=0, device=args.device, dtype=args.sampling_dtype)
     )
-    sampler = backend.create_sampling_client(base_model=args.model)
+    return backend, backend.create_sampling_client(base_model=args.model)
+
+
+def bench_sampling(args: argparse.Namespace, prompt: list[int]) -> tuple[Pair, int]:
+    backend, sampler = _base_sampler(args)
     params = types.SamplingParams(max_tokens=args.new_tokens, stop=[], seed=0)
     model_input = types.ModelInput.from_ints(prompt)
 
@@ -232,10 +237,7 @@ def _sample_calls(
 
 def bench_concurrent_sampling(args: argparse.Namespace, prompts: list[list[int]]) -> Pair:
     """32 one-sample requests in flight at once (first) against 4 calls of 8, one at a time."""
-    backend = create_local_backend(
-        BackendSettings(seed=0, device=args.device, dtype=args.sampling_dtype)
-    )
-    sampler = backend.create_sampling_client(base_model=args.model)
+    backend, sampler = _base_sampler(args)
     concurrent, one_prompt_per_call = _sample_calls(sampler, prompts, args.new_tokens)
     concurrent()
     one_prompt_per_call()
@@ -249,10 +251,7 @@ def per_call_side(args: argparse.Namespace, prompts: list[list[int]]) -> None:
     best of --repeats; prints its tokens/s as a RESULT line."""
     from sides import emit
 
-    backend = create_local_backend(
-        BackendSettings(seed=0, device=args.device, dtype=args.sampling_dtype)
-    )
-    sampler = backend.create_sampling_client(base_model=args.model)
+    backend, sampler = _base_sampler(args)
     _, one_prompt_per_call = _sample_calls(sampler, prompts, args.new_tokens)
     one_prompt_per_call()
     seconds = []
