@@ -80,8 +80,40 @@ def test_group_reward_is_added_to_the_last_turn():
 def test_gae_is_registered_and_equals_group_mean_on_single_turn_groups():
     assert "gae" in ADVANTAGE_ESTIMATORS
     g = single_turn_group([1.0, 0.0, 0.0, 0.5])
-    gae = compute_advantages([g], "gae")[0]
-    np.testing.assert_allclose(gae, compute_advantages([g], "group_mean")[0])
+    gae = compute_turn_advantages([g], "gae", gamma=0.9, lam=0.5)[0]
+    np.testing.assert_allclose(gae, compute_turn_advantages([g], "group_mean")[0])
+
+
+@pytest.mark.parametrize("gamma,lam", [(1.0, 1.0), (0.9, 0.95), (0.5, 0.0)])
+def test_the_training_route_equals_gae_written_out(gamma, lam):
+    """compute_turn_advantages (what ComputeAdvantages, the streaming step and the transcripts
+    call) against GAE computed here from its definition: the baseline is the group's mean
+    discounted return, V = baseline while the episode runs and 0 after; A_t = sum_l (gamma lam)^l
+    delta_{t+l}, delta_t = r_t + gamma V_{t+1} - V_t. Intermediate rewards make per-turn values
+    differ from one value per trajectory."""
+    rewards = [[0.5, 0.0, 1.0], [0.0, -1.0], [0.25]]
+    finals = [0.0, 2.0, 0.0]  # the group reward lands on the last turn
+    g = TrajectoryGroup([episode(r) for r in rewards], finals, [{} for _ in rewards])
+    per_turn = [[*r[:-1], r[-1] + f] for r, f in zip(rewards, finals, strict=True)]
+    baseline = np.mean([sum(gamma**t * x for t, x in enumerate(r)) for r in per_turn])
+    expected = []
+    for r in per_turn:
+        values = [baseline] * len(r) + [0.0]
+        deltas = [r[t] + gamma * values[t + 1] - values[t] for t in range(len(r))]
+        expected.append(
+            [
+                sum((gamma * lam) ** k * deltas[t + k] for k in range(len(r) - t))
+                for t in range(len(r))
+            ]
+        )
+    got = compute_turn_advantages([g], "gae", gamma=gamma, lam=lam)[0]
+    for got_T, expected_T in zip(got, expected, strict=True):
+        np.testing.assert_allclose(got_T, expected_T, atol=1e-12)
+
+
+def test_gae_has_no_per_trajectory_value():
+    with pytest.raises(ValueError, match=r"one advantage per turn.*compute_turn_advantages"):
+        compute_advantages([group([1.0, 0.0], [0.0])], "gae")
 
 
 def test_bad_parameters_fail_naming_them():

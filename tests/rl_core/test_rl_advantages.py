@@ -50,7 +50,7 @@ def test_unknown_estimator_names_the_known_ones():
 
 
 def test_estimator_with_wrong_shape_is_rejected():
-    ADVANTAGE_ESTIMATORS["test_bad"] = lambda g: np.zeros(5)
+    register_advantage_estimator("test_bad")(lambda g: np.zeros(5))
     try:
         with pytest.raises(ValueError, match="one value per trajectory"):
             compute_advantages([single_turn_group([1.0, 2.0])], estimator="test_bad")

@@ -10,6 +10,7 @@ from train_core.rl.advantages import (
     compute_turn_advantages,
     group_mean_advantages,
     register_advantage_estimator,
+    register_turn_advantage_estimator,
 )
 from train_core.rl.data import (
     assemble_training_data,
@@ -38,6 +39,7 @@ __all__ = [
     "group_mean_advantages",
     "keep_informative_groups",
     "register_advantage_estimator",
+    "register_turn_advantage_estimator",
     "remove_constant_reward_groups",
     "remove_mask",
     "trajectory_to_data",

@@ -1,36 +1,90 @@
-"""Advantages from a group's rewards, and the registry estimators plug into.
+"""Advantages: one per turn of every trajectory, by a named estimator.
 
-An estimator maps one TrajectoryGroup to one advantage per trajectory (advantages_G). What RL
-trains on is one advantage per turn (`compute_turn_advantages`): a per-trajectory estimator's
-value is broadcast to the trajectory's turns; `gae` gives each turn its own. The datum assembly
-puts each turn's advantage on its action tokens.
+What RL trains on is one advantage per turn, and `compute_turn_advantages(groups, estimator,
+gamma, lam)` is the one route to it: it looks the estimator up in ADVANTAGE_ESTIMATORS by name and
+calls it, whatever its kind (no name is special-cased). Two kinds plug in:
+- per trajectory (`register_advantage_estimator`): fn(group) -> advantages_G, one value per
+  trajectory, put on every turn of it; gamma and lambda do not apply (group_mean);
+- per turn (`register_turn_advantage_estimator`): fn(group, gamma, lam) -> advantages_T per
+  trajectory (gae, train_core/rl/gae.py).
+The datum assembly puts each turn's advantage on its action tokens.
 """
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from train_core.rl.types import TrajectoryGroup
 
-AdvantageEstimator = Callable[[TrajectoryGroup], np.ndarray]
+TrajectoryAdvantageFn = Callable[[TrajectoryGroup], np.ndarray]
 """fn(group) -> advantages_G, float64, one entry per trajectory of the group."""
+AdvantageEstimator = TrajectoryAdvantageFn  # the name before per-turn estimators plugged in
 
-ADVANTAGE_ESTIMATORS: dict[str, AdvantageEstimator] = {}
-"""Estimators by name; `compute_advantages(..., estimator=NAME)` looks names up here."""
+TurnAdvantageFn = Callable[[TrajectoryGroup, float, float], list[np.ndarray]]
+"""fn(group, gamma, lam) -> per trajectory of the group, advantages_T (one per turn)."""
+
+
+@dataclass(frozen=True)
+class PerTrajectory:
+    """A per-trajectory estimator as a per-turn one: its value on every turn of the trajectory."""
+
+    name: str
+    fn: TrajectoryAdvantageFn
+
+    def advantages_G(self, group: TrajectoryGroup) -> np.ndarray:
+        advantages_G = np.asarray(self.fn(group), dtype=np.float64)
+        if advantages_G.shape != (len(group.trajectories_G),):
+            raise ValueError(
+                f"advantage estimator {self.name!r} returned shape {advantages_G.shape} for a "
+                f"group of {len(group.trajectories_G)} trajectories; expected one value per "
+                "trajectory"
+            )
+        return advantages_G
+
+    def __call__(self, group: TrajectoryGroup, gamma: float, lam: float) -> list[np.ndarray]:
+        if (gamma, lam) != (1.0, 1.0):
+            raise ValueError(
+                f"gamma and lambda apply to the gae estimator; estimator is {self.name!r}, "
+                "which gives one advantage per trajectory"
+            )
+        return [
+            np.full(len(traj.transitions), a, dtype=np.float64)
+            for traj, a in zip(group.trajectories_G, self.advantages_G(group), strict=True)
+        ]
+
+
+ADVANTAGE_ESTIMATORS: dict[str, TurnAdvantageFn] = {}
+"""Estimators by name, each as a per-turn function; `compute_turn_advantages` looks names up here."""
+
+
+def _add(name: str, estimator: TurnAdvantageFn) -> None:
+    known = ADVANTAGE_ESTIMATORS.get(name)
+    if known is not None and known != estimator:
+        raise ValueError(f"advantage estimator {name!r} is already registered")
+    ADVANTAGE_ESTIMATORS[name] = estimator
 
 
 def register_advantage_estimator(
     name: str,
-) -> Callable[[AdvantageEstimator], AdvantageEstimator]:
-    """Decorator adding an estimator to ADVANTAGE_ESTIMATORS under `name` (names are unique)."""
+) -> Callable[[TrajectoryAdvantageFn], TrajectoryAdvantageFn]:
+    """Decorator adding a per-trajectory estimator under `name` (names are unique)."""
 
-    def add(fn: AdvantageEstimator) -> AdvantageEstimator:
-        if name in ADVANTAGE_ESTIMATORS and ADVANTAGE_ESTIMATORS[name] is not fn:
-            raise ValueError(f"advantage estimator {name!r} is already registered")
-        ADVANTAGE_ESTIMATORS[name] = fn
+    def add(fn: TrajectoryAdvantageFn) -> TrajectoryAdvantageFn:
+        _add(name, PerTrajectory(name, fn))
+        return fn
+
+    return add
+
+
+def register_turn_advantage_estimator(name: str) -> Callable[[TurnAdvantageFn], TurnAdvantageFn]:
+    """Decorator adding a per-turn estimator fn(group, gamma, lam) under `name`."""
+
+    def add(fn: TurnAdvantageFn) -> TurnAdvantageFn:
+        _add(name, fn)
         return fn
 
     return add
@@ -50,7 +104,7 @@ def group_mean_advantages(group: TrajectoryGroup) -> np.ndarray:
     return centre_rewards(np.asarray(group.get_total_rewards(), dtype=np.float64))
 
 
-def get_advantage_estimator(name: str) -> AdvantageEstimator:
+def get_advantage_estimator(name: str) -> TurnAdvantageFn:
     """The estimator registered as `name`; an unknown name fails listing the known ones."""
     try:
         return ADVANTAGE_ESTIMATORS[name]
@@ -63,44 +117,27 @@ def get_advantage_estimator(name: str) -> AdvantageEstimator:
         ) from None
 
 
-def compute_advantages(
-    trajectory_groups_P: Sequence[TrajectoryGroup], estimator: str = "group_mean"
-) -> list[np.ndarray]:
-    """advantages_G for each group, by the named estimator."""
-    fn = get_advantage_estimator(estimator)
-    advantages_P: list[np.ndarray] = []
-    for i, group in enumerate(trajectory_groups_P):
-        advantages_G = np.asarray(fn(group), dtype=np.float64)
-        if advantages_G.shape != (len(group.trajectories_G),):
-            raise ValueError(
-                f"advantage estimator {estimator!r} returned shape {advantages_G.shape} for group "
-                f"{i}; expected ({len(group.trajectories_G)},), one value per trajectory"
-            )
-        advantages_P.append(advantages_G)
-    return advantages_P
-
-
 def compute_turn_advantages(
     trajectory_groups_P: Sequence[TrajectoryGroup],
     estimator: str = "group_mean",
     gamma: float = 1.0,
     lam: float = 1.0,
 ) -> list[list[np.ndarray]]:
-    """turn_advantages_P: per group, per trajectory, advantages_T (one per turn). `gae` is per
-    turn by nature (discount `gamma`, `lam`); any other estimator's advantage is broadcast to
-    every turn of its trajectory, and takes no gamma or lambda."""
-    if estimator == "gae":
-        from train_core.rl.gae import gae_turn_advantages
+    """turn_advantages_P: per group, per trajectory, advantages_T (one per turn), by the named
+    estimator with discount `gamma` and `lam` (which only per-turn estimators take)."""
+    fn = get_advantage_estimator(estimator)
+    return [fn(group, gamma, lam) for group in trajectory_groups_P]
 
-        return [gae_turn_advantages(g, gamma, lam) for g in trajectory_groups_P]
-    if (gamma, lam) != (1.0, 1.0):
-        raise ValueError(f"gamma and lambda apply to the gae estimator; estimator is {estimator!r}")
-    return [
-        [
-            np.full(len(traj.transitions), a, dtype=np.float64)
-            for traj, a in zip(g.trajectories_G, advantages_G, strict=True)
-        ]
-        for g, advantages_G in zip(
-            trajectory_groups_P, compute_advantages(trajectory_groups_P, estimator), strict=True
+
+def compute_advantages(
+    trajectory_groups_P: Sequence[TrajectoryGroup], estimator: str = "group_mean"
+) -> list[np.ndarray]:
+    """advantages_G for each group, by a per-trajectory estimator (one value per trajectory).
+    A per-turn estimator has no such value: it fails, pointing at `compute_turn_advantages`."""
+    fn = get_advantage_estimator(estimator)
+    if not isinstance(fn, PerTrajectory):
+        raise ValueError(
+            f"advantage estimator {estimator!r} gives one advantage per turn, not per "
+            "trajectory; use compute_turn_advantages"
         )
-    ]
+    return [fn.advantages_G(group) for group in trajectory_groups_P]

@@ -18,16 +18,16 @@ Every action token of turn t gets A_t. Special cases:
 - lambda < 1 (gamma = 1, final reward only): A_t = lambda^(T-1-t) (R_i - b), less credit to
   turns further from the reward.
 
-The registry entry `gae` (ADVANTAGE_ESTIMATORS) returns one advantage per trajectory, as every
-estimator must: its first turn's A_0 with gamma = lambda = 1. Training takes the per-turn values,
-with chosen gamma and lambda, through `compute_turn_advantages(groups, "gae", gamma, lam)`.
+This is the only GAE: it is registered as the per-turn estimator `gae`, reached (like every
+estimator) through `compute_turn_advantages(groups, "gae", gamma, lam)`. tinker-cookbook 0.6.1
+has no GAE; the recursion is the standard one (Schulman et al. 2016) over turns.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from train_core.rl.advantages import register_advantage_estimator
+from train_core.rl.advantages import register_turn_advantage_estimator
 from train_core.rl.types import Trajectory, TrajectoryGroup
 
 
@@ -65,6 +65,7 @@ def gae_1d(rewards_T: np.ndarray, baseline: float, gamma: float, lam: float) -> 
     return advantages_T
 
 
+@register_turn_advantage_estimator("gae")
 def gae_turn_advantages(group: TrajectoryGroup, gamma: float, lam: float) -> list[np.ndarray]:
     """Per trajectory of the group: advantages_T, one per turn (the baseline is the group's mean
     discounted return)."""
@@ -77,11 +78,3 @@ def gae_turn_advantages(group: TrajectoryGroup, gamma: float, lam: float) -> lis
         return []
     baseline = float(np.mean([discounted_return(r, gamma) for r in rewards_G]))
     return [gae_1d(r, baseline, gamma, lam) for r in rewards_G]
-
-
-@register_advantage_estimator("gae")
-def gae_first_turn_advantages(group: TrajectoryGroup) -> np.ndarray:
-    """advantages_G for the registry: each trajectory's A_0 with gamma = lambda = 1 (= R_i - b).
-    Per-turn advantages with other gamma / lambda: `gae_turn_advantages`."""
-    turns_G = gae_turn_advantages(group, 1.0, 1.0)
-    return np.asarray([a[0] if a.size else 0.0 for a in turns_G], dtype=np.float64)
