@@ -10,11 +10,11 @@ from train_core.rl.kl import (
     compute_kl_sample_train,
     compute_post_kl,
     discounted_future_sum,
-    full_sequence_inputs,
     incorporate_kl_penalty,
     training_logprobs_from_output,
 )
 from train_core.rl.types import Trajectory
+from train_core.scoring import full_sequence, target_logprobs
 
 
 def make_data():
@@ -59,10 +59,10 @@ def test_kl_rejects_misaligned_logprobs():
 
 def test_post_kl_and_penalty_use_full_sequence_scores():
     data = make_data()
-    full = full_sequence_inputs(data)
+    full = [full_sequence(d) for d in data]
     assert full[0].to_ints() == [1, 2, 3, 7, 8, 50, 9]
     # Score every full-sequence position at -1 (position 0 unscored, as prompt logprobs are).
-    scores = [[None] + [-1.0] * (f.length - 1) for f in full]
+    scores = [target_logprobs([None] + [-1.0] * (f.length - 1)) for f in full]
     sampled = np.array([-0.5, -0.5, -1.5, -0.2, -0.2, -0.2])
     d = sampled + 1.0
     post = compute_post_kl(data, scores)
@@ -83,3 +83,9 @@ def test_discounted_future_sum():
     np.testing.assert_allclose(
         discounted_future_sum(np.array([1.0, 2.0, 4.0]), 0.5), [3.0, 4.0, 4.0]
     )
+
+
+def test_other_policies_logprobs_must_align_with_the_targets():
+    data = make_data()
+    with pytest.raises(ValueError, match="compute_post_kl: datum 0 has 6 targets but 7 logprobs"):
+        compute_post_kl(data, [np.zeros(7), np.zeros(3)])

@@ -16,8 +16,8 @@ import numpy as np
 import numpy.typing as npt
 from tinker import types
 
+from train_core.arrays import as_array
 from train_core.rl.kl import discounted_future_sum
-from train_core.supervised.nll import as_array
 
 FloatArray = npt.NDArray[np.float64]
 

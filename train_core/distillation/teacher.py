@@ -19,7 +19,8 @@ import numpy as np
 from tinker import types
 
 from train_core.distillation.advantages import place_on_mask
-from train_core.rl.kl import as_array, full_sequence_inputs
+from train_core.evaluation.evaluator import resolve_future
+from train_core.scoring import full_sequence, num_targets, target_logprobs
 
 
 @dataclass(frozen=True)
@@ -137,10 +138,6 @@ def teacher_query(
     )
 
 
-async def _awaited(future: Any) -> Any:
-    return await future
-
-
 async def score_with_teachers(
     data_D: Sequence[types.Datum],
     meta_D: Sequence[dict[str, int]],
@@ -164,7 +161,7 @@ async def score_with_teachers(
         tags_D.append(tag)
         if teacher.same_format:
             queries_D.append(None)
-            futures.append(teacher.client.compute_logprobs(full_sequence_inputs([datum])[0]))
+            futures.append(teacher.client.compute_logprobs(full_sequence(datum)))
             continue
         traj = groups_P[meta["group_idx"]].trajectories_G[meta["traj_idx"]]
         messages = getattr(builder, "prompt_messages", None)
@@ -179,9 +176,9 @@ async def score_with_teachers(
         )
         queries_D.append(query)
         futures.append(teacher.client.compute_logprobs(query.model_input))
-    scored_D = await asyncio.gather(*(_awaited(f) for f in futures))
+    scored_D = await asyncio.gather(*(resolve_future(f) for f in futures))
     teacher_lp_D = [
-        as_array(lp)[1:]
+        target_logprobs(lp, num_targets(d))
         if q is None
         else place_on_mask(q.student_values(lp), d.loss_fn_inputs["mask"])
         for q, lp, d in zip(queries_D, scored_D, data_D, strict=True)
@@ -210,7 +207,7 @@ async def teacher_conversations(
         )
         for p in prompts
     ]
-    responses = await asyncio.gather(*(_awaited(f) for f in futures))
+    responses = await asyncio.gather(*(resolve_future(f) for f in futures))
     rows = []
     for prompt, response in zip(prompts, responses, strict=True):
         message, _ = teacher.renderer.parse_response(response.sequences[0].tokens)

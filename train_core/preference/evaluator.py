@@ -13,10 +13,11 @@ from typing import Any, ClassVar
 import numpy as np
 from tinker import types
 
+from train_core.arrays import as_array
 from train_core.evaluation.evaluator import EvaluatorClient, resolve_future
 from train_core.preference.dpo import dpo_loss, weighted_logprob_sums
-from train_core.supervised.evaluator import ForwardClient, forward_logprobs
-from train_core.supervised.nll import as_array, compute_mean_nll
+from train_core.scoring import ForwardClient, forward_logprobs
+from train_core.supervised.nll import compute_mean_nll
 
 
 def pairwise_accuracy(

@@ -1,7 +1,8 @@
 """KL estimates between the policy that sampled a batch and other policies, over action tokens.
 
 All functions read the assembled RL datums (`logprobs`, `mask`, `advantages`, `target_tokens` in
-loss_fn_inputs) and numpy arrays; no client calls. Formulas and keys as tinker-cookbook 0.6.1:
+loss_fn_inputs) and other policies' logprobs aligned with the targets (a forward's outputs, or
+`train_core.scoring.score_full_sequences`); no client calls. Formulas and keys as tinker-cookbook 0.6.1:
 with d = logp_sampler - logp_other on action tokens, v1 = mean(d), v2 = mean(d^2) / 2.
 """
 
@@ -14,19 +15,10 @@ from typing import Any
 import numpy as np
 from tinker import types
 
+from train_core.arrays import as_array
+from train_core.scoring import forward_logprobs
 
-def as_array(values: Any) -> np.ndarray:
-    """float64 1-D array from TensorData, a numpy array, a CPU torch tensor or a list (None->nan)."""
-    if isinstance(values, types.TensorData):
-        return values.to_numpy().astype(np.float64).reshape(-1)
-    if isinstance(values, list):
-        values = [np.nan if v is None else v for v in values]
-    return np.asarray(values, dtype=np.float64).reshape(-1)
-
-
-def training_logprobs_from_output(output: Any) -> list[np.ndarray]:
-    """Per-datum target logprobs from a ForwardBackwardOutput (or ForwardOutput)."""
-    return [as_array(out["logprobs"]) for out in output.loss_fn_outputs]
+training_logprobs_from_output = forward_logprobs  # the name RL code used before scoring.py
 
 
 def _action_columns(datum: types.Datum) -> tuple[np.ndarray, np.ndarray]:
@@ -47,6 +39,17 @@ def _kl_estimates(diffs: list[np.ndarray], what: str) -> tuple[float, float]:
     return float(flat.mean()), float(0.5 * np.mean(flat**2))
 
 
+def _aligned(logprobs: Any, sampling_T: np.ndarray, what: str, i: int) -> np.ndarray:
+    """Another policy's logprobs of datum i's targets, checked against the sampler's."""
+    other_T = as_array(logprobs)
+    if other_T.shape != sampling_T.shape:
+        raise ValueError(
+            f"{what}: datum {i} has {sampling_T.size} targets but {other_T.size} logprobs; "
+            "expected equal lengths"
+        )
+    return other_T
+
+
 def compute_kl_sample_train(
     data_D: Sequence[types.Datum], training_logprobs_D: Sequence[Any]
 ) -> dict[str, float]:
@@ -65,12 +68,7 @@ def compute_kl_sample_train(
     sampled: list[np.ndarray] = []
     for i, (datum, training) in enumerate(zip(data_D, training_logprobs_D, strict=True)):
         sampling_T, action_T = _action_columns(datum)
-        training_T = as_array(training)
-        if training_T.shape != sampling_T.shape:
-            raise ValueError(
-                f"compute_kl_sample_train: datum {i} has {sampling_T.size} targets but "
-                f"{training_T.size} training logprobs; expected equal lengths"
-            )
+        training_T = _aligned(training, sampling_T, "compute_kl_sample_train", i)
         diffs.append(sampling_T[action_T] - training_T[action_T])
         sampled.append(sampling_T[action_T])
     v1, v2 = _kl_estimates(diffs, "compute_kl_sample_train")
@@ -81,36 +79,15 @@ def compute_kl_sample_train(
     }
 
 
-def full_sequence_inputs(data_D: Sequence[types.Datum]) -> list[types.ModelInput]:
-    """Each datum's unshifted sequence (its input plus the last target): what to score with
-    `sampling_client.compute_logprobs` for post-update KL or a KL penalty."""
-    out: list[types.ModelInput] = []
-    for datum in data_D:
-        last_target = int(datum.loss_fn_inputs["target_tokens"].to_numpy().reshape(-1)[-1])
-        out.append(datum.model_input.append_int(last_target))
-    return out
-
-
-def _scored_targets(prompt_logprobs: Any, n_targets: int, what: str) -> np.ndarray:
-    """Target-aligned logprobs from logprobs over the full sequence (position 0 is unscored)."""
-    full = as_array(prompt_logprobs)
-    if full.size != n_targets + 1:
-        raise ValueError(
-            f"{what}: scored {full.size} positions for a datum with {n_targets} targets; "
-            f"expected {n_targets + 1} (the full sequence)"
-        )
-    return full[1:]
-
-
 def compute_post_kl(
     data_D: Sequence[types.Datum], new_logprobs_D: Sequence[Any]
 ) -> dict[str, float]:
-    """How far the update moved the policy: sampler logprobs vs the updated policy's, where
-    `new_logprobs_D[i]` scores `full_sequence_inputs(data_D)[i]`. Keys: kl_pre_post_v1/v2."""
+    """How far the update moved the policy: sampler logprobs vs the updated policy's
+    (`new_logprobs_D[i]` aligned with datum i's targets). Keys: kl_pre_post_v1/v2."""
     diffs: list[np.ndarray] = []
-    for datum, new_logprobs in zip(data_D, new_logprobs_D, strict=True):
+    for i, (datum, new_logprobs) in enumerate(zip(data_D, new_logprobs_D, strict=True)):
         sampling_T, action_T = _action_columns(datum)
-        new_T = _scored_targets(new_logprobs, sampling_T.size, "compute_post_kl")
+        new_T = _aligned(new_logprobs, sampling_T, "compute_post_kl", i)
         diffs.append(sampling_T[action_T] - new_T[action_T])
     v1, v2 = _kl_estimates(diffs, "compute_post_kl")
     return {"kl_pre_post_v1": v1, "kl_pre_post_v2": v2}
@@ -137,15 +114,14 @@ def incorporate_kl_penalty(
 
     Per action token, d = logp_sampler - logp_base and the advantage gains
     coef * (mean(d) - d): tokens above the batch's average drift are pushed down. With a discount
-    factor > 0 the penalty becomes its discounted future sum. `base_logprobs_D[i]` scores
-    `full_sequence_inputs(data_D)[i]`. Returns new datums (inputs untouched) and
-    {"kl_policy_base": mean(d)}.
+    factor > 0 the penalty becomes its discounted future sum. `base_logprobs_D[i]` is aligned with
+    datum i's targets. Returns new datums (inputs untouched) and {"kl_policy_base": mean(d)}.
     """
     diffs_D: list[np.ndarray] = []
     masks_D: list[np.ndarray] = []
-    for datum, base_logprobs in zip(data_D, base_logprobs_D, strict=True):
+    for i, (datum, base_logprobs) in enumerate(zip(data_D, base_logprobs_D, strict=True)):
         sampling_T, action_T = _action_columns(datum)
-        base_T = _scored_targets(base_logprobs, sampling_T.size, "incorporate_kl_penalty")
+        base_T = _aligned(base_logprobs, sampling_T, "incorporate_kl_penalty", i)
         mask_T = action_T.astype(np.float64)
         diffs_D.append(np.where(action_T, sampling_T - base_T, 0.0))
         masks_D.append(mask_T)

@@ -149,23 +149,6 @@ def conversation_to_datum(
     return datum_from_model_input_weights(model_input, weights, max_length, reduction=reduction)
 
 
-def full_sequence_from_datum(datum: types.Datum) -> types.ModelInput:
-    """The unshifted sequence (inputs + last target) a sampling client scores with compute_logprobs."""
-    target_tokens = datum.loss_fn_inputs["target_tokens"].data
-    if not target_tokens:
-        return datum.model_input
-    return datum.model_input.append_int(int(target_tokens[-1]))
-
-
-def logprobs_aligned_to_targets(
-    full_sequence_logprobs: Sequence[float | None],
-) -> npt.NDArray[np.float32]:
-    """compute_logprobs output (one per position, the first is None) -> one per target token."""
-    return np.array(
-        [0.0 if lp is None else float(lp) for lp in full_sequence_logprobs[1:]], dtype=np.float32
-    )
-
-
 def datum_weights(datum: types.Datum) -> npt.NDArray[np.float32]:
     """The datum's per-target loss weights as float32 numpy."""
     return np.asarray(datum.loss_fn_inputs["weights"].to_numpy(), dtype=np.float32).reshape(-1)

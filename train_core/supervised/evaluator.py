@@ -10,25 +10,18 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 from tinker import types
 
 from train_core.evaluation.evaluator import EvaluatorClient, resolve_future
-from train_core.supervised.datum import full_sequence_from_datum, logprobs_aligned_to_targets
+from train_core.scoring import (
+    ForwardClient,
+    LogprobClient,
+    forward_logprobs,
+    score_full_sequences,
+)
 from train_core.supervised.nll import compute_bpb, compute_mean_nll
-
-
-class ForwardClient(Protocol):
-    """Anything with the training client's forward (returns a future of ForwardBackwardOutput)."""
-
-    def forward(self, data: list[types.Datum], loss_fn: Any) -> Any: ...
-
-
-class LogprobClient(Protocol):
-    """Anything with the sampling client's compute_logprobs (returns a future of logprobs)."""
-
-    def compute_logprobs(self, prompt: types.ModelInput) -> Any: ...
 
 
 def nll_metrics(
@@ -44,11 +37,6 @@ def nll_metrics(
         targets = [datum.loss_fn_inputs["target_tokens"] for datum in data]
         metrics[f"{name}/bpb"] = compute_bpb(logprobs_list, weights, targets, tokenizer)
     return metrics
-
-
-def forward_logprobs(output: types.ForwardBackwardOutput) -> list[Any]:
-    """Per-datum target logprobs from a cross_entropy forward's outputs."""
-    return [row["logprobs"] for row in output.loss_fn_outputs]
 
 
 def evaluate_nll(
@@ -83,13 +71,8 @@ async def evaluate_nll_with_sampler(
     """Score each full sequence with compute_logprobs (concurrently), then the NLL metrics."""
     if not data:
         return {f"{name}/nll": float("nan")}
-    raw = await asyncio.gather(
-        *[
-            resolve_future(sampling_client.compute_logprobs(full_sequence_from_datum(d)))
-            for d in data
-        ]
-    )
-    return nll_metrics([logprobs_aligned_to_targets(r) for r in raw], data, name, tokenizer)
+    logprobs_D = await score_full_sequences(sampling_client, data)
+    return nll_metrics(logprobs_D, data, name, tokenizer)
 
 
 @dataclass(frozen=True, kw_only=True)

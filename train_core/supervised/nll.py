@@ -8,19 +8,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
-from tinker import types
+
+from train_core.arrays import as_array
 
 logger = logging.getLogger(__name__)
-
-
-def as_array(values: Any) -> npt.NDArray[np.float64]:
-    """TensorData, numpy, list or a CPU torch tensor -> flat float64 numpy."""
-    if isinstance(values, types.TensorData):
-        values = values.to_numpy()
-    elif hasattr(values, "detach"):  # a torch tensor, without importing torch
-        values = values.detach().cpu().numpy()
-    return np.asarray(values, dtype=np.float64).reshape(-1)
 
 
 def compute_mean_nll(logprobs_list: Sequence[Any], weights_list: Sequence[Any]) -> float:

@@ -25,7 +25,7 @@ from train_core.preference import (
     make_dpo_loss_fn,
     split_pairs,
 )
-from train_core.supervised import full_sequence_from_datum, logprobs_aligned_to_targets
+from train_core.scoring import score_full_sequences
 
 
 def labeled_comparison(row: dict[str, Any]) -> LabeledComparison:
@@ -114,10 +114,7 @@ class ComputeReferenceLogprobs(SourceToInto):
         data = getattr(ctx.state, self.source)
         if not data:
             return None
-        reference = ctx.state.reference_client
-        futures = [reference.compute_logprobs(full_sequence_from_datum(d)) for d in data]
-        rows = await gather(*futures)
-        setattr(ctx.state, self.into, [logprobs_aligned_to_targets(r) for r in rows])
+        setattr(ctx.state, self.into, await score_full_sequences(ctx.state.reference_client, data))
         return None
 
 

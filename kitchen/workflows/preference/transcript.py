@@ -19,7 +19,8 @@ from tinker import types
 
 from kitchen.engine.stage import Context, Metrics
 from train_core.preference import weighted_logprob_sums
-from train_core.supervised import datum_weights, full_sequence_from_datum
+from train_core.scoring import full_sequence
+from train_core.supervised import datum_weights
 
 REFERENCE = "reference_logprobs"  # the loss_fn_outputs key beside the policy's "logprobs"
 
@@ -41,7 +42,7 @@ def with_reference(
 
 def _split(datum: types.Datum, tokenizer: Any) -> tuple[str, str]:
     """(prompt, completion) text: the completion starts at the first weighted target."""
-    tokens = full_sequence_from_datum(datum).to_ints()
+    tokens = full_sequence(datum).to_ints()
     weighted = np.flatnonzero(datum_weights(datum) > 0)
     start = int(weighted[0]) + 1 if weighted.size else len(tokens)
     return str(tokenizer.decode(tokens[:start])), str(tokenizer.decode(tokens[start:]))

@@ -41,20 +41,13 @@ def step_lr(step: int, total_steps: int | None, base_lr: float, schedule: str) -
     return lr_at(step, max(total_steps or 1, step + 1), base_lr, schedule)
 
 
-async def score_full_sequences(sampling_client: Any, data_D: list[types.Datum]) -> list[Any]:
-    """The client's logprobs of each datum's full sequence, requests submitted all at once."""
-    from train_core.rl.kl import full_sequence_inputs
-
-    futures = [sampling_client.compute_logprobs(x) for x in full_sequence_inputs(data_D)]
-    return [await f for f in futures]
-
-
 async def kl_penalize(
     reference_client: Any, data_D: list[types.Datum], coef: float, discount: float
 ) -> tuple[list[types.Datum], Metrics]:
     """Advantages penalised for drifting from the reference policy (reference logprobs of the
     full sequences from `reference_client`)."""
     from train_core.rl.kl import incorporate_kl_penalty
+    from train_core.scoring import score_full_sequences
 
     base_logprobs_D = await score_full_sequences(reference_client, data_D)
     return incorporate_kl_penalty(data_D, base_logprobs_D, coef, discount)
@@ -118,7 +111,7 @@ class TrainStep:
 
     async def __call__(self, ctx: Context[Any]) -> Metrics | None:
         from train_core.rl import remove_mask
-        from train_core.rl.kl import training_logprobs_from_output
+        from train_core.scoring import forward_logprobs
 
         client, state = ctx.state.training_client, ctx.state
         t0 = time.perf_counter()
@@ -144,7 +137,7 @@ class TrainStep:
             output = await fb
             losses[epoch] += float((output.metrics or {}).get("loss:sum", 0.0))
             if epoch == 0:
-                logprobs_D.extend(training_logprobs_from_output(output))
+                logprobs_D.extend(forward_logprobs(output))
             if epoch == self.ppo_epochs - 1:
                 last_pass.append(dict(output.metrics or {}))
             optim_metrics = dict((await optim).metrics or {})
@@ -172,6 +165,7 @@ class ComputePostKL:
 
     async def __call__(self, ctx: Context[Any]) -> Metrics | None:
         from train_core.rl.kl import compute_post_kl
+        from train_core.scoring import score_full_sequences
 
         sampler = ctx.state.training_client.save_weights_and_get_sampling_client()
         new_logprobs_D = await score_full_sequences(sampler, ctx.state.train_data)
@@ -232,7 +226,7 @@ class StreamRolloutsAndTrain:
 
     async def __call__(self, ctx: Context[Any]) -> Metrics | None:
         from train_core.rl import remove_mask
-        from train_core.rl.kl import training_logprobs_from_output
+        from train_core.scoring import forward_logprobs
 
         state = ctx.state
         client = state.training_client
@@ -258,9 +252,7 @@ class StreamRolloutsAndTrain:
                 waiting = []
         lr = step_lr(state.step, state.n_batches, self.learning_rate, self.lr_schedule)
         optim = client.optim_step(self.adam.params(lr))
-        state.training_logprobs = [
-            lp for fb in fbs for lp in training_logprobs_from_output(await fb)
-        ]
+        state.training_logprobs = [lp for fb in fbs for lp in forward_logprobs(await fb)]
         metrics.update((await optim).metrics or {})
         state.env_group_builders, state.trajectory_groups = builders_P, groups_P
         state.group_versions = [state.policy_version] * len(groups_P)

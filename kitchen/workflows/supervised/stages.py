@@ -75,9 +75,10 @@ class CrossEntropyLoss:
     def metrics(
         self, data: list[types.Datum], fb: types.ForwardBackwardOutput, tokenizer: Any
     ) -> Metrics:
+        from train_core.scoring import forward_logprobs
         from train_core.supervised import compute_bpb, compute_mean_nll
 
-        logprobs = [out["logprobs"] for out in fb.loss_fn_outputs]
+        logprobs = forward_logprobs(fb)
         weights = [d.loss_fn_inputs["weights"] for d in data]
         targets = [d.loss_fn_inputs["target_tokens"] for d in data]
         return {
