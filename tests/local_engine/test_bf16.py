@@ -1,5 +1,5 @@
-"""The bf16 engine's CPU paths: frozen base weights cast once (autocast's own numbers), attention in
-fp32, and sampled logprobs that still match a full forward pass."""
+"""The bf16 engine: frozen base weights cast once (autocast's own numbers), attention in fp32 on a
+CPU (the stock kernel elsewhere), and sampled logprobs that still match a full forward pass."""
 
 from __future__ import annotations
 
@@ -17,13 +17,15 @@ from kitchen.adapters.local.host import ModelHost, cast_frozen_linears, load_hos
 from kitchen.adapters.local.lora import LoraSpec, adapter_parameters, peft_config
 from kitchen.adapters.local.settings import EngineSettings
 from kitchen.ports import BackendSettings
-from tests.helpers import local_backend
+from tests.helpers import engine_device, engine_generator, local_backend
 
 from .conftest import TINY
 
 
 def _host(tmp_path: Path, dtype: str) -> ModelHost:
-    settings = EngineSettings.from_backend_settings(BackendSettings(log_dir=tmp_path, dtype=dtype))
+    settings = EngineSettings.from_backend_settings(
+        BackendSettings(log_dir=tmp_path, dtype=dtype, device=engine_device())
+    )
     return load_host(TINY, settings)
 
 
@@ -38,7 +40,7 @@ def test_cast_copies_give_autocasts_numbers_and_keep_fp32_masters(tmp_path: Path
             assert p.dtype == torch.float32  # the adapters train in fp32 whatever the copies are
             with torch.no_grad():
                 p.add_(0.01)  # B starts at 0: make the adapter count
-    tokens = torch.tensor([[1, 5, 9, 14, 3, 7, 2, 11]])
+    tokens = torch.tensor([[1, 5, 9, 14, 3, 7, 2, 11]], device=engine_device())
     outs = []
     for host in (plain, cast):
         with host.use("a") as model, torch.no_grad():
@@ -64,10 +66,14 @@ def bf16_backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         yield engine
 
 
-def test_bf16_samples_score_like_a_full_forward_with_fp32_attention(bf16_backend: Any) -> None:
+def test_bf16_samples_score_like_a_full_forward_with_fp32_attention_on_a_cpu(
+    bf16_backend: Any,
+) -> None:
     sampler = bf16_backend.create_sampling_client(base_model=TINY)
     (host,) = bf16_backend.hosts()
-    assert host.base.config._attn_implementation == FP32_ATTENTION
+    # fp32 attention is a CPU-only choice (attention.py); accelerators keep the stock SDPA.
+    stock = FP32_ATTENTION if engine_device() == "cpu" else "sdpa"
+    assert host.base.config._attn_implementation == stock
     params = types.SamplingParams(max_tokens=12, seed=5, stop=[])
     prompts = [[5, 17, 42], [8, 9, 10, 11, 12, 13, 14, 15, 16]]  # two lengths: a padded batch
     futures = [sampler.sample(types.ModelInput.from_ints(p), 3, params) for p in prompts]
@@ -85,7 +91,7 @@ def test_a_bf16_lora_snapshot_samples_with_the_adapter_merged(bf16_backend: Any)
     logprobs are as close to the fp32 base + adapter as the unmerged bf16 adapter's, and far from
     the base's."""
     client = bf16_backend.create_lora_training_client(TINY, rank=4, seed=1)
-    generator = torch.Generator().manual_seed(0)
+    generator = engine_generator(0)
     for p in adapter_parameters(client.host.model, client.adapter).values():
         p.data.normal_(0.0, 0.1, generator=generator)  # B = 0 would merge nothing
     sampler = client.save_weights_and_get_sampling_client("merged")
@@ -100,11 +106,12 @@ def test_a_bf16_lora_snapshot_samples_with_the_adapter_merged(bf16_backend: Any)
         with (
             client.host.use(adapter) as model,
             torch.no_grad(),
-            torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast),
+            torch.autocast(client.host.device.type, dtype=torch.bfloat16, enabled=autocast),
         ):
-            logits = model(input_ids=torch.tensor([tokens])).logits[0, :-1].float()
-        targets = torch.tensor(tokens[1:])[:, None]
-        return torch.log_softmax(logits, -1).gather(-1, targets)[:, 0].numpy()
+            ids = torch.tensor([tokens], device=engine_device())
+            logits = model(input_ids=ids).logits[0, :-1].float()
+        targets = ids[0, 1:, None]
+        return torch.log_softmax(logits, -1).gather(-1, targets)[:, 0].cpu().numpy()
 
     truth, unmerged, base = bf16_backend.decoder.run(
         lambda: (

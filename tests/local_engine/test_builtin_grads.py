@@ -16,6 +16,7 @@ from kitchen.adapters.local import logprobs
 from kitchen.adapters.local.forward import run_builtin_loss
 from kitchen.adapters.local.lora import adapter_parameters
 from kitchen.adapters.local.losses import LOSSES
+from tests.helpers import engine_device, engine_generator
 
 from .conftest import TINY, take_grads
 
@@ -56,17 +57,20 @@ def rl_data(
 def one_graph(model: Any, data: list[types.Datum], loss_fn: str) -> tuple[float, float, list[Any]]:
     """Full logits per datum, one graph, loss.backward(): the reference. Also returns the sum of the
     per-token losses' magnitudes, the scale of fp32 rounding in a sum that cancels (dro, ppo)."""
-    total, magnitude, outputs = torch.zeros(()), 0.0, []
+    device = engine_device()
+    total, magnitude, outputs = torch.zeros((), device=device), 0.0, []
     for d in data:
-        tokens = torch.tensor([d.model_input.to_ints()])
+        tokens = torch.tensor([d.model_input.to_ints()], device=device)
         logits = model(input_ids=tokens, use_cache=False).logits.float()
-        inputs = {k: torch.from_numpy(v.to_numpy())[None] for k, v in d.loss_fn_inputs.items()}
+        inputs = {
+            k: torch.from_numpy(v.to_numpy())[None].to(device) for k, v in d.loss_fn_inputs.items()
+        }
         targets = inputs.pop("target_tokens")
         lp = torch.log_softmax(logits, -1).gather(-1, targets[..., None])[..., 0]
         per_token = LOSSES[loss_fn](lp, inputs, {})
         total = total + per_token.sum()
         magnitude += float(per_token.detach().abs().sum())
-        outputs.append(lp[0].detach().numpy())
+        outputs.append(lp[0].detach().cpu().numpy())
     total.backward()
     return float(total.detach()), magnitude, outputs
 
@@ -82,7 +86,7 @@ def assert_builtin_equals_one_graph(
     client: Any, data: list[types.Datum], loss_fn: str, microbatch_tokens: int
 ) -> None:
     """The engine's loss, logprobs and LoRA gradients equal `one_graph`'s (adapter randomised)."""
-    generator = torch.Generator().manual_seed(0)  # the same adapter whatever ran before
+    generator = engine_generator(0)  # the same adapter whatever ran before
     with client.host.use(client.adapter) as model, torch.enable_grad():
         for p in adapter_parameters(model, client.adapter).values():  # B = 0 gives A no gradient
             p.data.normal_(0.0, 0.05, generator=generator)

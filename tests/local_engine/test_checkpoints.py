@@ -101,12 +101,13 @@ def test_lora_sampler_weights_load_with_peft(backend: Any) -> None:
     base = AutoModelForCausalLM.from_pretrained(client.host.model_path)
     model = PeftModel.from_pretrained(base, path).eval()
     tokens = batch[0].model_input.to_ints()
+    ids = torch.tensor([tokens], device="cpu")  # where from_pretrained put the model
     with torch.no_grad():
-        logits = model(torch.tensor([tokens])).logits[0].log_softmax(-1)
+        logits = model(ids).logits[0].log_softmax(-1)
     ours = (
         client.save_weights_and_get_sampling_client()
         .compute_logprobs(types.ModelInput.from_ints(tokens))
         .result()
     )
-    theirs = logits[:-1].gather(-1, torch.tensor(tokens[1:])[:, None]).squeeze(-1).tolist()
+    theirs = logits[:-1].gather(-1, ids[0, 1:, None]).squeeze(-1).tolist()
     assert ours[1:] == pytest.approx(theirs, abs=1e-5)

@@ -11,6 +11,7 @@ import torch
 from tinker import types
 
 from kitchen.adapters.local import logprobs
+from tests.helpers import engine_device
 
 from .conftest import TEXTS, TINY, sft_datum, take_grads
 
@@ -30,8 +31,10 @@ def one_graph_grads(client: Any, data: list[types.Datum]) -> tuple[dict[str, tor
     per_datum = []
     with client.host.use(client.adapter) as model, torch.enable_grad():
         for d in data:
-            tokens = torch.tensor([d.model_input.to_ints()])
-            targets = torch.tensor(d.loss_fn_inputs["target_tokens"].to_numpy())
+            tokens = torch.tensor([d.model_input.to_ints()], device=engine_device())
+            targets = torch.tensor(
+                d.loss_fn_inputs["target_tokens"].to_numpy(), device=engine_device()
+            )
             logits = model(input_ids=tokens, use_cache=False).logits[0]
             per_datum.append(torch.log_softmax(logits, -1).gather(-1, targets[:, None])[:, 0])
         loss, _ = pair_loss(data, per_datum)

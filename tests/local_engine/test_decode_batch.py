@@ -11,6 +11,8 @@ import numpy as np
 import torch
 from tinker import types
 
+from tests.helpers import engine_device
+
 from .conftest import TINY
 
 PROMPTS = [[5, 17, 42], [8, 9, 10, 11, 12, 13, 14, 15, 16], [300], [7, 7, 7, 7, 7], [5, 17, 42]]
@@ -29,9 +31,10 @@ def requests() -> list[tuple[list[int], int, types.SamplingParams]]:
 def full_forward_logprobs(backend: Any, tokens: list[int]) -> np.ndarray:
     (host,) = [h for h in backend.hosts() if h.model_name == TINY]
     with host.use(None) as model, torch.inference_mode():
-        logits = model(input_ids=torch.tensor([tokens])).logits[0].float()
+        ids = torch.tensor([tokens], device=engine_device())
+        logits = model(input_ids=ids).logits[0].float()
         lsm = torch.log_softmax(logits[:-1], -1)
-        return lsm.gather(-1, torch.tensor(tokens[1:])[:, None])[:, 0].numpy()
+        return lsm.gather(-1, ids[0, 1:, None])[:, 0].cpu().numpy()
 
 
 def test_concurrent_requests_share_steps_and_match_requests_run_alone(backend: Any) -> None:

@@ -14,21 +14,28 @@ from kitchen.adapters.local.host import ModelHost, load_host
 from kitchen.adapters.local.lora import LoraSpec, adapter_parameters, peft_config
 from kitchen.adapters.local.settings import EngineSettings
 from kitchen.ports import BackendSettings
+from tests.helpers import engine_device, engine_generator
 
 from .conftest import TINY
 
-TOKENS = torch.tensor([[1, 5, 9, 14, 3, 7, 2, 11], [4, 4, 8, 15, 16, 23, 42, 6]])
+TOKENS = [[1, 5, 9, 14, 3, 7, 2, 11], [4, 4, 8, 15, 16, 23, 42, 6]]
+
+
+def _tokens() -> torch.Tensor:
+    return torch.tensor(TOKENS, device=engine_device())
 
 
 def _host_with_adapter(tmp_path: Path, dtype: str, **lora: Any) -> ModelHost:
-    settings = EngineSettings.from_backend_settings(BackendSettings(log_dir=tmp_path, dtype=dtype))
+    settings = EngineSettings.from_backend_settings(
+        BackendSettings(log_dir=tmp_path, dtype=dtype, device=engine_device())
+    )
     host = load_host(TINY, settings)
     host.freeze()
     config = peft_config(host.base, LoraSpec(rank=4))
     for key, value in lora.items():
         setattr(config, key, value)
     host.add_adapter("a", config, seed=3)
-    generator = torch.Generator().manual_seed(0)
+    generator = engine_generator(0)
     with torch.no_grad():  # B starts at 0: make the adapter count
         for p in adapter_parameters(host.model, "a").values():
             p.normal_(0.0, 0.03, generator=generator)
@@ -53,7 +60,7 @@ def _pefts_own_forward(model: Any) -> Iterator[None]:
 def _logits_and_grads(host: ModelHost) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     params = adapter_parameters(host.model, "a")
     with host.use("a") as model, torch.enable_grad():
-        logits = model(input_ids=TOKENS, use_cache=False).logits.float()
+        logits = model(input_ids=_tokens(), use_cache=False).logits.float()
         (logits.square().mean() + logits[..., 7].sum()).backward()
     grads = {k: p.grad.detach().clone() for k, p in params.items()}
     for p in params.values():
@@ -83,7 +90,9 @@ def test_fused_lora_layer_in_bf16_is_as_close_to_fp32_as_pefts(tmp_path: Path) -
     LoRA layer's output and gradients must be as close to fp32 as peft's. (Through a whole model the
     roundings compound differently, so that comparison says little either way.)"""
     host = _host_with_adapter(tmp_path, "bfloat16")
-    x = torch.randn(3, 7, host.base.config.hidden_size, generator=torch.Generator().manual_seed(1))
+    x = torch.randn(
+        3, 7, host.base.config.hidden_size, generator=engine_generator(1), device=engine_device()
+    )
     layers = [
         m
         for m in host.model.modules()
@@ -93,7 +102,7 @@ def test_fused_lora_layer_in_bf16_is_as_close_to_fp32_as_pefts(tmp_path: Path) -
     def run(layer: Any, autocast: bool) -> list[torch.Tensor]:
         x_ = x.clone().requires_grad_()
         params = [layer.lora_A["a"].weight, layer.lora_B["a"].weight]
-        with host.use("a"), torch.autocast("cpu", torch.bfloat16, enabled=autocast):
+        with host.use("a"), torch.autocast(x.device.type, torch.bfloat16, enabled=autocast):
             out = layer(x_)
         out.float().square().sum().backward()
         grads = [x_.grad, *(p.grad for p in params)]
@@ -123,11 +132,11 @@ def test_disabled_adapters_and_dora_take_pefts_path(tmp_path: Path) -> None:
     host = _host_with_adapter(tmp_path, "float32")
     with torch.no_grad():
         with host.use(None) as model:
-            base = model(input_ids=TOKENS).logits
+            base = model(input_ids=_tokens()).logits
         with host.use("a") as model:
-            adapted = model(input_ids=TOKENS).logits
+            adapted = model(input_ids=_tokens()).logits
         with host.use(None) as model:
-            base_again = model(input_ids=TOKENS).logits
+            base_again = model(input_ids=_tokens()).logits
     assert not torch.allclose(base, adapted, atol=1e-3)
     torch.testing.assert_close(base_again, base, rtol=0, atol=0)
 

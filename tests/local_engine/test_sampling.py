@@ -11,7 +11,7 @@ import pytest
 from tinker import types
 
 from kitchen.engine.errors import BackendError
-from tests.helpers import local_backend
+from tests.helpers import engine_device, engine_generator, local_backend
 
 from .conftest import TEXTS, TINY, sft_datum
 
@@ -67,10 +67,11 @@ def _tempered_logprobs(sampler: Any, tokens: list[int], start: int, temperature:
     """log_softmax(logits / T) of tokens[start:], from one plain forward pass of the model."""
     import torch
 
+    ids = torch.tensor([tokens], device=engine_device())
     with torch.inference_mode():
-        logits = sampler.host.base(input_ids=torch.tensor([tokens])).logits[0].float()
+        logits = sampler.host.base(input_ids=ids).logits[0].float()
     lsm = torch.log_softmax(logits[:-1] / temperature, dim=-1)
-    return lsm.gather(-1, torch.tensor(tokens[1:])[:, None]).squeeze(-1)[start - 1 :].numpy()
+    return lsm.gather(-1, ids[0, 1:, None]).squeeze(-1)[start - 1 :].cpu().numpy()
 
 
 @pytest.mark.parametrize("temperature", [0.5, 1.0, 1.5])
@@ -205,17 +206,19 @@ def test_drawn_tokens_follow_the_distribution_and_never_take_a_zero(monkeypatch:
 
     from kitchen.adapters.local.sampling import draw_tokens
 
-    probs_V = torch.tensor([0.5, 0.0, 0.3, 0.2, 0.0])
-    generator = torch.Generator().manual_seed(0)
+    probs_V = torch.tensor([0.5, 0.0, 0.3, 0.2, 0.0], device=engine_device())
+    generator = engine_generator(0)
     drawn = torch.cat([draw_tokens(probs_V.expand(1000, -1), generator) for _ in range(20)])
     counts = torch.bincount(drawn, minlength=5).double() / len(drawn)
     sigma = (probs_V.double() * (1 - probs_V.double()) / len(drawn)).sqrt()
     assert counts[1] == 0 and counts[4] == 0
     assert ((counts - probs_V.double()).abs() <= 5 * sigma + 1e-12).all(), counts
-    again = draw_tokens(probs_V.expand(1000, -1), torch.Generator().manual_seed(0))
+    again = draw_tokens(probs_V.expand(1000, -1), engine_generator(0))
     assert torch.equal(again, drawn[:1000])  # a request's seed fixes its tokens
     # u * total rounding up to the total takes the last token that has probability, not the end.
-    monkeypatch.setattr(torch, "rand", lambda shape, **kw: torch.ones(shape, dtype=kw["dtype"]))
+    monkeypatch.setattr(
+        torch, "rand", lambda shape, **kw: torch.ones(shape, dtype=kw["dtype"], device=kw["device"])
+    )
     assert draw_tokens(probs_V[None], generator).tolist() == [3]
 
 

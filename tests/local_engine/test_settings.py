@@ -68,7 +68,7 @@ def test_bf16_runs_as_autocast_over_fp32_weights(tmp_path: Path) -> None:
         assert {p.dtype for p in client.host.base.parameters()} == {torch.float32}
         tokens = client.get_tokenizer().encode("a b c d e", add_special_tokens=False)
         with client.host.use(client.adapter) as model:
-            logits = model(input_ids=torch.tensor([tokens])).logits
+            logits = model(input_ids=torch.tensor([tokens], device="cpu")).logits
         assert logits.dtype == torch.bfloat16
     finally:
         engine.close()

@@ -13,6 +13,7 @@ from tinker import types
 from kitchen.adapters.local import batching
 from kitchen.adapters.local.forward import run_custom_loss
 from kitchen.adapters.local.lora import adapter_parameters
+from tests.helpers import engine_generator
 
 from .conftest import TINY, take_grads
 from .test_builtin_grads import assert_builtin_equals_one_graph, assert_grads_close, rl_data
@@ -73,12 +74,13 @@ def test_several_groups_share_one_micro_batch_within_the_budget() -> None:
 def test_shared_prefix_custom_loss_equals_unshared(backend: Any, monkeypatch: Any) -> None:
     client = backend.create_lora_training_client(TINY, rank=4, seed=6)
     data = group_data("cross_entropy")
-    weights = [torch.linspace(-1.0, 1.0, len(d.model_input.to_ints())) for d in data]
+    # On the host, as the logprobs a custom loss gets (the Tinker SDK hands it CPU tensors).
+    weights = [torch.linspace(-1.0, 1.0, len(d.model_input.to_ints()), device="cpu") for d in data]
 
     def loss(_: list[types.Datum], lps: list[torch.Tensor]) -> tuple[Any, dict[str, float]]:
         return sum((w * lp).sum() for w, lp in zip(weights, lps, strict=True)), {}
 
-    results, generator = [], torch.Generator().manual_seed(0)
+    results, generator = [], engine_generator(0)
     for min_shared in (batching.MIN_SHARED_PREFIX, 10**9):  # shared, then never shared
         monkeypatch.setattr(batching, "MIN_SHARED_PREFIX", min_shared)
         with client.host.use(client.adapter) as model, torch.enable_grad():

@@ -101,6 +101,10 @@ def run_custom_loss(
     a time (recomputing its forward) as the gradient of sum(g * logprobs). The parameter gradients
     equal those of backpropagating the loss through one big graph, but peak memory follows the
     micro-batch, not the batch.
+
+    The leaves are CPU float32 tensors whatever the engine's device, as the Tinker SDK hands them
+    (a loss written for it mixes them with `TensorData.to_torch()`, which is on the CPU); the loss
+    is a few small ops per datum, which a CPU runs without kernel launches or device syncs.
     """
     import torch
 
@@ -112,9 +116,7 @@ def run_custom_loss(
         for mb in batches:
             lp = TargetLogprobs(model, mb.tokens, mb.targets, mb.shared).values()
             _collect(outputs, mb, lp.view(mb.targets.shape))
-    leaves = [
-        torch.tensor(o, device=_device(model), requires_grad=True) for o in outputs if o is not None
-    ]
+    leaves = [torch.tensor(o, device="cpu", requires_grad=True) for o in outputs if o is not None]
     with torch.enable_grad():
         loss, metrics = loss_fn(list(data), leaves)
         if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
@@ -124,13 +126,14 @@ def run_custom_loss(
         if loss.requires_grad:
             loss.backward()
         for mb in batches:
-            grad = torch.zeros(mb.targets.shape, device=_device(model))
+            grad = torch.zeros(mb.targets.shape, device="cpu")
             for row, (i, n) in enumerate(zip(mb.indices, mb.lengths, strict=True)):
                 leaf_grad = leaves[i].grad
                 if leaf_grad is not None:  # None: the loss did not use this datum
                     grad[row, :n] = leaf_grad
-            if grad.any():
-                TargetLogprobs(model, mb.tokens, mb.targets, mb.shared).backprop_gradient(grad)
+            if grad.any():  # on the host: no device sync
+                head = TargetLogprobs(model, mb.tokens, mb.targets, mb.shared)
+                head.backprop_gradient(grad.to(_device(model)))
     return _output(
         outputs, {**{k: float(v) for k, v in metrics.items()}, "loss:sum": float(loss.detach())}
     )

@@ -52,19 +52,7 @@ class EngineSettings:
     def from_backend_settings(cls, settings: BackendSettings) -> EngineSettings:
         """Resolve "auto" values. `settings.extra` may hold `num_threads` and `microbatch_tokens`;
         the env vars KITCHEN_NUM_THREADS and KITCHEN_MICROBATCH_TOKENS are the fallbacks."""
-        import torch
-
-        device = settings.device
-        if device == "auto":
-            device = "cuda" if torch.cuda.is_available() else "cpu"
-        elif device.startswith("cuda") and not torch.cuda.is_available():
-            raise ConfigError(
-                f"device {device!r} asked for, but torch sees no CUDA device; use cpu or auto"
-            )
-        elif device != "cpu" and not device.startswith("cuda"):
-            raise ConfigError(
-                f"device {device!r} is not supported by the local engine; expected auto, cpu or cuda"
-            )
+        device = resolve_device(settings.device)
         if settings.dtype == "auto":
             # bf16 autocast is fast on GPUs and on CPUs with bf16 units (LoRA SFT of SmolLM2 on a
             # 2-core Zen 4: 1.54-1.69x fp32's tokens/s); without them the CPU emulates bf16 and fp32 wins.
@@ -92,6 +80,24 @@ class EngineSettings:
             ),
             num_threads=_positive_int(settings.extra, "num_threads", None),
         )
+
+
+def resolve_device(device: str) -> str:
+    """The device the engine computes on for a `--device` value: "auto" is CUDA when torch sees
+    one, else the CPU; anything else must name a device torch has."""
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError(
+            f"device {device!r} asked for, but torch sees no CUDA device; use cpu or auto"
+        )
+    if device != "cpu" and not device.startswith("cuda"):
+        raise ConfigError(
+            f"device {device!r} is not supported by the local engine; expected auto, cpu or cuda"
+        )
+    return device
 
 
 # CPU flags of hardware bf16 matmuls (Linux /proc/cpuinfo names): AVX-512 BF16 and AMX.

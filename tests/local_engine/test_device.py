@@ -1,0 +1,117 @@
+"""Tensors are made where the engine computes. On a CUDA machine a tensor or random generator made
+without naming its device lands on the CPU and fails against the model's (32 engine tests did,
+2026-11-26). These checks catch that on a CPU-only machine too: the engine and its tests name the
+device of every tensor they construct, and the engine gives the same results when the compute
+thread's default device is one it must never use."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tinker import types
+
+from .conftest import TINY, take_grads
+from .test_shared_prefix import group_data
+
+ROOT = Path(__file__).resolve().parents[2]
+SCANNED = ("kitchen/adapters/local", "tests/local_engine", "tests/export")
+# torch functions that make a tensor (or generator) on the default device unless given `device=`
+FACTORIES = frozenset(
+    {"tensor", "as_tensor", "zeros", "ones", "empty", "full", "arange", "linspace", "rand"}
+    | {"randn", "randint", "randperm", "eye", "Generator"}
+)
+# Tests of pure formulas on small host tensors; no engine tensor or model is involved.
+HOST_FORMULA_TESTS = frozenset(
+    {"test_losses.py", "test_optimizer.py", "test_stable_reinforce.py", "test_device.py"}
+)
+
+
+def unplaced_constructions(source: str) -> list[int]:
+    """Lines where `torch.<factory>(...)` is called without a `device=` argument."""
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "torch"
+            and node.func.attr in FACTORIES
+            and not any(k.arg == "device" for k in node.keywords)
+        ):
+            lines.append(node.lineno)
+    return sorted(lines)
+
+
+def test_the_scan_finds_a_tensor_made_without_a_device() -> None:
+    source = (
+        "import torch\ng = torch.Generator().manual_seed(0)\nx = torch.zeros(3, device='cpu')\n"
+    )
+    assert unplaced_constructions(source) == [2]
+
+
+def test_engine_and_engine_tests_name_the_device_of_every_tensor_they_make() -> None:
+    found = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for folder in SCANNED
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        if path.name not in HOST_FORMULA_TESTS
+        for line in unplaced_constructions(path.read_text())
+    ]
+    assert not found, (
+        "tensors made without naming their device (use device=engine_device() in tests, the "
+        f"model's device in the engine, or device='cpu' where the host is meant): {found}"
+    )
+
+
+@contextmanager
+def default_device_on_compute_thread(backend: Any, device: str) -> Iterator[None]:
+    """torch's default device on the engine's compute thread (where every engine op runs)."""
+    backend.decoder.run(lambda: torch.set_default_device(device))
+    try:
+        yield
+    finally:
+        backend.decoder.run(lambda: torch.set_default_device(None))
+
+
+def engine_results(client: Any, sampler: Any) -> list[Any]:
+    """What the engine computes on the paths that build tensors: training passes with and without
+    shared prefixes (a built-in loss, a custom loss and its gradients), scoring, and sampling."""
+    data = group_data("ppo")
+    forward = client.forward(data, "ppo").result()
+
+    def linear(_: list[types.Datum], lps: list[torch.Tensor]) -> tuple[Any, dict[str, float]]:
+        return sum(lp.sum() for lp in lps), {}
+
+    custom = client.forward_backward_custom(group_data("cross_entropy"), linear).result()
+    grads = {k: v.cpu().numpy() for k, v in take_grads(client).items()}
+    prompt = types.ModelInput.from_ints([5, 17, 42, 99, 7])
+    scored = sampler.compute_logprobs(prompt).result()
+    params = types.SamplingParams(max_tokens=6, seed=4, stop=[])
+    sampled = sampler.sample(prompt, 3, params).result()
+    return [
+        forward.metrics,
+        [o["logprobs"].to_numpy() for o in forward.loss_fn_outputs],
+        custom.metrics,
+        [o["logprobs"].to_numpy() for o in custom.loss_fn_outputs],
+        grads,
+        scored,
+        [(s.tokens, s.logprobs) for s in sampled.sequences],
+    ]
+
+
+def test_the_engine_uses_no_default_device(backend: Any) -> None:
+    """With the compute thread's default device set to "meta", a tensor the engine made without
+    naming a device would hold no data: mixing it with the model's raises, and reading through it
+    changes the results."""
+    client = backend.create_lora_training_client(TINY, rank=4, seed=2)
+    sampler = backend.create_sampling_client(base_model=TINY)
+    want = engine_results(client, sampler)
+    with default_device_on_compute_thread(backend, "meta"):
+        got = engine_results(client, sampler)
+    np.testing.assert_equal(got, want)
