@@ -3,7 +3,9 @@
 0.6.1 (`utils/lr_scheduling.py`) multiplies the base LR by, at 0-indexed step s of S:
 linear 1 - s/S, cosine 0.5 * (1 + cos(pi * s/S)), constant 1. It has no warmup; here
 warmup_steps W > 0 ramps (s + 1)/W for s < W, so the first step already moves the weights, then
-runs the chosen decay over the remaining S - W steps. W = 0 reproduces 0.6.1 exactly.
+runs the chosen decay over the remaining S - W steps. W = 0 reproduces 0.6.1 exactly. A step at
+or past S (a run resumed with fewer steps than it had) keeps the last step's rate, never a
+negative one.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ def lr_multiplier(
         raise ValueError(f"lr schedule: step is {step}; expected >= 0")
     if total_steps <= 0:
         raise ValueError(f"lr schedule: total_steps is {total_steps}; expected > 0")
+    step = min(step, total_steps - 1)
     if step < warmup_steps:
         return (step + 1) / warmup_steps
     decay_steps = max(total_steps - warmup_steps, 1)

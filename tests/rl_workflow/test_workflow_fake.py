@@ -302,3 +302,12 @@ def test_every_mode_samples_its_rollouts_with_the_configs_settings():
         wf = reinforcement(config(mode=mode, **settings), ArithmeticEnvs(G, N, n_batches=50))
         samplers = [n.sampling for n in nodes(wf.steps) if hasattr(n, "sampling")]
         assert samplers == [expected], mode
+
+
+@pytest.mark.parametrize("mode", ["sync", "streaming"])
+def test_the_lr_schedule_runs_over_the_runs_steps(mode):
+    settings = {"stream_minibatch_size": 1} if mode == "streaming" else {}
+    cfg = config(mode=mode, lr_schedule="linear", learning_rate=3e-4, **settings)
+    result = run(ArithmeticRL(), cfg, backend=fake_backend())
+    lrs = [m["learning_rate"] for m in result.metrics if "learning_rate" in m]
+    assert lrs == pytest.approx([3e-4, 2e-4, 1e-4])  # linear over 3 steps: 1 - s/3

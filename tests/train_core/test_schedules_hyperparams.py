@@ -35,6 +35,12 @@ def test_warmup_ramps_linearly_then_the_schedule_decays_over_the_rest():
     assert lr_at(13, 14, base, "constant", warmup_steps=4) == base
 
 
+def test_a_step_past_the_end_keeps_the_last_steps_rate():
+    base = 1e-3
+    assert lr_at(12, 10, base, "linear") == lr_at(9, 10, base, "linear") == pytest.approx(base / 10)
+    assert lr_at(10, 10, base, "cosine") == lr_at(9, 10, base, "cosine") > 0
+
+
 def test_bad_schedule_arguments_fail_clearly():
     with pytest.raises(ValueError, match="expected one of linear, cosine, constant"):
         lr_at(0, 10, 1e-3, "cosin")

@@ -35,13 +35,14 @@ that run code. A tinker-cookbook RLDatasetBuilder `b` plugs in as `lambda ctx: b
 @dataclass(frozen=True, kw_only=True)
 class BuildRLDataset:
     """Build the env datasets with the run's renderer (and, with `sandboxed`, the run's code
-    sandbox: `make(env_ctx, sandbox)`); `n_batches` = len(train), capped by `num_batches`."""
+    sandbox: `make(env_ctx, sandbox)`); `n_batches` = len(train), capped by `num_batches`, and
+    one pass over them is the run (`total_steps` = `n_batches`)."""
 
     make: RLDatasetFactory
     num_batches: int | None = None
     sandboxed: bool = False
     name: str = "build_rl_dataset"
-    writes: frozenset[str] = frozenset({"dataset", "test_dataset", "n_batches"})
+    writes: frozenset[str] = frozenset({"dataset", "test_dataset", "n_batches", "total_steps"})
     ports: frozenset[str] = frozenset({"datasets"})
 
     @property
@@ -55,7 +56,8 @@ class BuildRLDataset:
         if len(train) == 0:
             raise DataError(f"RL dataset {type(train).__name__} has no batches")
         n = len(train) if self.num_batches is None else min(len(train), self.num_batches)
-        ctx.state.dataset, ctx.state.test_dataset, ctx.state.n_batches = train, test, n
+        ctx.state.dataset, ctx.state.test_dataset = train, test
+        ctx.state.n_batches = ctx.state.total_steps = n
         ctx.logger.info("RL dataset: %d iterations (%d batches available)", n, len(train))
         return None
 
@@ -153,7 +155,7 @@ class LogRLStep:
             "group_versions",
             "train_data",
             "training_logprobs",
-            "n_batches",
+            "total_steps",
             "batch_idx",
             "ppo_metrics",
         }
@@ -165,7 +167,7 @@ class LogRLStep:
 
         state = ctx.state
         tags_P = [b.logging_tags() for b in state.env_group_builders]
-        done_frac = (state.step + 1) / max(state.n_batches or 1, 1)
+        done_frac = (state.step + 1) / state.total_steps
         metrics: Metrics = {
             "progress/batch": state.batch_idx,
             "progress/done_frac": done_frac,

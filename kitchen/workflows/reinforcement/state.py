@@ -25,7 +25,13 @@ class RLState(TrainState):
     policy_version: int = Field(
         0, description="Training steps behind the weights of sampling_client (== step when fresh)"
     )
-    n_batches: int | None = Field(None, description="Training iterations of this run")
+    n_batches: int | None = Field(
+        None, description="Batches per epoch: RL makes one pass over its env dataset"
+    )
+    total_steps: int | None = Field(
+        None,
+        description="Training steps of the run (= n_batches, one pass); the LR schedule's length",
+    )
     batch_idx: int = 0
     env_group_builders: list[Any] | None = Field(
         None, description="The builder of each trajectory group (for logging tags)"

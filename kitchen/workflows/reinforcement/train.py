@@ -16,6 +16,7 @@ from kitchen.engine.stage import Context, Metrics
 from kitchen.workflows.common.train_step import AdamSettings
 from kitchen.workflows.reinforcement.rollout import RolloutSampling, group_rollout_tasks
 from kitchen.workflows.reinforcement.stages import assemble
+from train_core.schedules import lr_at
 
 T = TypeVar("T")
 
@@ -33,12 +34,6 @@ def split_into(items: Sequence[T], n: int) -> list[list[T]]:
         chunks.append(list(items[start:end]))
         start = end
     return chunks
-
-
-def step_lr(step: int, total_steps: int | None, base_lr: float, schedule: str) -> float:
-    from train_core.schedules import lr_at
-
-    return lr_at(step, max(total_steps or 1, step + 1), base_lr, schedule)
 
 
 async def kl_penalize(
@@ -106,7 +101,7 @@ class TrainStep:
     lr_schedule: str = "constant"
     adam: AdamSettings = field(default_factory=AdamSettings)
     name: str = "train_step"
-    reads: frozenset[str] = frozenset({"training_client", "train_data", "n_batches"})
+    reads: frozenset[str] = frozenset({"training_client", "train_data", "total_steps"})
     writes: frozenset[str] = frozenset({"training_logprobs", "ppo_metrics"})
 
     async def __call__(self, ctx: Context[Any]) -> Metrics | None:
@@ -115,7 +110,7 @@ class TrainStep:
 
         client, state = ctx.state.training_client, ctx.state
         t0 = time.perf_counter()
-        lr = step_lr(state.step, state.n_batches, self.learning_rate, self.lr_schedule)
+        lr = lr_at(state.step, state.total_steps, self.learning_rate, self.lr_schedule)
         config = dict(self.loss_fn_config) if self.loss_fn_config else None
         chunks = [
             [remove_mask(d) for d in c] for c in split_into(state.train_data, self.num_substeps)
@@ -222,7 +217,7 @@ class StreamRolloutsAndTrain:
     def reads(self) -> frozenset[str]:
         base = {"sampling_client", "training_client", "dataset", "batch_idx", "policy_version"}
         kl = {"reference_client"} if self.recipe.kl_penalty_coef > 0 else set()
-        return frozenset({*base, "n_batches", *kl})
+        return frozenset({*base, "total_steps", *kl})
 
     async def __call__(self, ctx: Context[Any]) -> Metrics | None:
         from train_core.rl import remove_mask
@@ -250,7 +245,7 @@ class StreamRolloutsAndTrain:
                 data_D.extend(mb_data)
                 metrics.update(mb_metrics)
                 waiting = []
-        lr = step_lr(state.step, state.n_batches, self.learning_rate, self.lr_schedule)
+        lr = lr_at(state.step, state.total_steps, self.learning_rate, self.lr_schedule)
         optim = client.optim_step(self.adam.params(lr))
         state.training_logprobs = [lp for fb in fbs for lp in forward_logprobs(await fb)]
         metrics.update((await optim).metrics or {})
