@@ -1,4 +1,5 @@
-"""Engine settings: auto device/dtype, checkpoint folder, thread count, refused values."""
+"""Engine settings: auto device/dtype, checkpoint folder, thread count, attention kernels, refused
+values."""
 
 from __future__ import annotations
 
@@ -94,8 +95,42 @@ def test_small_models_run_single_threaded_unless_configured() -> None:
             BackendSettings(device="cpu", extra={"microbatch_tokens": "many"}),
             "microbatch_tokens='many'",
         ),
+        (
+            BackendSettings(device="cpu", extra={"cudnn_attention": "maybe"}),
+            "cudnn_attention='maybe' is not a boolean",
+        ),
     ],
 )
 def test_bad_settings_are_refused(settings: BackendSettings, fragment: str) -> None:
     with pytest.raises(ConfigError, match=fragment):
         EngineSettings.from_backend_settings(settings)
+
+
+def test_cuda_attention_leaves_out_cudnn_while_the_engine_computes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """cuDNN's attention builds a graph per new shape (attention.py); the engine's passes change
+    shape on nearly every call, so on CUDA they run flash / efficient SDPA unless asked."""
+    from torch.nn.attention import SDPBackend
+
+    from kitchen.adapters.local.attention import sdpa_backends
+    from kitchen.adapters.local.host import load_host
+
+    cuda = sdpa_backends("cuda", cudnn=False)
+    assert cuda is not None and cuda[0] == SDPBackend.FLASH_ATTENTION
+    assert SDPBackend.CUDNN_ATTENTION not in cuda
+    assert sdpa_backends("cuda:1", cudnn=True) is None  # torch's own choice when asked
+    assert sdpa_backends("cpu", cudnn=False) is None
+    cpu = EngineSettings.from_backend_settings(BackendSettings(device="cpu", log_dir=tmp_path))
+    assert not cpu.cudnn_attention
+    monkeypatch.setenv("KITCHEN_CUDNN_ATTENTION", "1")
+    assert EngineSettings.from_backend_settings(BackendSettings(device="cpu")).cudnn_attention
+    # A host holds its backends only while it computes: torch keeps the choice process-wide.
+    host = load_host("kitchen/tiny-llama", cpu)
+    assert host.attention is None
+    host.attention = cuda
+    assert torch.backends.cuda.cudnn_sdp_enabled()
+    with host.use(None):
+        assert not torch.backends.cuda.cudnn_sdp_enabled()
+        assert torch.backends.cuda.flash_sdp_enabled()
+    assert torch.backends.cuda.cudnn_sdp_enabled()

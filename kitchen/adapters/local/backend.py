@@ -148,7 +148,12 @@ class LocalBackend:
             model = copy.deepcopy(host.base)
         model.requires_grad_(False)
         frozen = ModelHost(
-            host.model_name, host.model_path, model, host.tokenizer, host.autocast_dtype
+            host.model_name,
+            host.model_path,
+            model,
+            host.tokenizer,
+            host.autocast_dtype,
+            host.attention,
         )
         frozen.freeze()
         return frozen

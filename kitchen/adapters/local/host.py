@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kitchen.adapters.local.attention import use_fp32_attention
+from kitchen.adapters.local.attention import sdpa_backends, sdpa_restricted, use_fp32_attention
 from kitchen.adapters.local.lora import fuse_lora_forwards, load_adapter_weights
 from kitchen.adapters.local.resolve import resolve_model
 from kitchen.adapters.local.settings import EngineSettings
@@ -52,9 +52,11 @@ class ModelHost:
         model: Any,
         tokenizer: Any,
         autocast_dtype: Any = None,
+        attention: list[Any] | None = None,
     ) -> None:
         self.model_name = model_name
         self.autocast_dtype = autocast_dtype  # torch dtype forward passes run in; None = fp32
+        self.attention = attention  # SDPA backends its passes may use (attention.sdpa_backends)
         self.model_path = model_path
         self.base = model
         self.tokenizer = tokenizer
@@ -114,7 +116,7 @@ class ModelHost:
     @contextmanager
     def use(self, adapter: str | None) -> Iterator[Any]:
         """Hold the lock with `adapter` active (None: the base weights, every adapter disabled),
-        under this host's autocast."""
+        under this host's autocast and attention kernels."""
         import torch
 
         with (
@@ -122,6 +124,7 @@ class ModelHost:
             torch.autocast(
                 self.device.type, dtype=self.autocast_dtype, enabled=self.autocast_dtype is not None
             ),
+            sdpa_restricted(self.attention),
         ):
             if self._peft is None or (adapter is None and not self._peft.peft_config):
                 if adapter is not None:
@@ -313,4 +316,5 @@ def load_host(
         use_fp32_attention(model)
     model.eval()  # no dropout: forward passes are deterministic
     model.requires_grad_(False)
-    return ModelHost(model_name, Path(path), model, tokenizer, settings.autocast_dtype)
+    attention = sdpa_backends(settings.device, settings.cudnn_attention)
+    return ModelHost(model_name, Path(path), model, tokenizer, settings.autocast_dtype, attention)

@@ -36,6 +36,7 @@ class EngineSettings:
     checkpoint_root: Path  # `<log_dir>/checkpoints`, or a fresh temp folder when log_dir is None
     microbatch_tokens: int  # padded tokens per forward/backward pass; bounds activation memory
     num_threads: int | None  # torch intra-op threads; None = automatic (see choose_num_threads)
+    cudnn_attention: bool = False  # let CUDA attention use cuDNN's kernels (attention.py)
 
     @property
     def dtype(self) -> Any:
@@ -50,8 +51,9 @@ class EngineSettings:
 
     @classmethod
     def from_backend_settings(cls, settings: BackendSettings) -> EngineSettings:
-        """Resolve "auto" values. `settings.extra` may hold `num_threads` and `microbatch_tokens`;
-        the env vars KITCHEN_NUM_THREADS and KITCHEN_MICROBATCH_TOKENS are the fallbacks."""
+        """Resolve "auto" values. `settings.extra` may hold `num_threads`, `microbatch_tokens` and
+        `cudnn_attention`; the env vars KITCHEN_NUM_THREADS, KITCHEN_MICROBATCH_TOKENS and
+        KITCHEN_CUDNN_ATTENTION are the fallbacks."""
         device = resolve_device(settings.device)
         if settings.dtype == "auto":
             # bf16 autocast is fast on GPUs and on CPUs with bf16 units (LoRA SFT of SmolLM2 on a
@@ -79,6 +81,7 @@ class EngineSettings:
                 DEFAULT_MICROBATCH_TOKENS["cpu" if device == "cpu" else "cuda"],
             ),
             num_threads=_positive_int(settings.extra, "num_threads", None),
+            cudnn_attention=_flag(settings.extra, "cudnn_attention"),
         )
 
 
@@ -127,6 +130,16 @@ def _positive_int(extra: dict[str, Any], key: str, default: int | None) -> Any:
     if number <= 0:
         raise ConfigError(f"backend setting {key}={value!r} is not a positive integer")
     return number
+
+
+def _flag(extra: dict[str, Any], key: str) -> bool:
+    value = extra.get(key, os.environ.get(f"KITCHEN_{key.upper()}", "0"))
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise ConfigError(f"backend setting {key}={value!r} is not a boolean; expected 1 or 0")
 
 
 # Below this size a model's matmuls are too small to gain from a second thread, and on a busy
