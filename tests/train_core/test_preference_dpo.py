@@ -6,7 +6,6 @@ from tinker import types
 
 from train_core.preference import (
     dpo_loss,
-    dpo_loss_grad,
     dpo_losses,
     make_dpo_loss_fn,
     pairwise_accuracy,
@@ -55,28 +54,27 @@ def test_loss_is_finite_and_right_at_extreme_margins(margin):
         assert losses[0] == pytest.approx(math.exp(-margin), abs=1e-40)
     else:
         assert losses[0] == pytest.approx(-margin)
-    d_chosen, d_rejected = dpo_loss_grad([margin], [0.0], beta=1.0)
-    assert np.isfinite(d_chosen).all() and np.isfinite(d_rejected).all()
+    torch = pytest.importorskip("torch")
+    chosen = torch.tensor([margin], dtype=torch.float64, requires_grad=True)
+    dpo_losses(chosen, torch.zeros(1, dtype=torch.float64), beta=1.0).sum().backward()
+    assert torch.isfinite(chosen.grad).all()
 
 
-def test_gradient_lowers_the_loss_by_raising_chosen_and_lowering_rejected():
+def test_the_torch_loss_is_the_numpy_loss_and_its_gradient_is_the_closed_form():
+    """One formula for both: torch in, the same values, and autograd gives
+    d/dc softplus(-beta (c - r)) = -beta sigmoid(-beta (c - r)) (and its negative for r)."""
+    torch = pytest.importorskip("torch")
     rng = np.random.default_rng(1)
-    chosen, rejected, beta, eps = rng.normal(size=8), rng.normal(size=8), 0.5, 1e-6
-    d_chosen, d_rejected = dpo_loss_grad(chosen, rejected, beta)
-    for i in range(8):
-        bump = np.zeros(8)
-        bump[i] = eps
-        numeric_c = (
-            dpo_loss(chosen + bump, rejected, beta).loss
-            - dpo_loss(chosen - bump, rejected, beta).loss
-        ) / (2 * eps)
-        numeric_r = (
-            dpo_loss(chosen, rejected + bump, beta).loss
-            - dpo_loss(chosen, rejected - bump, beta).loss
-        ) / (2 * eps)
-        assert numeric_c < 0 < numeric_r
-        assert d_chosen[i] == pytest.approx(numeric_c, rel=1e-5)
-        assert d_rejected[i] == pytest.approx(numeric_r, rel=1e-5)
+    chosen, rejected, beta = rng.normal(0, 3, 8), rng.normal(0, 3, 8), 0.5
+    chosen_t = torch.tensor(chosen, requires_grad=True)
+    rejected_t = torch.tensor(rejected, requires_grad=True)
+    losses_t = dpo_losses(chosen_t, rejected_t, beta)
+    np.testing.assert_allclose(losses_t.detach().numpy(), dpo_losses(chosen, rejected, beta))
+    losses_t.mean().backward()
+    sigmoid = 1 / (1 + np.exp(beta * (chosen - rejected)))
+    np.testing.assert_allclose(chosen_t.grad.numpy(), -beta * sigmoid / 8, rtol=1e-12)
+    np.testing.assert_allclose(rejected_t.grad.numpy(), beta * sigmoid / 8, rtol=1e-12)
+    assert (chosen_t.grad < 0).all() and (rejected_t.grad > 0).all()
 
 
 def test_bad_batches_fail_clearly():

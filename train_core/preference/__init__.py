@@ -4,8 +4,8 @@ preference models (judges), tournaments and win rate."""
 from train_core.preference.dpo import (
     DPOOutput,
     dpo_loss,
-    dpo_loss_grad,
     dpo_losses,
+    dpo_output,
     make_dpo_loss_fn,
     weighted_logprob_sums,
 )
@@ -63,8 +63,8 @@ __all__ = [
     "comparison_to_datum_pair",
     "datum_pair_or_drop_reason",
     "dpo_loss",
-    "dpo_loss_grad",
     "dpo_losses",
+    "dpo_output",
     "evaluate_preference_async",
     "get_pairs",
     "get_pairs_chunked",

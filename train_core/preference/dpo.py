@@ -56,17 +56,27 @@ def _check_pairs(chosen_B: FloatArray, rejected_B: FloatArray, beta: float) -> N
         raise ValueError(f"dpo: beta is {beta}; expected > 0")
 
 
-def dpo_losses(chosen_logratio_B: Any, rejected_logratio_B: Any, beta: float) -> FloatArray:
-    """Per-pair -log sigmoid(beta * (chosen - rejected)), stable for any margin."""
+def dpo_losses(chosen_logratio_B: Any, rejected_logratio_B: Any, beta: float) -> Any:
+    """Per-pair -log sigmoid(beta * (chosen - rejected)) = logaddexp(0, -margin), stable for any
+    margin. Torch tensors in, a differentiable tensor out (the loss make_dpo_loss_fn trains on);
+    anything else in, float64 numpy out."""
+    if hasattr(chosen_logratio_B, "detach"):  # torch, without importing it here
+        import torch
+
+        margin_B = beta * (chosen_logratio_B - rejected_logratio_B)
+        return torch.logaddexp(torch.zeros_like(margin_B), -margin_B)
     chosen_B, rejected_B = as_array(chosen_logratio_B), as_array(rejected_logratio_B)
     _check_pairs(chosen_B, rejected_B, beta)
     return np.logaddexp(0.0, -beta * (chosen_B - rejected_B))
 
 
-def dpo_loss(chosen_logratio_B: Any, rejected_logratio_B: Any, beta: float) -> DPOOutput:
-    """Mean DPO loss over B pairs plus 0.6.1's metrics."""
+def dpo_output(
+    losses_B: Any, chosen_logratio_B: Any, rejected_logratio_B: Any, beta: float
+) -> DPOOutput:
+    """The batch's DPOOutput from its per-pair losses and the logratios they came from (numpy or
+    torch: the metrics are read from the values the loss was computed on)."""
+    losses_B = as_array(losses_B)
     chosen_B, rejected_B = as_array(chosen_logratio_B), as_array(rejected_logratio_B)
-    losses_B = dpo_losses(chosen_B, rejected_B, beta)
     chosen_reward_B, rejected_reward_B = beta * chosen_B, beta * rejected_B
     return DPOOutput(
         loss=float(losses_B.mean()),
@@ -78,18 +88,10 @@ def dpo_loss(chosen_logratio_B: Any, rejected_logratio_B: Any, beta: float) -> D
     )
 
 
-def dpo_loss_grad(
-    chosen_logratio_B: Any, rejected_logratio_B: Any, beta: float
-) -> tuple[FloatArray, FloatArray]:
-    """d(mean loss)/d(chosen_logratio_B) and d/d(rejected_logratio_B), analytically.
-
-    d/dc softplus(-beta (c - r)) = -beta * sigmoid(-beta (c - r)); sigmoid(-x) = exp(-softplus(x)).
-    """
-    chosen_B, rejected_B = as_array(chosen_logratio_B), as_array(rejected_logratio_B)
-    _check_pairs(chosen_B, rejected_B, beta)
-    weight_B = np.exp(-np.logaddexp(0.0, beta * (chosen_B - rejected_B)))
-    d_chosen_B = -beta * weight_B / chosen_B.size
-    return d_chosen_B, -d_chosen_B
+def dpo_loss(chosen_logratio_B: Any, rejected_logratio_B: Any, beta: float) -> DPOOutput:
+    """Mean DPO loss over B pairs plus 0.6.1's metrics."""
+    losses_B = dpo_losses(chosen_logratio_B, rejected_logratio_B, beta)
+    return dpo_output(losses_B, chosen_logratio_B, rejected_logratio_B, beta)
 
 
 def weighted_logprob_sums(logprobs_list: Sequence[Any], data: Sequence[types.Datum]) -> FloatArray:
@@ -125,8 +127,9 @@ def make_dpo_loss_fn(
     Each reference entry is the reference model's weighted sequence logprob (a float) or its
     per-target logprobs (weighted here by the datum's weights, as 0.6.1's train_dpo does). The
     closure receives the policy's per-target logprob tensors, returns the mean DPO loss as a torch
-    scalar (autograd flows into the policy logprobs) and the metrics of `dpo_loss`. torch is
-    imported inside the closure only: it runs inside the backend, which already has torch.
+    scalar (autograd flows into the policy logprobs) and `dpo_output`'s metrics of the same
+    per-pair losses and logratios. torch is imported inside the closure only: it runs inside the
+    backend, which already has torch.
     """
     if len(ref_chosen_logprobs) != len(ref_rejected_logprobs):
         raise ValueError(
@@ -141,7 +144,6 @@ def make_dpo_loss_fn(
         data: list[types.Datum], logprobs_list: list[Any]
     ) -> tuple[Any, dict[str, float]]:
         import torch  # lazily: train_core stays importable without torch
-        import torch.nn.functional as F
 
         if len(data) != 2 * num_pairs or len(logprobs_list) != len(data):
             raise ValueError(
@@ -169,12 +171,8 @@ def make_dpo_loss_fn(
         )
         logratio_D = policy_D - ref_D
         chosen_B, rejected_B = logratio_D[0::2], logratio_D[1::2]
-        loss = F.softplus(-beta * (chosen_B - rejected_B)).mean()
-        metrics = dpo_loss(
-            chosen_B.detach().double().cpu().numpy(),
-            rejected_B.detach().double().cpu().numpy(),
-            beta,
-        ).metrics()
-        return loss, metrics
+        losses_B = dpo_losses(chosen_B, rejected_B, beta)
+        metrics = dpo_output(losses_B.detach(), chosen_B.detach(), rejected_B.detach(), beta)
+        return losses_B.mean(), metrics.metrics()
 
     return dpo_loss_fn
