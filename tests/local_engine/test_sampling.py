@@ -11,7 +11,7 @@ import pytest
 from tinker import types
 
 from kitchen.engine.errors import BackendError
-from tests.helpers import engine_device, engine_generator, local_backend
+from tests.helpers import engine_device, local_backend
 
 from .conftest import TEXTS, TINY, sft_datum
 
@@ -205,21 +205,22 @@ def test_drawn_tokens_follow_the_distribution_and_never_take_a_zero(monkeypatch:
     import torch
 
     from kitchen.adapters.local.sampling import draw_tokens
+    from kitchen.adapters.local.seed_stream import SeedStream
 
     probs_V = torch.tensor([0.5, 0.0, 0.3, 0.2, 0.0], device=engine_device())
-    generator = engine_generator(0)
-    drawn = torch.cat([draw_tokens(probs_V.expand(1000, -1), generator) for _ in range(20)])
+    stream = SeedStream(0, engine_device())
+    drawn = torch.cat([draw_tokens(probs_V.expand(1000, -1), stream) for _ in range(20)])
     counts = torch.bincount(drawn, minlength=5).double() / len(drawn)
     sigma = (probs_V.double() * (1 - probs_V.double()) / len(drawn)).sqrt()
     assert counts[1] == 0 and counts[4] == 0
     assert ((counts - probs_V.double()).abs() <= 5 * sigma + 1e-12).all(), counts
-    again = draw_tokens(probs_V.expand(1000, -1), engine_generator(0))
+    again = draw_tokens(probs_V.expand(1000, -1), SeedStream(0, engine_device()))
     assert torch.equal(again, drawn[:1000])  # a request's seed fixes its tokens
     # u * total rounding up to the total takes the last token that has probability, not the end.
     monkeypatch.setattr(
         torch, "rand", lambda shape, **kw: torch.ones(shape, dtype=kw["dtype"], device=kw["device"])
     )
-    assert draw_tokens(probs_V[None], generator).tolist() == [3]
+    assert draw_tokens(probs_V[None], stream).tolist() == [3]
 
 
 def test_the_base_model_samples_after_its_last_lora_client_closes(tmp_path: Path) -> None:
@@ -232,3 +233,35 @@ def test_the_base_model_samples_after_its_last_lora_client_closes(tmp_path: Path
     assert [s.tokens for s in after.sequences] == [s.tokens for s in before.sequences]
     for a, b in zip(after.sequences, before.sequences, strict=True):
         np.testing.assert_allclose(a.logprobs, b.logprobs, atol=1e-6)
+
+
+def test_every_bit_of_a_64_bit_seed_picks_the_stream() -> None:
+    import torch
+
+    from kitchen.adapters.local.seed_stream import SeedStream
+
+    def first_draws(seed: int) -> list[float]:
+        return SeedStream(seed, "cpu").uniform((8,), "cpu").tolist()  # type: ignore[no-any-return]
+
+    # torch's CPU generator alone reads only the low 32 bits: the defect this guards against.
+    low = torch.Generator().manual_seed(0)
+    high = torch.Generator().manual_seed(2**40)
+    assert torch.equal(torch.rand(4, generator=low), torch.rand(4, generator=high))
+    a, b = 12345, 678
+    seeds = [0, 1, 2**32, 2**40, 2**63, 2**64 - 1, a + (b << 32), b + (a << 32)]
+    draws = [first_draws(s) for s in seeds]
+    assert len({tuple(d) for d in draws}) == len(seeds)
+    assert all(0 <= u < 1 for d in draws for u in d)
+    assert first_draws(2**40) == first_draws(2**40)
+    # Seeds below 2**32 draw what they drew before; -1 is torch's 2**64 - 1.
+    assert (
+        first_draws(7)
+        == torch.rand(8, generator=torch.Generator().manual_seed(7), dtype=torch.float64).tolist()
+    )
+    assert first_draws(-1) == first_draws(2**64 - 1)
+
+
+def test_a_seed_past_64_bits_fails_its_request_with_the_range(sampler: Any) -> None:
+    future = sampler.sample(PROMPT, 1, types.SamplingParams(max_tokens=2, seed=2**64))
+    with pytest.raises(BackendError, match=r"seed is 18446744073709551616; expected a 64-bit"):
+        future.result()

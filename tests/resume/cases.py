@@ -50,9 +50,10 @@ def cases(tmp_path: Path) -> dict[str, tuple[str, dict[str, Any]]]:
         ),
         "prompt_distillation": (
             "prompt_distillation",
-            # batch 1: the tiny teacher answers only some prompts (2 of 8 here), and each row is
-            # then a step, so the run still reaches its step 3 in its 2 epochs
-            {**teacher, "teacher_max_tokens": 6, "batch_size": 1, "max_prompts": 8}
+            # batch 1: the tiny teacher answers only some prompts (4 of 12 here; which ones
+            # depends on the drawn seeds), and each row is then a step, so the run still reaches
+            # its step 3 in its 2 epochs
+            {**teacher, "teacher_max_tokens": 6, "batch_size": 1, "max_prompts": 12}
             | {"test_dataset": None, "eval_every": 0},
         ),
         "code_rl": (

@@ -116,6 +116,22 @@ def test_train_save_restore_sample_and_close(service: Any, sdk_env: str) -> None
     assert response.status_code == 404  # finishing the session freed its models
 
 
+def test_seeds_past_32_bits_give_their_own_tokens(service: Any) -> None:
+    """A client's seed reaches the generator whole: 0 and 2**40 sample different tokens."""
+    sampler = service.create_sampling_client(base_model=TINY).result()
+    prompt = types.ModelInput.from_ints([5, 17, 42, 99, 7])
+
+    def tokens(seed: int) -> list[list[int]]:
+        params = types.SamplingParams(max_tokens=16, temperature=1.0, seed=seed, stop=[])
+        return [s.tokens for s in sampler.sample(prompt, 2, params).result().sequences]
+
+    assert tokens(0) != tokens(2**40)
+    assert tokens(2**40) == tokens(2**40)
+    assert tokens(2**40 + 1) != tokens(2**40)
+    with pytest.raises(tinker.RequestFailedError, match=r"seed is 18446744073709551616; expected"):
+        tokens(2**64)
+
+
 def test_pipelined_requests_run_in_submission_order(service: Any) -> None:
     sequential = service.create_lora_training_client(TINY, rank=4, seed=5).result()
     pipelined = service.create_lora_training_client(TINY, rank=4, seed=5).result()

@@ -65,6 +65,7 @@ class FakeBackend:
     events: list[str] = field(default_factory=list)
     loss_fns: list[str] = field(default_factory=list)
     sample_policy_versions: list[int] = field(default_factory=list)
+    sample_seeds: list[int | None] = field(default_factory=list)  # SamplingParams.seed per call
     optim_lrs: list[float] = field(default_factory=list)
     futures: list[TrackedFuture[Any]] = field(default_factory=list)
     states: dict[str, int] = field(default_factory=dict)
@@ -267,6 +268,7 @@ class FakeSamplingClient:
         topk_prompt_logprobs: int = 0,
     ) -> APIFuture[types.SampleResponse]:
         self.backend.record("sample")
+        self.backend.sample_seeds.append(sampling_params.seed)
         prompt_tokens = prompt.to_ints()
         sequences = []
         for i in range(num_samples):

@@ -14,7 +14,7 @@ distinct prompts that arrive together in one left-padded forward, the KV cache r
 samples and concatenated to the batch's; caches of different lengths are left-padded and the
 padding masked, with explicit position ids, so every row still sees exactly its own prompt + sample
 and its logprobs equal a full forward pass over them (fp32: < 1e-5). Each request keeps its own stop
-rule, max_tokens, sampling params and random generator.
+rule, max_tokens, sampling params and random stream.
 
 Requests on other weights (another LoRA snapshot) wait until the batch drains; while one waits, no
 new request joins, so none starves. Other work (compute_logprobs) runs between decode steps.
@@ -40,6 +40,7 @@ from kitchen.adapters.local.sampling import (
     prompt_scores,
     sampled_logprobs,
 )
+from kitchen.adapters.local.seed_stream import SeedStream
 from kitchen.engine.errors import BackendError
 
 T = TypeVar("T")
@@ -61,7 +62,7 @@ class SampleJob:
     params: types.SamplingParams
     rule: StopRule
     tokenizer: Any
-    generator: Any
+    stream: SeedStream  # the request's random numbers, from its seed
     max_new: int
     prompt_logprobs: bool = False
     topk_prompt_logprobs: int = 0
@@ -224,7 +225,7 @@ class DecodeScheduler:
     def _advance(self, job: SampleJob, rows: list[_Row], logits_NV: Any, step: int) -> list[_Row]:
         """Choose each row's next token, record it; return the rows that go on decoding."""
 
-        next_N = choose_tokens(logits_NV, job.params, job.generator)
+        next_N = choose_tokens(logits_NV, job.params, job.stream)
         chosen_N = sampled_logprobs(logits_NV, next_N, job.params.temperature)
         kept = []
         for row, token, logprob in zip(rows, next_N.tolist(), chosen_N.tolist(), strict=True):

@@ -15,6 +15,7 @@ from typing import Any
 
 from tinker import types
 
+from kitchen.adapters.local.seed_stream import SeedStream
 from kitchen.engine.errors import BackendError
 
 
@@ -78,7 +79,7 @@ def check_sampling_params(params: types.SamplingParams) -> None:
         raise BackendError("sampling_params: " + "; ".join(problems))
 
 
-def choose_tokens(logits_NV: Any, params: types.SamplingParams, generator: Any) -> Any:
+def choose_tokens(logits_NV: Any, params: types.SamplingParams, stream: SeedStream) -> Any:
     """Next token per row under temperature, top-k and top-p (temperature <= 0: greedy)."""
     import torch
 
@@ -96,20 +97,18 @@ def choose_tokens(logits_NV: Any, params: types.SamplingParams, generator: Any) 
         drop = (probs.cumsum(dim=-1) - probs) >= params.top_p
         sorted_scores = sorted_scores.masked_fill(drop, float("-inf"))
         scores = torch.full_like(scores, float("-inf")).scatter(-1, order, sorted_scores)
-    return draw_tokens(scores.softmax(dim=-1), generator)
+    return draw_tokens(scores.softmax(dim=-1), stream)
 
 
-def draw_tokens(probs_NV: Any, generator: Any) -> Any:
+def draw_tokens(probs_NV: Any, stream: SeedStream) -> Any:
     """One token per row of `probs_NV`, drawn exactly by inverting its CDF at a uniform number from
-    `generator`. torch.multinomial costs 1.1 ms a row over SmolLM2's 49k vocabulary on this CPU (36 ms
+    the request's `stream`. torch.multinomial costs 1.1 ms a row over SmolLM2's 49k vocabulary on this CPU (36 ms
     of a 32-row decode step); this costs about 0.05 ms. A token of probability 0 is never drawn: the
     first cumulative sum above u * total is one that a nonzero probability raised."""
     import torch
 
     cdf_NV = probs_NV.double().cumsum(dim=-1)
-    u_N1 = torch.rand(
-        (probs_NV.shape[0], 1), generator=generator, dtype=torch.float64, device=probs_NV.device
-    )
+    u_N1 = stream.uniform((probs_NV.shape[0], 1), probs_NV.device)
     drawn_N = torch.searchsorted(cdf_NV, u_N1 * cdf_NV[:, -1:], right=True).squeeze(-1)
     vocab = probs_NV.shape[-1]
     if bool((drawn_N >= vocab).any()):  # u * total rounded up to the total (p ~ 2^-53)

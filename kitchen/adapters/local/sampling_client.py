@@ -22,6 +22,7 @@ from kitchen.adapters.local.sampling import (
     StopRule,
     check_sampling_params,
 )
+from kitchen.adapters.local.seed_stream import SeedStream
 from kitchen.adapters.local.stability import SequenceRecord, StabilityRecords
 from kitchen.engine.errors import BackendError
 from kitchen.engine.futures import APIFuture
@@ -33,7 +34,8 @@ class LocalSamplingClient:
     """Samples and scores with one fixed set of weights; requests run in submission order.
 
     Without `SamplingParams.seed`, each request draws its seed from a stream seeded by the backend
-    seed and this sampler's serial number, so a whole run is reproducible.
+    seed and this sampler's serial number, so a whole run is reproducible; drawn seeds are below
+    2**31, as every seed Kitchen draws (docs/resume.md).
     """
 
     def __init__(
@@ -73,7 +75,7 @@ class LocalSamplingClient:
             seed = (
                 sampling_params.seed
                 if sampling_params.seed is not None
-                else self._seeds.getrandbits(63)
+                else self._seeds.getrandbits(31)
             )
         try:
             job = self._job(prompt, num_samples, sampling_params, seed, include_prompt_logprobs)
@@ -128,8 +130,6 @@ class LocalSamplingClient:
         seed: int,
         prompt_logprobs: bool = False,
     ) -> SampleJob:
-        import torch
-
         tokens = _prompt_tokens(prompt)
         if not tokens:
             raise BackendError("sample: the prompt is empty; expected at least one token")
@@ -155,7 +155,7 @@ class LocalSamplingClient:
             params=params,
             rule=StopRule.from_params(params, self.eos_ids()),
             tokenizer=self.host.tokenizer,
-            generator=torch.Generator(device=self.host.device).manual_seed(seed),
+            stream=SeedStream(seed, self.host.device),
             max_new=budget if params.max_tokens is None else min(params.max_tokens, budget),
         )
 

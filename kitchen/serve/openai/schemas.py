@@ -25,7 +25,9 @@ class _Request(pydantic.BaseModel):
     top_p: float = Field(1.0, gt=0, le=1, description="nucleus sampling mass")
     n: int = Field(1, ge=1, le=128, description="samples per prompt")
     stop: str | list[str] | None = Field(None, description="up to 4 strings that end a sample")
-    seed: int | None = Field(None, description="same seed and request: same samples")
+    seed: int | None = Field(
+        None, ge=-(2**63), lt=2**64, description="same seed and request: same samples (64-bit)"
+    )
     stream: bool = Field(False, description="answer as server-sent events, token by token")
     stream_options: dict[str, Any] | None = Field(None, description="include_usage: a last chunk")
 

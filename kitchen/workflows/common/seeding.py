@@ -6,6 +6,10 @@ request reached it first), so a resumed run drew different samples than the run 
 batch index, group index, ...): the keys live in the loop cursor saved with each checkpoint, so
 restoring the cursor restores the sampling RNG, and a resumed run samples what an uninterrupted
 one would.
+
+Drawn seeds fit a signed 32-bit int: JAX-based Tinker-protocol servers (SkyRL's) keep seeds in int32
+and refuse a larger one with HTTP 400. Two requests drawing one seed matters only when they also
+share prompt and weights (a group's members): about G**2 / 2**32 for a group of G, 6e-8 at G = 16.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+
+SEED_LIMIT = 2**31  # drawn seeds are below this (see above)
 
 # A key's second entry: which kind of draw, so no two kinds ever share seeds.
 ROLLOUT_STREAM = 0
@@ -32,7 +38,7 @@ class SeededSampler:
 
     def sample(self, prompt: Any, num_samples: int, sampling_params: Any, **kwargs: Any) -> Any:
         if getattr(sampling_params, "seed", None) is None:
-            seed = int(self._rng.integers(0, 2**62))
+            seed = int(self._rng.integers(0, SEED_LIMIT))
             sampling_params = sampling_params.model_copy(update={"seed": seed})
         return self.client.sample(
             prompt=prompt, num_samples=num_samples, sampling_params=sampling_params, **kwargs

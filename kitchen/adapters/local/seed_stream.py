@@ -1,0 +1,44 @@
+"""A sampling request's random numbers, drawn from every bit of its 64-bit seed.
+
+torch's CPU generator (mt19937) keeps only the low 32 bits of a seed: `manual_seed(0)` and
+`manual_seed(2**40)` draw the same numbers, so two clients of `kitchen serve` asking for seeds 0 and
+2**40 got the same tokens. A seed below 2**32 draws from one torch generator on it, exactly as
+before. A larger one also runs a second generator on its high 32 bits and draws
+u = frac(u_low + frac(2 u_high)): still uniform (u_low is, and is independent of u_high), and the
+weight 2 keeps a seed apart from the one with its halves swapped. A negative seed is read as torch
+reads it, as its 64-bit two's complement.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kitchen.engine.errors import BackendError
+
+_LOW_BITS = 2**32 - 1
+
+
+class SeedStream:
+    """Uniform numbers in [0, 1) for one request, a pure function of its seed."""
+
+    def __init__(self, seed: int, device: Any) -> None:
+        import torch
+
+        if not -(2**63) <= seed < 2**64:
+            raise BackendError(
+                f"sampling_params.seed is {seed}; expected a 64-bit integer (-2**63 to 2**64 - 1)"
+            )
+        bits = seed % 2**64
+        self.low = torch.Generator(device=device).manual_seed(bits & _LOW_BITS)
+        high = bits >> 32
+        self.high = torch.Generator(device=device).manual_seed(high) if high else None
+
+    def uniform(self, shape: tuple[int, ...], device: Any) -> Any:
+        """A float64 tensor of `shape` on `device`; each call continues the stream."""
+        import torch
+
+        u = torch.rand(shape, generator=self.low, dtype=torch.float64, device=device)
+        if self.high is None:
+            return u
+        v = torch.rand(shape, generator=self.high, dtype=torch.float64, device=device)
+        return (u + (2 * v) % 1.0) % 1.0
