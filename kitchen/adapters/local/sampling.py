@@ -102,9 +102,9 @@ def choose_tokens(logits_NV: Any, params: types.SamplingParams, stream: SeedStre
 
 def draw_tokens(probs_NV: Any, stream: SeedStream) -> Any:
     """One token per row of `probs_NV`, drawn exactly by inverting its CDF at a uniform number from
-    the request's `stream`. torch.multinomial costs 1.1 ms a row over SmolLM2's 49k vocabulary on this CPU (36 ms
-    of a 32-row decode step); this costs about 0.05 ms. A token of probability 0 is never drawn: the
-    first cumulative sum above u * total is one that a nonzero probability raised."""
+    the request's `stream`. torch.multinomial costs 1.1 ms a row over SmolLM2's 49k vocabulary on
+    this CPU (36 ms of a 32-row decode step); this costs about 0.05 ms. A token of probability 0 is
+    never drawn: the first cumulative sum above u * total is one that a nonzero probability raised."""
     import torch
 
     cdf_NV = probs_NV.double().cumsum(dim=-1)
