@@ -15,8 +15,8 @@ from tinker import types
 from kitchen.adapters.local import logprobs
 from kitchen.adapters.local.forward import run_builtin_loss
 from kitchen.adapters.local.lora import adapter_parameters
-from kitchen.adapters.local.losses import LOSSES
 from tests.helpers import engine_device, engine_generator
+from train_core.losses import LOSSES
 
 from .conftest import TINY, take_grads
 

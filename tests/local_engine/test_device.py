@@ -20,7 +20,7 @@ from .conftest import TINY, take_grads
 from .test_shared_prefix import group_data
 
 ROOT = Path(__file__).resolve().parents[2]
-SCANNED = ("kitchen/adapters/local", "tests/local_engine", "tests/export")
+SCANNED = ("kitchen/adapters/local", "train_core", "tests/local_engine", "tests/export")
 # torch functions that make a tensor (or generator) on the default device unless given `device=`
 FACTORIES = frozenset(
     {"tensor", "as_tensor", "zeros", "ones", "empty", "full", "arange", "linspace", "rand"}

@@ -10,7 +10,7 @@ import pytest
 import torch
 from tinker import types
 
-from kitchen.adapters.local.losses import LOSSES, cispo, dro, importance_sampling, ppo
+from train_core.losses import LOSSES, cispo, dro, importance_sampling, ppo
 
 from .conftest import TINY, rl_datum
 

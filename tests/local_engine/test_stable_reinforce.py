@@ -9,8 +9,8 @@ import pytest
 import torch
 from tinker import types
 
-from kitchen.adapters.local.losses import DEFAULT_KL_COEFF, stable_reinforce
 from kitchen.engine.errors import BackendError
+from train_core.losses import DEFAULT_KL_COEFF, stable_reinforce
 
 from .conftest import TINY
 

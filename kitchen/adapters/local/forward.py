@@ -16,17 +16,17 @@ from tinker import types
 from kitchen.adapters.local.batching import MicroBatch, plan_microbatches
 from kitchen.adapters.local.host import model_limits
 from kitchen.adapters.local.logprobs import TargetLogprobs
-from kitchen.adapters.local.losses import (
+from kitchen.adapters.local.losses import loss_fn_named
+from kitchen.engine.errors import BackendError
+from kitchen.ports import CustomLossFn
+from train_core.losses import (
     GRADIENT_GATE,
     OPTIONAL_INPUTS,
     REQUIRED_INPUTS,
     TOKEN_METRICS,
     LossFn,
     clip_thresholds,
-    loss_fn_named,
 )
-from kitchen.engine.errors import BackendError
-from kitchen.ports import CustomLossFn
 
 OUTPUT_TYPE = "ArrayRecord"
 
