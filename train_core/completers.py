@@ -10,12 +10,12 @@ APIFuture, Kitchen's APIFuture, a coroutine) or is already a `SampleResponse`.
 from __future__ import annotations
 
 import asyncio
-import inspect
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias
 
 from tinker import types
 
+from train_core.futures import resolve_future
 from train_core.renderers.types import Message
 
 StopCondition: TypeAlias = list[str] | list[int]
@@ -87,11 +87,7 @@ class MessageCompleter:
         raise NotImplementedError
 
 
-async def resolve_sample(result: Any) -> types.SampleResponse:
-    """Await what `sample()` returned when it is awaitable; a plain response passes through."""
-    if inspect.isawaitable(result):
-        result = await result
-    return result  # type: ignore[no-any-return]
+resolve_sample = resolve_future  # its name for what `sample()` returned
 
 
 def sampled_tokens(sequence: Any, prompt_cache_hit_tokens: int = 0) -> TokensWithLogprobs:

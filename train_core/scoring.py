@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from tinker import types
 
 from train_core.arrays import FloatArray, as_array
-from train_core.evaluation.evaluator import resolve_future
+from train_core.futures import resolve_future
 
 
 class ForwardClient(Protocol):
@@ -34,6 +34,14 @@ class LogprobClient(Protocol):
 def forward_logprobs(output: Any) -> list[FloatArray]:
     """Per datum, the target logprobs of a ForwardBackwardOutput (forward or forward_backward)."""
     return [as_array(row["logprobs"]) for row in output.loss_fn_outputs]
+
+
+async def forward_target_logprobs(
+    client: ForwardClient, data_D: Sequence[types.Datum]
+) -> list[FloatArray]:
+    """Per datum, the training client's logprob of each of its targets: one cross_entropy forward
+    over all the datums (in a pipelined loop, the weights before the pending step)."""
+    return forward_logprobs(await resolve_future(client.forward(list(data_D), "cross_entropy")))
 
 
 def num_targets(datum: types.Datum) -> int:

@@ -9,7 +9,12 @@ import numpy as np
 import pytest
 from tinker import types
 
-from train_core.scoring import full_sequence, score_full_sequences, target_logprobs
+from train_core.scoring import (
+    forward_target_logprobs,
+    full_sequence,
+    score_full_sequences,
+    target_logprobs,
+)
 
 
 def datum(inputs: list[int], targets: list[int]) -> types.Datum:
@@ -57,3 +62,32 @@ def test_a_score_of_the_wrong_length_names_both_lengths():
 
 def test_a_datum_without_targets_is_its_inputs():
     assert full_sequence(datum([5, 6], [])).to_ints() == [5, 6]
+
+
+@pytest.mark.parametrize("returns", ["coroutine", "concurrent_future", "value"])
+def test_a_training_clients_forward_is_read_whatever_kind_of_result_it_returns(returns):
+    from concurrent.futures import Future
+
+    output = types.ForwardBackwardOutput(
+        loss_fn_output_type="ArrayRecord",
+        loss_fn_outputs=[{"logprobs": types.TensorData.from_numpy(np.asarray([-0.5, -1.5]))}],
+        metrics={},
+    )
+
+    class Trainer:
+        def forward(self, data, loss_fn):
+            assert loss_fn == "cross_entropy"
+            if returns == "value":
+                return output
+            if returns == "concurrent_future":
+                future: Future = Future()
+                future.set_result(output)
+                return future
+
+            async def later():
+                return output
+
+            return later()
+
+    (logprobs_T,) = asyncio.run(forward_target_logprobs(Trainer(), [datum([1, 2], [2, 3])]))
+    assert logprobs_T.tolist() == [-0.5, -1.5]

@@ -19,7 +19,7 @@ import numpy as np
 from tinker import types
 
 from train_core.distillation.advantages import place_on_mask
-from train_core.evaluation.evaluator import resolve_future
+from train_core.futures import resolve_future
 from train_core.scoring import full_sequence, num_targets, target_logprobs
 
 

@@ -18,9 +18,10 @@ client of those weights). An evaluator with nothing to score (empty data) return
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Awaitable, Callable
-from typing import Any, ClassVar, Literal, Protocol
+from typing import ClassVar, Literal, Protocol
+
+from train_core.futures import resolve_future as resolve_future  # where evaluators import it
 
 EvaluatorClient = Literal["training", "sampling"]
 
@@ -34,10 +35,3 @@ class Evaluator(Protocol):
     # (a read-only member) because each evaluator spells out its own keyword-only inputs.
     @property
     def __call__(self) -> Callable[..., Awaitable[dict[str, float]]]: ...
-
-
-async def resolve_future(future: Any) -> Any:
-    """Await an awaitable future; otherwise block on its .result()."""
-    if inspect.isawaitable(future):
-        return await future
-    return future.result()

@@ -10,7 +10,8 @@ from typing import Any, ClassVar
 from tinker import types
 
 from train_core.evaluation.classification import classification_metrics
-from train_core.evaluation.evaluator import EvaluatorClient, resolve_future
+from train_core.evaluation.evaluator import EvaluatorClient
+from train_core.futures import resolve_future
 
 
 def content_text(content: Any) -> str:

@@ -14,9 +14,9 @@ import numpy as np
 from tinker import types
 
 from train_core.arrays import as_array
-from train_core.evaluation.evaluator import EvaluatorClient, resolve_future
+from train_core.evaluation.evaluator import EvaluatorClient
 from train_core.preference.dpo import dpo_loss, weighted_logprob_sums
-from train_core.scoring import ForwardClient, forward_logprobs
+from train_core.scoring import ForwardClient, forward_target_logprobs
 from train_core.supervised.nll import compute_mean_nll
 
 
@@ -77,8 +77,7 @@ async def evaluate_preference_async(
 ) -> dict[str, float]:
     """One cross_entropy forward of the policy over the pairs: `preference_metrics` plus
     `{name}/nll`, the NLL of all responses (0.6.1's evaluator key)."""
-    output = await resolve_future(training_client.forward(list(data), "cross_entropy"))
-    logprobs_D = forward_logprobs(output)
+    logprobs_D = await forward_target_logprobs(training_client, data)
     metrics = preference_metrics(logprobs_D, reference_logprobs_D, data, beta, name)
     metrics[f"{name}/nll"] = compute_mean_nll(
         logprobs_D, [d.loss_fn_inputs["weights"] for d in data]

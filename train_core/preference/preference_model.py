@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from tinker import types
 
-from train_core.evaluation.evaluator import resolve_future
+from train_core.futures import resolve_future
 from train_core.preference.types import Comparison, LabeledComparison, Message
 from train_core.renderers.content import get_text_content
 

@@ -14,11 +14,11 @@ from typing import Any, ClassVar
 
 from tinker import types
 
-from train_core.evaluation.evaluator import EvaluatorClient, resolve_future
+from train_core.evaluation.evaluator import EvaluatorClient
 from train_core.scoring import (
     ForwardClient,
     LogprobClient,
-    forward_logprobs,
+    forward_target_logprobs,
     score_full_sequences,
 )
 from train_core.supervised.nll import compute_bpb, compute_mean_nll
@@ -58,8 +58,8 @@ async def evaluate_nll_async(
     """One forward over all datums, then the NLL metrics."""
     if not data:
         return {f"{name}/nll": float("nan")}
-    output = await resolve_future(training_client.forward(list(data), "cross_entropy"))
-    return nll_metrics(forward_logprobs(output), data, name, tokenizer)
+    logprobs_D = await forward_target_logprobs(training_client, data)
+    return nll_metrics(logprobs_D, data, name, tokenizer)
 
 
 async def evaluate_nll_with_sampler(
