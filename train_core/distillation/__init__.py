@@ -26,7 +26,7 @@ from train_core.distillation.teacher import (
     teacher_query,
     turn_end_tokens,
 )
-from train_core.rl.kl import discounted_future_sum
+from train_core.rl.advantages import discounted_future_sum
 
 __all__ = [
     "CompositeDataset",

@@ -17,7 +17,7 @@ import numpy.typing as npt
 from tinker import types
 
 from train_core.arrays import as_array
-from train_core.rl.kl import discounted_future_sum
+from train_core.rl.advantages import discounted_future_sum
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -7,7 +7,9 @@ calls it, whatever its kind (no name is special-cased). Two kinds plug in:
   trajectory, put on every turn of it; gamma and lambda do not apply (group_mean);
 - per turn (`register_turn_advantage_estimator`): fn(group, gamma, lam) -> advantages_T per
   trajectory (gae, train_core/rl/gae.py).
-The datum assembly puts each turn's advantage on its action tokens.
+The datum assembly puts each turn's advantage on its action tokens. `discounted_future_sum` is the
+one discounted sum of RL: GAE's returns and recursion, and the discounted KL penalties (rl/kl.py,
+distillation) use it.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from train_core.arrays import as_array
 from train_core.rl.types import TrajectoryGroup
 
 TrajectoryAdvantageFn = Callable[[TrajectoryGroup], np.ndarray]
@@ -88,6 +92,17 @@ def register_turn_advantage_estimator(name: str) -> Callable[[TurnAdvantageFn], 
         return fn
 
     return add
+
+
+def discounted_future_sum(x_T: Any, gamma: float) -> np.ndarray:
+    """out[t] = sum_k gamma^k x[t+k], one backward pass (out[t] = x[t] + gamma * out[t+1])."""
+    x_T = as_array(x_T)
+    out_T = np.empty_like(x_T)
+    running = 0.0
+    for t in range(x_T.size - 1, -1, -1):
+        running = x_T[t] + gamma * running
+        out_T[t] = running
+    return out_T
 
 
 def centre_rewards(rewards_G: np.ndarray) -> np.ndarray:

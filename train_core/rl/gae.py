@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from train_core.rl.advantages import register_turn_advantage_estimator
+from train_core.rl.advantages import discounted_future_sum, register_turn_advantage_estimator
 from train_core.rl.types import Trajectory, TrajectoryGroup
 
 
@@ -47,22 +47,16 @@ def turn_rewards(traj: Trajectory, final_reward: float = 0.0) -> np.ndarray:
 
 
 def discounted_return(rewards_T: np.ndarray, gamma: float) -> float:
-    """sum_t gamma^t r_t."""
-    return float(np.sum(rewards_T * gamma ** np.arange(rewards_T.size)))
+    """R = sum_t gamma^t r_t (0 for an episode without turns)."""
+    return float(discounted_future_sum(rewards_T, gamma)[:1].sum())
 
 
 def gae_1d(rewards_T: np.ndarray, baseline: float, gamma: float, lam: float) -> np.ndarray:
     """advantages_T of one episode whose value is `baseline` at every turn and 0 after the last
     (see the module doc)."""
-    n = rewards_T.size
-    values_T1 = np.append(np.full(n, baseline, dtype=np.float64), 0.0)
+    values_T1 = np.append(np.full(rewards_T.size, baseline, dtype=np.float64), 0.0)
     deltas_T = rewards_T + gamma * values_T1[1:] - values_T1[:-1]
-    advantages_T = np.zeros(n, dtype=np.float64)
-    running = 0.0
-    for t in range(n - 1, -1, -1):  # A_t = delta_t + gamma * lambda * A_{t+1}
-        running = deltas_T[t] + gamma * lam * running
-        advantages_T[t] = running
-    return advantages_T
+    return discounted_future_sum(deltas_T, gamma * lam)  # A_t = delta_t + gamma lambda A_{t+1}
 
 
 @register_turn_advantage_estimator("gae")

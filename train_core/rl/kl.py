@@ -16,6 +16,7 @@ import numpy as np
 from tinker import types
 
 from train_core.arrays import as_array
+from train_core.rl.advantages import discounted_future_sum
 from train_core.scoring import forward_logprobs
 
 training_logprobs_from_output = forward_logprobs  # the name RL code used before scoring.py
@@ -91,17 +92,6 @@ def compute_post_kl(
         diffs.append(sampling_T[action_T] - new_T[action_T])
     v1, v2 = _kl_estimates(diffs, "compute_post_kl")
     return {"kl_pre_post_v1": v1, "kl_pre_post_v2": v2}
-
-
-def discounted_future_sum(x_T: Any, gamma: float) -> np.ndarray:
-    """out[t] = sum_k gamma^k x[t+k], one backward pass."""
-    x_T = as_array(x_T)
-    out_T = np.empty_like(x_T)
-    running = 0.0
-    for t in range(x_T.size - 1, -1, -1):
-        running = x_T[t] + gamma * running
-        out_T[t] = running
-    return out_T
 
 
 def incorporate_kl_penalty(
