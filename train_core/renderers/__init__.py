@@ -18,6 +18,16 @@ from train_core.renderers.base import (
     encode_without_special_tokens,
     parse_response_for_stop_token,
 )
+from train_core.renderers.by_name import (
+    RendererFactory,
+    builtin_renderer_names,
+    get_registered_renderer_names,
+    get_renderer,
+    is_renderer_registered,
+    register_renderer,
+    resolve_renderer_name,
+    unregister_renderer,
+)
 from train_core.renderers.content import (
     UNTERMINATED_TOOL_BLOCK_ERROR,
     classify_parse_failure,
@@ -35,16 +45,6 @@ from train_core.renderers.hf_template import HFTemplateRenderer
 from train_core.renderers.recommended import (
     get_recommended_renderer_name,
     get_recommended_renderer_names,
-)
-from train_core.renderers.registry import (
-    RendererFactory,
-    builtin_renderer_names,
-    get_registered_renderer_names,
-    get_renderer,
-    is_renderer_registered,
-    register_renderer,
-    resolve_renderer_name,
-    unregister_renderer,
 )
 from train_core.renderers.types import *  # noqa: F403  (listed in types.__all__)
 
