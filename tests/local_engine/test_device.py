@@ -1,23 +1,32 @@
-"""Tensors are made where the engine computes. On a CUDA machine a tensor or random generator made
-without naming its device lands on the CPU and fails against the model's (32 engine tests did,
-2026-11-26). These checks catch that on a CPU-only machine too: the engine and its tests name the
-device of every tensor they construct, and the engine gives the same results when the compute
-thread's default device is one it must never use."""
+"""Tensors are made where the engine computes, and the engine does not wait on the device mid-way.
+
+On a CUDA machine a tensor or random generator made without naming its device lands on the CPU and
+fails against the model's (32 engine tests did, 2026-11-26); a value read back from the device
+(float(t), .item(), nonzero, unique) makes the host wait for every queued kernel. These checks catch
+both on a CPU-only machine too: the engine and its tests name the device of every tensor they
+construct, the engine gives the same results when the compute thread's default device is one it
+must never use, and a training pass's own code calls no op that reads the device."""
 
 from __future__ import annotations
 
 import ast
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 import torch
 from tinker import types
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from kitchen.adapters.local.forward import run_builtin_loss
 
 from .conftest import TINY, take_grads
-from .test_shared_prefix import group_data
+from .test_builtin_grads import rl_data
+from .test_shared_prefix import SEVERAL, group_data
 
 ROOT = Path(__file__).resolve().parents[2]
 SCANNED = ("kitchen/adapters/local", "train_core", "tests/local_engine", "tests/export")
@@ -115,3 +124,60 @@ def test_the_engine_uses_no_default_device(backend: Any) -> None:
     with default_device_on_compute_thread(backend, "meta"):
         got = engine_results(client, sampler)
     np.testing.assert_equal(got, want)
+
+
+aten = torch.ops.aten
+# Ops whose result the host must read before it can go on (on an accelerator: a device sync).
+DEVICE_READS = frozenset(
+    {aten._local_scalar_dense, aten.nonzero, aten._unique2, aten.unique_dim, aten.masked_select}
+)
+ENGINE = str(ROOT / "kitchen" / "adapters" / "local")
+
+
+class EngineDeviceReads(TorchDispatchMode):
+    """Records the engine-code lines that call an op reading the device (transformers' own, such
+    as its mask checks, are not the engine's to remove)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sites: list[str] = []
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        if func.overloadpacket in DEVICE_READS:
+            import traceback
+
+            # The innermost caller outside torch itself (and this method) made the read.
+            caller = [
+                f
+                for f in traceback.extract_stack()[:-1]
+                if f"site-packages{os.sep}torch{os.sep}" not in f.filename
+            ][-1]
+            if caller.filename.startswith(ENGINE):
+                self.sites.append(f"{Path(caller.filename).name}:{caller.lineno}")
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize(
+    ("loss_fn", "data"),
+    [
+        ("ppo", rl_data("ppo")),  # per-token diagnostics too
+        ("cross_entropy", group_data("cross_entropy", SEVERAL["padded"])),  # shared prefixes
+        ("dro", group_data("dro")),
+    ],
+    ids=["ppo", "shared-prefixes", "dro"],
+)
+def test_a_training_pass_reads_nothing_back_from_the_device_until_it_is_done(
+    backend: Any, loss_fn: str, data: list[types.Datum]
+) -> None:
+    client = backend.create_lora_training_client(TINY, rank=4, seed=1)
+    reads = EngineDeviceReads()
+    with client.host.use(client.adapter) as model, torch.enable_grad(), reads:
+        run_builtin_loss(model, data, loss_fn, None, microbatch_tokens=24, backward=True)
+    assert not reads.sites, f"engine code waiting on the device: {reads.sites}"
+
+
+def test_the_device_read_check_sees_a_read() -> None:
+    reads = EngineDeviceReads()
+    with reads:
+        exec(compile("float(torch.ones(2).sum())", f"{ENGINE}/probe.py", "exec"), {"torch": torch})
+    assert reads.sites == ["probe.py:1"]

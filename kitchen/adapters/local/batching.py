@@ -33,6 +33,10 @@ class MicroBatch:
     tokens: Any  # LongTensor [B, T]
     targets: Any  # LongTensor [B, T] or [B, T, K]
     inputs: dict[str, Any]  # name -> FloatTensor [B, T]; includes "_mask"
+    # The same token ids and inputs on the host: what the engine decides from them (which
+    # positions train, how prefixes are laid out) is decided there, without a device sync.
+    host_tokens: np.ndarray
+    host_inputs: dict[str, np.ndarray]
     # (rows, prefix length) of each group of rows here that start with the same `prefix` tokens,
     # which the decoder runs once per group (empty: nothing shared). Rows index this micro-batch.
     shared: list[tuple[list[int], int]] = field(default_factory=list)
@@ -175,26 +179,47 @@ def _common_prefix(a: list[int], b: list[int]) -> int:
     return n
 
 
-def left_padded(sequences: Sequence[Any], device: Any) -> tuple[Any, dict[str, Any]]:
-    """`sequences` (token lists or 1-D tensors) as ids [G, L] left-padded to the longest, and the
-    forward kwargs the padding needs: an attention mask and position ids counted from each
-    sequence's first real token (none when all are as long, which keeps SDPA's mask-free causal
-    path). The batched prefill of sampling and the shared-prefix pass of training use it."""
-    import torch
+def left_padded(sequences: Sequence[Sequence[int]], device: Any) -> tuple[Any, dict[str, Any]]:
+    """`sequences` as ids [G, L] on `device`, left-padded to the longest, and the forward kwargs
+    the padding needs: an attention mask and position ids counted from each sequence's first real
+    token (none when all are as long, which keeps SDPA's mask-free causal path). The batched
+    prefill of sampling and the shared-prefix pass of training use it."""
+    ids_GL, mask_GL = left_padded_host(sequences)
+    if mask_GL is None:
+        (ids,) = to_device(device, ids_GL)
+        return ids, {}
+    position_GL = np.maximum(mask_GL.cumsum(-1) - 1, 0)
+    ids, mask, position = to_device(device, ids_GL, mask_GL, position_GL)
+    return ids, {"attention_mask": mask, "position_ids": position}
 
+
+def left_padded_host(
+    sequences: Sequence[Sequence[int] | np.ndarray],
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """`sequences` as int64 ids [G, L] left-padded to the longest, and the mask of real tokens
+    (None when all are as long)."""
     lengths = [len(s) for s in sequences]
     width = max(lengths)
-    ids_GL = torch.zeros(len(sequences), width, dtype=torch.long, device=device)
-    mask_GL = torch.zeros_like(ids_GL)
+    ids_GL = np.zeros((len(sequences), width), dtype=np.int64)
+    mask_GL = np.zeros_like(ids_GL)
     for i, (sequence, n) in enumerate(zip(sequences, lengths, strict=True)):
-        ids_GL[i, width - n :] = torch.as_tensor(sequence, device=device)
+        ids_GL[i, width - n :] = sequence
         mask_GL[i, width - n :] = 1
-    if min(lengths) == width:
-        return ids_GL, {}
-    return ids_GL, {
-        "attention_mask": mask_GL,
-        "position_ids": (mask_GL.cumsum(-1) - 1).clamp_min(0),
-    }
+    return ids_GL, None if min(lengths) == width else mask_GL
+
+
+def to_device(device: Any, *arrays: np.ndarray) -> list[Any]:
+    """Host arrays of one dtype as tensors on `device`, in one copy (each copy to an accelerator
+    costs a call into its driver and a staging pass from pageable memory)."""
+    import torch
+
+    if len({a.dtype for a in arrays}) != 1:
+        raise ValueError(f"to_device takes arrays of one dtype; got {[a.dtype for a in arrays]}")
+    flat = torch.from_numpy(np.concatenate([a.reshape(-1) for a in arrays])).to(device)
+    return [
+        part.view(a.shape)
+        for part, a in zip(flat.split([a.size for a in arrays]), arrays, strict=True)
+    ]
 
 
 def _pack(
@@ -206,7 +231,6 @@ def _pack(
     fill_values: Mapping[str, float],
     device: Any,
 ) -> MicroBatch:
-    import torch
 
     lengths = [len(tokens_N[i]) for i in rows]
     B, T = len(rows), max(lengths)
@@ -243,14 +267,17 @@ def _pack(
                 )
             else:
                 values[key][row, :n] = fill_values.get(key, 1.0)
-    inputs = {k: torch.from_numpy(v).to(device) for k, v in values.items()}
-    inputs["_mask"] = torch.from_numpy(mask_BT).to(device)
+    values["_mask"] = mask_BT
+    inputs = dict(zip(values, to_device(device, *values.values()), strict=True))
+    tokens, targets_dev = to_device(device, tokens_BT, targets)
     return MicroBatch(
         indices=list(rows),
         lengths=lengths,
-        tokens=torch.from_numpy(tokens_BT).to(device),
-        targets=torch.from_numpy(targets).to(device),
+        tokens=tokens,
+        targets=targets_dev,
         inputs=inputs,
+        host_tokens=tokens_BT,
+        host_inputs=values,
     )
 
 

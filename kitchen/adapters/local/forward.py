@@ -66,27 +66,32 @@ def run_builtin_loss(
         raise BackendError(
             f"loss_fn {loss_fn!r} takes one target token per position; got 2-D target_tokens"
         )
-    outputs: list[np.ndarray | None] = [None] * len(data)
-    loss_sum = 0.0
     diagnostics = TOKEN_METRICS.get(loss_fn, {})
-    sums, trained = dict.fromkeys(diagnostics, 0.0), 0.0
+    # Per micro-batch [loss, *diagnostic sums], left on the device and read once at the end, so
+    # no micro-batch waits for the one before it to finish on an accelerator.
+    totals, lps, trained = [], [], 0.0
     for mb in batches:
         mask = mb.inputs["_mask"]
         with torch.enable_grad() if backward else torch.inference_mode():
-            head = TargetLogprobs(model, mb.tokens, mb.targets, mb.shared)
-            lp = _train(head, loss_fn, fn, mb.inputs, config) if backward else head.values()
+            head = TargetLogprobs(model, mb)
+            lp = _train(head, loss_fn, fn, mb, config) if backward else head.values()
             lp = lp.view(mb.targets.shape)
             if lp.dim() == 3:
                 mask = mask.unsqueeze(-1)
             loss = (fn(lp, mb.inputs, config) * mask).sum()
-        loss_sum += float(loss.detach())
+        parts = [loss.detach()]
         if diagnostics:
             with torch.no_grad():
                 on = mask * (mb.inputs["logprobs"] != 0)  # sampled tokens: prompt q is 0
-                trained += float(on.sum())
-                for key, metric in diagnostics.items():
-                    sums[key] += float((metric(lp, mb.inputs, config) * on).sum())
-        _collect(outputs, mb, lp)
+                host = mb.host_inputs
+                trained += float((host["_mask"] * (host["logprobs"] != 0)).sum())
+                parts += [(m(lp, mb.inputs, config) * on).sum() for m in diagnostics.values()]
+        totals.append(torch.stack(parts))
+        lps.append(lp)
+    outputs = _collect(len(data), batches, lps)
+    per_batch = torch.stack(totals).tolist()
+    loss_sum = sum(row[0] for row in per_batch)  # summed in Python, in micro-batch order
+    sums = {k: sum(row[1 + j] for row in per_batch) for j, k in enumerate(diagnostics)}
     means = {f"{k}:mean": v / trained for k, v in sums.items()} if trained else {}
     return _output(outputs, {"loss:sum": loss_sum, **means})
 
@@ -111,11 +116,9 @@ def run_custom_loss(
     batches = plan_microbatches(
         data, (), (), {}, microbatch_tokens, _device(model), *model_limits(model)
     )
-    outputs: list[np.ndarray | None] = [None] * len(data)
     with torch.no_grad():
-        for mb in batches:
-            lp = TargetLogprobs(model, mb.tokens, mb.targets, mb.shared).values()
-            _collect(outputs, mb, lp.view(mb.targets.shape))
+        lps = [TargetLogprobs(model, mb).values().view(mb.targets.shape) for mb in batches]
+    outputs = _collect(len(data), batches, lps)
     leaves = [torch.tensor(o, device="cpu", requires_grad=True) for o in outputs if o is not None]
     with torch.enable_grad():
         loss, metrics = loss_fn(list(data), leaves)
@@ -131,28 +134,27 @@ def run_custom_loss(
                 leaf_grad = leaves[i].grad
                 if leaf_grad is not None:  # None: the loss did not use this datum
                     grad[row, :n] = leaf_grad
-            if grad.any():  # on the host: no device sync
-                head = TargetLogprobs(model, mb.tokens, mb.targets, mb.shared)
-                head.backprop_gradient(grad.to(_device(model)))
+            on_N = _positions_with_gradient(grad.numpy())
+            if on_N.size:  # decided on the host: no device sync
+                head = TargetLogprobs(model, mb)
+                head.backprop_gradient(grad.to(_device(model)), on_N)
     return _output(
         outputs, {**{k: float(v) for k, v in metrics.items()}, "loss:sum": float(loss.detach())}
     )
 
 
 def _train(
-    head: TargetLogprobs,
-    loss_fn: str,
-    fn: LossFn,
-    inputs: dict[str, Any],
-    config: dict[str, float],
+    head: TargetLogprobs, loss_fn: str, fn: LossFn, mb: MicroBatch, config: dict[str, float]
 ) -> Any:
     """Backpropagate the micro-batch's summed loss; its logprobs at every position, [N] or [N, K]."""
+    inputs, host = mb.inputs, mb.host_inputs
     gate = GRADIENT_GATE.get(loss_fn)
     if gate is None:
         # The loss couples a row's positions (gspo's sequence ratio): linearise it at the values.
         leaf = head.values().view(head.shape).requires_grad_()
         (fn(leaf, inputs, config) * inputs["_mask"]).sum().backward()
-        head.backprop_gradient(leaf.grad)
+        # Which positions have a gradient depends on the loss's values: read from the device.
+        head.backprop_gradient(leaf.grad, _positions_with_gradient(leaf.grad.cpu().numpy()))
         return leaf.detach()
     flat = {k: v.flatten(0, 1) for k, v in inputs.items()}
 
@@ -161,20 +163,34 @@ def _train(
         weight = at["_mask"].view(-1, *[1] * (lp.dim() - 1))
         return (fn(lp, at, config) * weight).sum()
 
-    active_N = flat["_mask"] != 0
+    active_N = host["_mask"].reshape(-1) != 0
     if gate != "_mask":
-        active_N &= flat[gate].reshape(active_N.shape[0], -1).ne(0).any(1)
+        active_N &= (host[gate].reshape(active_N.shape[0], -1) != 0).any(1)
     return head.train(active_N, loss_at)
+
+
+def _positions_with_gradient(g: np.ndarray) -> np.ndarray:
+    """Flat indices of the positions (the first two axes of `g`) with a nonzero gradient."""
+    return np.flatnonzero(g.reshape(g.shape[0] * g.shape[1], -1).any(1))
 
 
 def _device(model: Any) -> Any:
     return next(model.parameters()).device
 
 
-def _collect(outputs: list[np.ndarray | None], mb: MicroBatch, lp: Any) -> None:
-    lp_cpu = lp.detach().float().cpu().numpy()
-    for row, (i, n) in enumerate(zip(mb.indices, mb.lengths, strict=True)):
-        outputs[i] = lp_cpu[row, :n]
+def _collect(count: int, batches: list[MicroBatch], lps: list[Any]) -> list[np.ndarray | None]:
+    """Each datum's logprobs (rows of the micro-batches' `lps`), copied from the device at once."""
+    import torch
+
+    flat = torch.cat([lp.detach().float().reshape(-1) for lp in lps]).cpu().numpy()
+    outputs: list[np.ndarray | None] = [None] * count
+    start = 0
+    for mb, lp in zip(batches, lps, strict=True):
+        block = flat[start : start + lp.numel()].reshape(mb.targets.shape)
+        start += lp.numel()
+        for row, (i, n) in enumerate(zip(mb.indices, mb.lengths, strict=True)):
+            outputs[i] = block[row, :n]
+    return outputs
 
 
 def _output(

@@ -14,10 +14,12 @@ Several groups run their prefixes in one left-padded pass and all their rows in 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from kitchen.adapters.local.batching import left_padded
+import numpy as np
+
+from kitchen.adapters.local.batching import MicroBatch, left_padded_host, to_device
 
 # Positions per vocabulary chunk: the chunk's logits and fp32 log-softmax are all that exist at once
 # (49k vocabulary: about 300 MB at 512 with the tensors backward keeps), never a whole [T, V].
@@ -29,65 +31,67 @@ ChunkLoss = Callable[[Any, Any], Any]
 
 class TargetLogprobs:
     """A micro-batch's decoder pass, run by the constructor (with grad if grad is enabled). Positions
-    are flattened to N = B * T; logprobs come back as [N] (or [N, K] for K targets per position)."""
+    are flattened to N = B * T; logprobs come back as [N] (or [N, K] for K targets per position).
+    Positions are chosen by host index arrays (the micro-batch's host inputs decide them), so
+    choosing them never waits for the device."""
 
-    def __init__(
-        self,
-        model: Any,
-        tokens_BT: Any,
-        targets: Any,
-        shared: Sequence[tuple[list[int], int]] = (),
-    ) -> None:
-        """`shared`: (rows, prefix length) of the groups of rows that start with the same tokens
-        (MicroBatch.shared); the decoder runs each group's prefix once."""
-        import torch
-
+    def __init__(self, model: Any, mb: MicroBatch) -> None:
+        """The decoder runs each group of `mb.shared` (rows that start with the same tokens) through
+        its prefix once."""
         causal_lm = model.get_base_model() if hasattr(model, "get_base_model") else model
         decoder = causal_lm.get_decoder()
         head = causal_lm.get_output_embeddings()
+        shared = mb.shared
         if decoder is None or head is None or _has_logit_transform(causal_lm.config):
             # The logits need more than the head: they are the "hidden states", the head is identity.
-            self.hidden_NH = model(input_ids=tokens_BT, use_cache=False).logits.flatten(0, 1)
+            self.hidden_NH = model(input_ids=mb.tokens, use_cache=False).logits.flatten(0, 1)
             self.head: Callable[[Any], Any] = lambda h: h
-            shared = ()
+            shared = []
         else:
             if shared:
-                hidden = _decode(decoder, tokens_BT, shared)
+                hidden = _decode(decoder, mb)
             else:
-                hidden = decoder(input_ids=tokens_BT, use_cache=False).last_hidden_state
+                hidden = decoder(input_ids=mb.tokens, use_cache=False).last_hidden_state
             self.hidden_NH, self.head = hidden.flatten(0, 1), head
-        self.shape = targets.shape  # [B, T] or [B, T, K]
-        self.targets_N = targets.flatten(0, 1)
+        self.shape = mb.targets.shape  # [B, T] or [B, T, K]
+        self.targets_N = mb.targets.flatten(0, 1)
+        self.device = mb.targets.device
         self.grad_NH: Any = None  # set by the first chunk that backpropagates
         # Each position's stand-in for no-grad scoring: before a group's last shared token every
         # row has the group's first row's hidden state and target, so those are scored once.
-        B, T = tokens_BT.shape[:2]
-        self.canonical_N: Any = None
+        B, T = mb.host_tokens.shape
+        self.canonical_N: np.ndarray | None = None
         if shared:
-            canonical_BT = torch.arange(B * T, device=tokens_BT.device).view(B, T).clone()
+            canonical_BT = np.arange(B * T).reshape(B, T)
             for rows, prefix in shared:
                 canonical_BT[rows, : prefix - 1] = canonical_BT[rows[0], : prefix - 1]
-            self.canonical_N = canonical_BT.flatten()
+            self.canonical_N = canonical_BT.reshape(-1)
 
-    def values(self, idx_N: Any = None) -> Any:
-        """Logprobs at the positions `idx_N` (every position if None), without grad."""
+    @property
+    def positions(self) -> int:
+        return int(self.targets_N.shape[0])
+
+    def values(self, idx_N: np.ndarray | None = None) -> Any:
+        """Logprobs at the positions `idx_N` (host indices; every position if None), without grad."""
         import torch
 
-        idx_N = self._all() if idx_N is None else idx_N
-        inverse = None
+        idx_N = np.arange(self.positions) if idx_N is None else idx_N
         if self.canonical_N is not None:
-            idx_N, inverse = torch.unique(self.canonical_N[idx_N], return_inverse=True)
+            idx_N, inverse = np.unique(self.canonical_N[idx_N], return_inverse=True)
+            idx, inverse_dev = to_device(self.device, idx_N, inverse.reshape(-1))
+        else:
+            (idx,), inverse_dev = to_device(self.device, idx_N), None
         with torch.no_grad():
-            lp = self._cat([self._logprobs(self.hidden_NH[c], c) for c in _chunks(idx_N)])
-        return lp if inverse is None else lp[inverse]
+            lp = self._cat([self._logprobs(self.hidden_NH[c], c) for c in _chunks(idx)])
+        return lp if inverse_dev is None else lp[inverse_dev]
 
-    def backprop(self, idx_N: Any, loss_of: ChunkLoss) -> Any:
-        """Logprobs at `idx_N`; backpropagates `loss_of` of each chunk through the head now and
-        keeps the hidden states' gradient for `finish`."""
+    def backprop(self, idx: Any, loss_of: ChunkLoss) -> Any:
+        """Logprobs at the positions `idx` (a device index tensor); backpropagates `loss_of` of each
+        chunk through the head now and keeps the hidden states' gradient for `finish`."""
         import torch
 
         out = []
-        for c in _chunks(idx_N):
+        for c in _chunks(idx):
             h = self.hidden_NH[c].detach().requires_grad_()
             lp = self._logprobs(h, c)
             loss = loss_of(lp, c)
@@ -99,11 +103,11 @@ class TargetLogprobs:
             out.append(lp.detach())
         return self._cat(out)
 
-    def backprop_gradient(self, g: Any) -> None:
+    def backprop_gradient(self, g: Any, on_N: np.ndarray) -> None:
         """Backpropagate sum(g * logprobs), g shaped as the targets: a loss linearised at these
-        logprobs (g its gradient with respect to them). Positions where g is 0 are skipped."""
+        logprobs (g its gradient with respect to them), nonzero only at the host indices `on_N`."""
         g_N = g.flatten(0, 1)
-        on = g_N.reshape(g_N.shape[0], -1).ne(0).any(1).nonzero().squeeze(1)
+        (on,) = to_device(self.device, on_N)
         self.backprop(on, lambda lp, c: (lp * g_N[c]).sum())
         self.finish()
 
@@ -112,15 +116,16 @@ class TargetLogprobs:
         if self.grad_NH is not None and self.hidden_NH.requires_grad:
             self.hidden_NH.backward(self.grad_NH)
 
-    def train(self, active_N: Any, loss_of: ChunkLoss) -> Any:
-        """Logprobs at every position: backprop at the `active_N` ones (bool [N]), values elsewhere;
-        then finish."""
+    def train(self, active_N: np.ndarray, loss_of: ChunkLoss) -> Any:
+        """Logprobs at every position: backprop at the `active_N` ones (a host bool array), values
+        elsewhere; then finish."""
         import torch
 
-        lp = torch.empty(self.targets_N.shape, device=self.targets_N.device)
-        on, off = active_N.nonzero().squeeze(1), (~active_N).nonzero().squeeze(1)
+        on_N, off_N = np.flatnonzero(active_N), np.flatnonzero(~active_N)
+        on, off = to_device(self.device, on_N, off_N)
+        lp = torch.empty(self.targets_N.shape, device=self.device)
         lp[on] = self.backprop(on, loss_of)
-        lp[off] = self.values(off)
+        lp[off] = self.values(off_N)
         self.finish()
         return lp
 
@@ -135,55 +140,50 @@ class TargetLogprobs:
             return -F.cross_entropy(logits, targets, reduction="none")
         return torch.log_softmax(logits, dim=-1).gather(-1, targets)
 
-    def _all(self) -> Any:
-        import torch
-
-        return torch.arange(self.targets_N.shape[0], device=self.targets_N.device)
-
     def _cat(self, parts: list[Any]) -> Any:
         import torch
 
         if parts:
             return torch.cat(parts)
-        return torch.empty((0, *self.targets_N.shape[1:]), device=self.targets_N.device)
+        return torch.empty((0, *self.targets_N.shape[1:]), device=self.device)
 
 
-def _decode(decoder: Any, tokens_BT: Any, shared: Sequence[tuple[list[int], int]]) -> Any:
-    """Final hidden states [B, T, H] of rows that all belong to `shared` groups: every group's
+def _decode(decoder: Any, mb: MicroBatch) -> Any:
+    """Final hidden states [B, T, H] of rows that all belong to `mb.shared` groups: every group's
     prefix runs once, left-padded to the longest (G x P), its keys and values are gathered for each
     of its rows, and the rows' own tokens (right-padded, B x R) attend to them. Row b's token t is
-    then at P - prefix_b + t of [prefix pass | own pass], for every t."""
+    then at P - prefix_b + t of [prefix pass | own pass], for every t. The layout is computed on the
+    host and copied over once."""
     import torch
 
-    device = tokens_BT.device
-    B = tokens_BT.shape[0]
-    P = max(prefix for _, prefix in shared)
-    group_B = torch.empty(B, dtype=torch.long, device=device)
-    prefix_B = torch.empty(B, dtype=torch.long, device=device)
-    for g, (rows, prefix) in enumerate(shared):
+    tokens_BT = mb.host_tokens
+    B, T = tokens_BT.shape
+    group_B = np.zeros(B, dtype=np.int64)
+    prefix_B = np.zeros(B, dtype=np.int64)
+    for g, (rows, prefix) in enumerate(mb.shared):
         group_B[rows], prefix_B[rows] = g, prefix
-    prefix_GP, kwargs = left_padded(
-        [tokens_BT[rows[0], :prefix] for rows, prefix in shared], device
+    prefix_GP, mask_GP = left_padded_host(
+        [tokens_BT[rows[0], :prefix] for rows, prefix in mb.shared]
     )
-    mask_GP = kwargs.get("attention_mask")  # None: every prefix as long, nothing padded
-    first = decoder(input_ids=prefix_GP, use_cache=True, **kwargs)
-    cache = first.past_key_values
-    cache.batch_select_indices(group_B)  # each row gets its group's keys and values
-    R = tokens_BT.shape[1] - int(prefix_B.min())
-    gather_BR = (prefix_B[:, None] + torch.arange(R, device=device)).clamp_max(
-        tokens_BT.shape[1] - 1
-    )
-    own_BR = tokens_BT.gather(1, gather_BR)  # past a row's end: padding, never attended to
-    kwargs = {"position_ids": prefix_B[:, None] + torch.arange(R, device=device)}
+    P, R = prefix_GP.shape[1], T - int(prefix_B.min())
+    position_BR = prefix_B[:, None] + np.arange(R)
+    # Past a row's end its own tokens are padding, never attended to.
+    own_BR = np.take_along_axis(tokens_BT, np.minimum(position_BR, T - 1), axis=1)
+    index_BT = np.minimum(P - prefix_B[:, None] + np.arange(T), P + R - 1)
+    host = [group_B, prefix_GP, position_BR, own_BR, index_BT]
     if mask_GP is not None:  # rows must not attend to their prefix's left padding
-        kwargs["attention_mask"] = torch.cat(
-            [mask_GP[group_B], torch.ones(B, R, dtype=torch.long, device=device)], dim=1
-        )
-    own = decoder(input_ids=own_BR, past_key_values=cache, **kwargs).last_hidden_state
-    both = torch.cat([first.last_hidden_state[group_B], own], dim=1)  # [B, P + R, H]
-    T = tokens_BT.shape[1]
-    index_BT = (P - prefix_B[:, None] + torch.arange(T, device=device)).clamp_max(P + R - 1)
-    return both.gather(1, index_BT[..., None].expand(-1, -1, both.shape[-1]))
+        position_GP = np.maximum(mask_GP.cumsum(-1) - 1, 0)
+        mask_BPR = np.concatenate([mask_GP[group_B], np.ones((B, R), dtype=np.int64)], axis=1)
+        host += [mask_GP, position_GP, mask_BPR]
+    group, prefix_ids, position, own, index, *masks = to_device(mb.tokens.device, *host)
+    first_kwargs = {} if not masks else {"attention_mask": masks[0], "position_ids": masks[1]}
+    first = decoder(input_ids=prefix_ids, use_cache=True, **first_kwargs)
+    cache = first.past_key_values
+    cache.batch_select_indices(group)  # each row gets its group's keys and values
+    own_kwargs = {"position_ids": position} | ({"attention_mask": masks[2]} if masks else {})
+    hidden = decoder(input_ids=own, past_key_values=cache, **own_kwargs).last_hidden_state
+    both = torch.cat([first.last_hidden_state[group], hidden], dim=1)  # [B, P + R, H]
+    return both.gather(1, index[..., None].expand(-1, -1, both.shape[-1]))
 
 
 def _chunks(idx_N: Any) -> Iterator[Any]:
