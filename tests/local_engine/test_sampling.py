@@ -244,9 +244,11 @@ def test_every_bit_of_a_64_bit_seed_picks_the_stream() -> None:
         return SeedStream(seed, "cpu").uniform((8,), "cpu").tolist()  # type: ignore[no-any-return]
 
     # torch's CPU generator alone reads only the low 32 bits: the defect this guards against.
-    low = torch.Generator().manual_seed(0)
-    high = torch.Generator().manual_seed(2**40)
-    assert torch.equal(torch.rand(4, generator=low), torch.rand(4, generator=high))
+    low = torch.Generator(device="cpu").manual_seed(0)
+    high = torch.Generator(device="cpu").manual_seed(2**40)
+    assert torch.equal(
+        torch.rand(4, generator=low, device="cpu"), torch.rand(4, generator=high, device="cpu")
+    )
     a, b = 12345, 678
     seeds = [0, 1, 2**32, 2**40, 2**63, 2**64 - 1, a + (b << 32), b + (a << 32)]
     draws = [first_draws(s) for s in seeds]
@@ -256,7 +258,12 @@ def test_every_bit_of_a_64_bit_seed_picks_the_stream() -> None:
     # Seeds below 2**32 draw what they drew before; -1 is torch's 2**64 - 1.
     assert (
         first_draws(7)
-        == torch.rand(8, generator=torch.Generator().manual_seed(7), dtype=torch.float64).tolist()
+        == torch.rand(
+            8,
+            generator=torch.Generator(device="cpu").manual_seed(7),
+            dtype=torch.float64,
+            device="cpu",
+        ).tolist()
     )
     assert first_draws(-1) == first_draws(2**64 - 1)
 
