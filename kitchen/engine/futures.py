@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 from collections.abc import Callable, Generator
 from typing import Any, Generic, TypeVar
 
@@ -62,14 +63,28 @@ class APIFuture(Generic[T]):
         """A future of `fn(result)`, resolved when this one is."""
         out: concurrent.futures.Future[U] = concurrent.futures.Future()
 
-        def _done(f: concurrent.futures.Future[T]) -> None:
-            try:
-                out.set_result(fn(f.result()))
-            except BaseException as e:  # propagate any failure to the waiter
-                out.set_exception(e)
-
-        self.add_done_callback(_done)
+        self.add_done_callback(lambda f: settle(out, lambda: fn(f.result())))
         return APIFuture(out, (self,))
+
+
+def settle(out: concurrent.futures.Future[U], compute: Callable[[], U]) -> None:
+    """Resolve `out` with `compute()`'s value or exception; leave it alone once cancelled.
+
+    A future is cancelled when its waiter gave up: an asyncio task awaiting it was cancelled (the
+    sibling of a failed rollout, a Ctrl-C). Nobody reads its outcome then, and setting one raises
+    InvalidStateError inside a done-callback, which concurrent.futures logs as a traceback that
+    buries the run's one real error line. The cancel can race this thread, hence the suppress.
+    """
+    if out.cancelled():
+        return
+    try:
+        value = compute()
+    except BaseException as e:  # the waiter gets any failure
+        with contextlib.suppress(concurrent.futures.InvalidStateError):
+            out.set_exception(e)
+        return
+    with contextlib.suppress(concurrent.futures.InvalidStateError):
+        out.set_result(value)
 
 
 def gather(*futures: APIFuture[Any]) -> APIFuture[tuple[Any, ...]]:
@@ -79,11 +94,8 @@ def gather(*futures: APIFuture[Any]) -> APIFuture[tuple[Any, ...]]:
 
     def _done(_: Any) -> None:
         remaining[0] -= 1
-        if remaining[0] == 0 and not out.done():
-            try:
-                out.set_result(tuple(f._inner.result() for f in futures))
-            except BaseException as e:
-                out.set_exception(e)
+        if remaining[0] == 0:
+            settle(out, lambda: tuple(f._inner.result() for f in futures))
 
     if not futures:
         out.set_result(())

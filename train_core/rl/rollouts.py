@@ -117,9 +117,13 @@ async def gather_or_cancel(awaitables: Sequence[Awaitable[T]]) -> list[T]:
             task.cancel()
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
-    for task in tasks:
-        if not task.cancelled() and task.exception() is not None:
-            raise task.exception()  # type: ignore[misc]
+        # Read every failure, also when this coroutine is itself cancelled: asyncio reports a
+        # failed task nobody read ("Task exception was never retrieved", with its traceback) when
+        # it is collected, which would bury the one error the run reports.
+        errors = [t.exception() for t in tasks if not t.cancelled()]
+    for error in errors:
+        if error is not None:
+            raise error
     return [task.result() for task in tasks]
 
 

@@ -25,7 +25,7 @@ from kitchen.adapters.local.sampling import (
 from kitchen.adapters.local.seed_stream import SeedStream
 from kitchen.adapters.local.stability import SequenceRecord, StabilityRecords
 from kitchen.engine.errors import BackendError
-from kitchen.engine.futures import APIFuture
+from kitchen.engine.futures import APIFuture, settle
 
 _sampler_ids = itertools.count(1)
 
@@ -246,12 +246,5 @@ def _prompt_tokens(prompt: types.ModelInput) -> list[int]:
 def _then(future: Future[Any], fn: Callable[[Any], Any]) -> Future[Any]:
     """A future of `fn(result)`, resolved on the thread that resolves `future`."""
     out: Future[Any] = Future()
-
-    def done(f: Future[Any]) -> None:
-        try:
-            out.set_result(fn(f.result()))
-        except BaseException as e:
-            out.set_exception(e)
-
-    future.add_done_callback(done)
+    future.add_done_callback(lambda f: settle(out, lambda: fn(f.result())))
     return out

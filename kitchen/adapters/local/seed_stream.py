@@ -26,7 +26,8 @@ class SeedStream:
 
         if not -(2**63) <= seed < 2**64:
             raise BackendError(
-                f"sampling_params.seed is {seed}; expected a 64-bit integer (-2**63 to 2**64 - 1)"
+                f"sample: sampling_params.seed is {seed}; "
+                "expected a 64-bit integer (-2**63 to 2**64 - 1)"
             )
         bits = seed % 2**64
         self.low = torch.Generator(device=device).manual_seed(bits & _LOW_BITS)

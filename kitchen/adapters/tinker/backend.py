@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from kitchen.adapters.tinker.clients import TinkerSamplingClient, TinkerTrainingClient
 from kitchen.adapters.tinker.credentials import api_key_from_env, base_url
-from kitchen.adapters.tinker.futures import backend_error, wait
+from kitchen.adapters.tinker.futures import backend_error, quiet_request_failures, wait
 from kitchen.engine.errors import BackendError
 from kitchen.ports import BackendSettings
 
@@ -31,6 +31,7 @@ class TinkerBackend:
         import tinker
 
         self.settings = settings or BackendSettings()
+        quiet_request_failures()
         self.api_key = api_key_from_env()
         self.base_url = base_url(self.settings.base_url)
         if service_client is None:

@@ -8,12 +8,13 @@ thread or loop without the SDK's "sync call from async context" warnings.
 from __future__ import annotations
 
 import concurrent.futures
+import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from kitchen.adapters.tinker.credentials import scrub
 from kitchen.engine.errors import BackendError, KitchenError
-from kitchen.engine.futures import APIFuture
+from kitchen.engine.futures import APIFuture, settle
 
 T = TypeVar("T")
 
@@ -40,6 +41,25 @@ def backend_error(what: str, error: BaseException, api_key: str | None = None) -
     return BackendError(f"tinker {what}: {one_line}")
 
 
+class RequestFailureToDebug(logging.Filter):
+    """Demotes the SDK's "Request failed with non-retryable error: ..." to DEBUG: the same failure
+    reaches kitchen as the request's failed future, which kitchen reports as one BackendError line
+    naming the call (or drops, for a request whose waiter was cancelled). Left at ERROR, each
+    failed request of a run adds a line of its own before kitchen's."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.getMessage().startswith("Request failed with non-retryable error"):
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return True
+
+
+def quiet_request_failures() -> None:
+    """Install RequestFailureToDebug on the SDK's retry logger (once per process)."""
+    logger = logging.getLogger("tinker.lib.retry_handler")
+    if not any(isinstance(f, RequestFailureToDebug) for f in logger.filters):
+        logger.addFilter(RequestFailureToDebug())
+
+
 def _first_part(message: str) -> str:
     # "Request failed: <why> for self.request_id=... and expected type ..." -> "<why>"
     text = message.removeprefix("Request failed: ")
@@ -63,21 +83,21 @@ def call(submit: Callable[[], T], what: str, api_key: str | None = None) -> T:
 
 
 def wrap(submit: Callable[[], Any], what: str, api_key: str | None = None) -> APIFuture[Any]:
-    """A kitchen APIFuture of the SDK APIFuture that `submit()` returns."""
+    """A kitchen APIFuture of the SDK APIFuture that `submit()` returns. Cancelling it (its
+    awaiting task was cancelled) cancels the SDK's future, which stops the work on the service."""
     source: concurrent.futures.Future[Any] = call(submit, what, api_key).future()
     out: concurrent.futures.Future[Any] = concurrent.futures.Future()
 
-    def done(f: concurrent.futures.Future[Any]) -> None:
+    def outcome(f: concurrent.futures.Future[Any]) -> Any:
         if f.cancelled():
-            out.set_exception(BackendError(f"tinker {what}: cancelled"))
-            return
+            raise BackendError(f"tinker {what}: cancelled")
         error = f.exception()
         if error is not None:
-            out.set_exception(backend_error(what, error, api_key))
-            return
-        out.set_result(f.result())
+            raise backend_error(what, error, api_key)
+        return f.result()
 
-    source.add_done_callback(done)
+    source.add_done_callback(lambda f: settle(out, lambda: outcome(f)))
+    out.add_done_callback(lambda f: f.cancelled() and source.cancel())
     return APIFuture(out)
 
 
