@@ -139,3 +139,39 @@ def place_in_hub_cache(
     (repo / "refs").mkdir(parents=True, exist_ok=True)
     (repo / "refs" / "main").write_text(HUB_REVISION)
     return snapshot
+
+
+def report_peak_memory(monkeypatch: Any, gib: float = 1.25) -> None:
+    """The fake training client's optim_step reports `memory/peak_gib`, as the local engine's
+    does on an accelerator."""
+    from tinker import types
+
+    from kitchen.adapters.fake.backend import FakeTrainingClient
+
+    original = FakeTrainingClient.optim_step
+
+    def optim_step(self: Any, adam_params: Any) -> Any:
+        def with_memory(out: types.OptimStepResponse) -> types.OptimStepResponse:
+            return types.OptimStepResponse(metrics={**(out.metrics or {}), "memory/peak_gib": gib})
+
+        return original(self, adam_params).map(with_memory)
+
+    monkeypatch.setattr(FakeTrainingClient, "optim_step", optim_step)
+
+
+def step_records(log_dir: Path) -> list[dict[str, Any]]:
+    """The training steps' records in a run's metrics.jsonl (those with num_tokens), in order."""
+    lines = (log_dir / "metrics.jsonl").read_text().splitlines()
+    return [r for r in map(json.loads, lines) if "num_tokens" in r]
+
+
+def assert_step_times(records: list[dict[str, Any]], phases: tuple[str, ...]) -> None:
+    """Every record has the step's wall time, each of `phases` and the throughput they imply."""
+    import pytest
+
+    assert records
+    for r in records:
+        assert r["time/total"] > 0, r["step"]
+        for phase in phases:
+            assert r[f"time/{phase}"] > 0, (r["step"], phase)
+        assert r["tokens_per_second"] == pytest.approx(r["num_tokens"] / r["time/total"])

@@ -1,4 +1,5 @@
-"""A rich progress bar over the training steps, showing the headline metric of each step."""
+"""A rich progress bar over the training steps, showing each step's headline metric and its
+throughput (tokens/s)."""
 
 from __future__ import annotations
 
@@ -51,11 +52,22 @@ class ProgressHook(BaseHook):
             )
 
     def on_step_end(self, step: int, metrics: Metrics) -> None:
-        shown = next(
-            (f"{k}={metrics[k]:.4g}" for k in HEADLINE if isinstance(metrics.get(k), (int, float))),
-            "",
-        )
-        self.progress.update(self.task, advance=1, metric=shown)
+        self.progress.update(self.task, advance=1)
+        self._show(metrics)
+
+    def on_metrics(self, step: int, metrics: Metrics) -> None:
+        self._show(metrics)  # a pipelined step's record arrives after its iteration
+
+    def _show(self, metrics: Metrics) -> None:
+        """The record's headline metric and tokens/s; a record with neither keeps the text."""
+        if self.task is None:
+            return
+        headline = next((k for k in HEADLINE if isinstance(metrics.get(k), (int, float))), None)
+        shown = [f"{headline}={metrics[headline]:.4g}"] if headline else []
+        if isinstance(metrics.get("tokens_per_second"), (int, float)):
+            shown.append(f"{metrics['tokens_per_second']:,.0f} tokens/s")
+        if shown:
+            self.progress.update(self.task, metric="  ".join(shown))
 
     def on_run_end(self, state: BaseState, error: BaseException | None) -> None:
         self.progress.stop()

@@ -3,7 +3,8 @@
 Depth-first over the nodes, keeping a path like `epoch[1]/batch[37]/forward_backward`. Per stage: an
 OTel span, a timer, a write guard on the state, and the returned metrics passed to hooks. `finally_`
 always runs, also after an error or Ctrl-C.
-The runner owns the step counter and the resume cursor.
+The runner owns the step counter, the resume cursor and the step clock: each step's record gets
+its `time/total`, `time/<phase>` and `tokens_per_second` (kitchen/engine/phases.py).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from typing import Any, Protocol
 
 from kitchen.engine.errors import KitchenError, StageError
 from kitchen.engine.graph import Loop, Node, When, Workflow
-from kitchen.engine.stage import Context, Metrics, Resume, call_stage
+from kitchen.engine.phases import StepClock, with_throughput
+from kitchen.engine.stage import Context, Metrics, Resume, call_stage, stage_phase
 from kitchen.engine.state import BaseState
 from kitchen.engine.telemetry import record_stage, span
 
@@ -103,9 +105,13 @@ class Runner:
     # Where the last finished top-level loop left off: the cursor a final checkpoint records.
     _done_cursor: dict[str, int] = field(default_factory=dict)
     _contexts: dict[int, Context[Any]] = field(default_factory=dict)
+    # Steps whose iteration ended without their record: a pipelined stage reports them later.
+    _unreported: set[int] = field(default_factory=set)
+    _clock: StepClock = field(default_factory=StepClock)
 
     async def run(self) -> RunResult:
         state = self.ctx.state
+        self.ctx.clock = self._clock
         resume: Resume | None = self.ctx.resume
         if resume is not None:
             self._cursor = dict(resume.cursor)
@@ -163,6 +169,8 @@ class Runner:
         start = self._cursor.pop(loop.name, values.start if len(values) else 0)
         for h in self.hooks:
             h.on_loop_start(loop, path, len(values), start)
+        if loop.steps:
+            self._clock.start()
         for idx in values:
             if idx < start:
                 continue
@@ -178,21 +186,34 @@ class Runner:
                 with span("loop", loop.name, **{"kitchen.index": idx}):
                     if loop.steps:
                         self._in_step, self._step_metrics = True, {}
+                        self._clock.step = state.step
                         t0 = time.perf_counter()
                     await self._seq(loop.body, here)
                     if loop.steps:
-                        self._step_metrics["time/total"] = time.perf_counter() - t0
-                        metrics, self._in_step = self._step_metrics, False
-                        step = state.step
-                        state.step = step + 1
-                        for h in self.hooks:
-                            h.on_step_end(step, metrics)
+                        self._end_step(time.perf_counter() - t0)
             finally:
                 self._stack.pop()
+                if loop.steps:
+                    self._in_step, self._clock.step = False, None
         if not self._stack:
             if not self._stopping:
                 self._done_cursor = {loop.name: values[-1] + 1 if len(values) else start}
             self._stopping = False
+
+    def _end_step(self, seconds: float) -> None:
+        """The iteration's metrics are this step's record, with its time; an iteration that
+        returned none (its step's record comes from a later, pipelined stage) reports only its own
+        wall time to the hooks, and its step's time waits for that record."""
+        state = self.ctx.state
+        step = state.step
+        if self._step_metrics:
+            metrics = with_throughput({**self._step_metrics, **self._clock.close(step)})
+        else:
+            metrics = {"time/total": seconds}
+            self._unreported.add(step)
+        state.step = step + 1
+        for h in self.hooks:
+            h.on_step_end(step, metrics)
 
     async def _stage(self, node: Node, path: str) -> None:
         name = node.name
@@ -214,6 +235,7 @@ class Runner:
                 next_cursor=self.next_cursor,
                 max_steps=self.max_steps,
                 open_folder=ctx.open_folder,
+                clock=self._clock,
             )
         guarded.path = here
         t0 = time.perf_counter()
@@ -226,14 +248,23 @@ class Runner:
             raise StageError(f"{here}: {type(e).__name__}: {e}") from e
         seconds = time.perf_counter() - t0
         record_stage(name, seconds)
+        phase = stage_phase(node)
+        if phase:
+            self._clock.add(self._clock.step, phase, seconds)
         for h in self.hooks:
             h.on_stage_end(here, name, seconds, metrics)
         if not metrics:
             return
         if "step" in metrics:
-            # A pipelined stage reports an earlier step (e.g. the one it just awaited): its own record.
             explicit = dict(metrics)
             step = int(explicit.pop("step"))
+            if self._in_step and step == ctx.state.step:  # this step's record, written at its end
+                self._step_metrics.update(explicit)
+                return
+            # A pipelined stage reports an earlier step (e.g. the one it just awaited): its own record.
+            if step in self._unreported:
+                self._unreported.discard(step)
+                explicit = with_throughput({**explicit, **self._clock.close(step)})
             for h in self.hooks:
                 h.on_metrics(step, explicit)
         elif self._in_step:

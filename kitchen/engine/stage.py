@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
 from kitchen.engine.errors import StageError
+from kitchen.engine.phases import StepClock
 from kitchen.engine.state import BaseState
 
 if TYPE_CHECKING:
@@ -36,6 +37,12 @@ class Stage(Protocol):
 def stage_ports(stage: Any) -> frozenset[str]:
     """Ports a stage needs ('backend', 'datasets', ...); optional attribute `ports`."""
     return frozenset(getattr(stage, "ports", frozenset()))
+
+
+def stage_phase(stage: Any) -> str | None:
+    """The step phase a stage's whole wall time counts toward (`time/<phase>`: 'sampling',
+    'reference', ...); optional attribute `phase` (kitchen/engine/phases.py)."""
+    return getattr(stage, "phase", None)
 
 
 class SourceToInto:
@@ -85,6 +92,8 @@ class Context(Generic[S]):
     # the hooks that log into it, as the launch prepares a run directory (metrics.jsonl rewritten).
     max_steps: int | None = None
     open_folder: Callable[[Path], tuple[Resume | None, list[Any]]] | None = None
+    # Set by the runner: seconds per phase of each step (kitchen/engine/phases.py).
+    clock: StepClock = field(default_factory=StepClock)
 
     def port(self, name: str) -> Any:
         if name == "backend" and self.backend is not None:
@@ -110,6 +119,7 @@ class FunctionStage:
     reads: frozenset[str]
     writes: frozenset[str]
     ports: frozenset[str] = frozenset()
+    phase: str | None = None
 
     def __call__(self, ctx: Context[Any]) -> Metrics | Awaitable[Metrics | None] | None:
         return self.fn(ctx)
@@ -124,6 +134,7 @@ def stage(
     writes: set[str] | frozenset[str] = frozenset(),
     name: str | None = None,
     ports: set[str] | frozenset[str] = frozenset(),
+    phase: str | None = None,
 ) -> Callable[[Callable[[Context[Any]], Any]], FunctionStage]:
     """Turn `def my_stage(ctx) -> metrics | None` (sync or async) into a stage.
 
@@ -139,6 +150,7 @@ def stage(
             reads=frozenset(reads),
             writes=frozenset(writes),
             ports=frozenset(ports),
+            phase=phase,
         )
 
     return wrap

@@ -14,6 +14,9 @@ def test_cookbook_keys_land_in_their_family():
     assert family_of("grad_norm") == "Grad norm"
     assert family_of("time/rollouts") == "Step time"
     assert family_of("num_loss_tokens") == "Tokens and data"  # a count, not a loss
+    assert family_of("time/forward_backward") == "Step time"
+    assert family_of("tokens_per_second") == "Throughput"  # a rate, not a count
+    assert family_of("memory/peak_gib") == "Memory"
 
 
 def test_unknown_keys_are_grouped_by_prefix_and_come_last():

@@ -3,9 +3,11 @@ import re
 import pytest
 from typer.testing import CliRunner
 
+import kitchen
 from kitchen.app.cli import app
 from kitchen.app.report import load_run, render
 from kitchen.app.report.transcripts import rollout_views
+from tests.helpers import report_peak_memory, step_records
 
 
 def families(page: str) -> list[str]:
@@ -19,7 +21,14 @@ def test_report_command_overlays_runs_with_their_config_diff(runs, tmp_path):
     )
     assert result.exit_code == 0, result.output
     page = out.read_text()
-    assert families(page) == ["Loss / NLL", "Learning rate", "Tokens and data", "Progress"]
+    assert families(page) == [
+        "Loss / NLL",
+        "Learning rate",
+        "Step time",
+        "Throughput",
+        "Tokens and data",
+        "Progress",
+    ]
     assert '"name": "sl_fast \\u00b7 train_mean_nll"' in page  # both runs in one chart
     assert "1 fields differ" in page
     diff = re.search(r'<section id="config">.*?</section>', page, re.S).group(0)
@@ -138,3 +147,13 @@ def test_a_prompt_shared_by_the_group_is_shown_once():
     group = view.groups[0]
     assert group.prompt == "What is 2 + 2?"
     assert [t.turns[0].observation for t in group.trajectories] == ["", ""]
+
+
+def test_step_time_throughput_and_memory_are_curves(tmp_path, monkeypatch):
+    report_peak_memory(monkeypatch, gib=2.5)
+    kitchen.run("sl_basic", {"no_register": True}, backend="fake", log_dir=tmp_path, max_steps=3)
+    assert [r["memory/peak_gib"] for r in step_records(tmp_path)] == [2.5] * 3
+    page = render([load_run(tmp_path)])
+    assert {"Step time", "Throughput", "Memory"} <= set(families(page))
+    for key in ("time/total", "time/forward_backward", "time/optim_step", "tokens_per_second"):
+        assert f'"name": "{key}"' in page

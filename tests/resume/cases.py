@@ -87,13 +87,17 @@ NAMES = [
 ]
 
 
+# Measured, not computed: wall time, throughput and accelerator memory differ from run to run.
+MEASURED = ("time/", "tokens_per_second", "memory/")
+
+
 def metrics_by_step(log_dir: Path) -> dict[int, dict[str, Any]]:
-    """metrics.jsonl as step -> its metrics (timings dropped); a step logged twice fails."""
+    """metrics.jsonl as step -> its metrics (measurements dropped); a step logged twice fails."""
     out: dict[int, dict[str, Any]] = {}
     for line in (log_dir / "metrics.jsonl").read_text().splitlines():
         record = json.loads(line)
         step = record.pop("step")
-        kept = {k: v for k, v in record.items() if not k.startswith("time/")}
+        kept = {k: v for k, v in record.items() if not k.startswith(MEASURED)}
         if step in out and set(out[step]) & set(kept):
             raise AssertionError(f"{log_dir}: step {step} logged twice")
         out.setdefault(step, {}).update(kept)

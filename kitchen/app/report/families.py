@@ -10,12 +10,15 @@ import re
 from collections.abc import Iterable
 
 # (family, pattern) in match priority: DPO's `chosen_reward` is an implicit reward that belongs
-# with accuracy and margin, and `num_loss_tokens` is a count, not a loss, so those rules come first.
+# with accuracy and margin, `num_loss_tokens` is a count, not a loss, and `tokens_per_second` a
+# rate, not a count, so those rules come first.
 RULES: tuple[tuple[str, str], ...] = (
     (
         "Accuracy and margin",
         r"accuracy|margin|chosen_reward|rejected_reward|win_rate|pass@|f1|precision|recall",
     ),
+    ("Throughput", r"per_second$"),
+    ("Memory", r"^memory/"),
     ("Tokens and data", r"tokens|^num_|/num_|datums|sequences|pairs"),
     ("Reward", r"reward|correct|format"),
     ("Loss / NLL", r"nll|loss|bpb|perplexity"),
@@ -35,6 +38,8 @@ ORDER = (
     "Learning rate",
     "Grad norm",
     "Step time",
+    "Throughput",
+    "Memory",
     "Tokens and data",
     "Progress",
 )

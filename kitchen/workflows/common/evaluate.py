@@ -5,7 +5,7 @@ it names; this stage picks the client and owns where the metrics go (the report 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from kitchen.engine.stage import Context, Metrics
 from train_core.evaluation.evaluator import Evaluator
@@ -51,6 +51,7 @@ class Evaluate:
     into: str | None = "eval_metrics"
     sampler: str | None = None
     name: str = field(default="", repr=False)
+    phase: ClassVar[str] = "evaluation"
 
     def __post_init__(self) -> None:
         if not self.name:

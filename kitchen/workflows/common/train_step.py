@@ -4,6 +4,8 @@
 waiting; the step joins `step_queue`, so step N+1 is submitted before step N is awaited
 (tinker-cookbook's SL loop). `Await("step_queue", into="step_result")` collects a step and
 `LogTrainStep` reports it under its own step number, with the loss's tinker-cookbook keys.
+The submits, and the later wait on the step, count toward its forward_backward and optim_step
+phases (kitchen/engine/phases.py).
 """
 
 from __future__ import annotations
@@ -97,8 +99,10 @@ class SubmitTrainStep:
         lr = lr_at(
             state.step, state.total_steps, self.learning_rate, self.lr_schedule, self.warmup_steps
         )
-        data, fb = self.loss.submit(state.training_client, state.batch, state)
-        optim = state.training_client.optim_step(self.adam.params(lr))
+        with ctx.clock.phase("forward_backward"):
+            data, fb = self.loss.submit(state.training_client, state.batch, state)
+        with ctx.clock.phase("optim_step"):
+            optim = state.training_client.optim_step(self.adam.params(lr))
         submitted = SubmittedStep(
             state.step, state.epoch_idx, lr, self.loss, data, dict(state.eval_metrics)
         )
@@ -107,7 +111,10 @@ class SubmitTrainStep:
             submitted.fb, submitted.optim = results
             return submitted
 
-        state.step_queue = [*state.step_queue, gather(fb, optim).map(finish)]
+        step = ctx.clock.track(
+            gather(fb, optim).map(finish), {"forward_backward": fb, "optim_step": optim}
+        )
+        state.step_queue = [*state.step_queue, step]
         state.eval_metrics = {}
         return None
 

@@ -62,6 +62,7 @@ class AddTeacherKL:
     coef: float = 1.0
     discount: float = 0.0
     name: str = "add_teacher_kl"
+    phase: ClassVar[str] = "reference"  # the teacher is the reverse KL's reference
     reads: frozenset[str] = frozenset(
         {
             "trajectory_groups",

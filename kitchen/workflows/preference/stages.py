@@ -108,6 +108,7 @@ class ComputeReferenceLogprobs(SourceToInto):
     source: str = "batch"
     into: str = "reference_logprobs"
     name: str = "compute_reference_logprobs"
+    phase: ClassVar[str] = "reference"
     needs: ClassVar[frozenset[str]] = frozenset({"reference_client"})
 
     async def __call__(self, ctx: Context[Any]) -> Metrics | None:

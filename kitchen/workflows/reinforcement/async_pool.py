@@ -15,7 +15,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from kitchen.engine.errors import DataError
 from kitchen.engine.stage import Context, Metrics
@@ -185,6 +185,7 @@ class CollectGroups:
 
     groups_per_batch: int
     name: str = "collect_groups"
+    phase: ClassVar[str] = "sampling"  # the learner's wait for rollouts that run beside it
     reads: frozenset[str] = frozenset({"rollout_pool", "batch_idx"})
     writes: frozenset[str] = frozenset(
         {"env_group_builders", "trajectory_groups", "group_versions"}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from kitchen.engine.stage import Context, Metrics
 
@@ -37,6 +37,7 @@ class EvaluatePassAtK:
     prefix: str = "humaneval"
     result_key: str = "humaneval"
     name: str = "evaluate_pass_at_k"
+    phase: ClassVar[str] = "evaluation"
     reads: frozenset[str] = frozenset({"sampling_client", "renderer", "sandbox", "eval_results"})
     writes: frozenset[str] = frozenset({"eval_results"})
 

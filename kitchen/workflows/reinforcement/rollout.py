@@ -9,7 +9,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from tinker import types
 
@@ -90,6 +90,7 @@ class DoRollouts:
 
     sampling: RolloutSampling
     name: str = "do_rollouts"
+    phase: ClassVar[str] = "sampling"
     reads: frozenset[str] = frozenset({"sampling_client", "dataset", "batch_idx", "policy_version"})
     writes: frozenset[str] = frozenset(
         {"env_group_builders", "trajectory_groups", "group_versions"}
@@ -225,6 +226,7 @@ class EvaluateRL:
     prefix: str = "test"
     report: bool = False
     name: str = "evaluate_rl"
+    phase: ClassVar[str] = "evaluation"
 
     @property
     def reads(self) -> frozenset[str]:

@@ -4,10 +4,11 @@ post-update KL, and streaming minibatches (train on groups as they finish)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 from tinker import types
@@ -56,6 +57,7 @@ class ApplyKLPenalty:
     coef: float
     discount: float = 0.0
     name: str = "apply_kl_penalty"
+    phase: ClassVar[str] = "reference"
     reads: frozenset[str] = frozenset({"train_data", "reference_client"})
     writes: frozenset[str] = frozenset({"train_data"})
 
@@ -115,11 +117,12 @@ class TrainStep:
         chunks = [
             [remove_mask(d) for d in c] for c in split_into(state.train_data, self.num_substeps)
         ]
+        submit = ctx.clock.submit  # each request's call and its wait count toward its phase
         submitted = [
             (
                 epoch,
-                client.forward_backward(chunk, self.loss_fn, config),
-                client.optim_step(self.adam.params(lr)),
+                submit("forward_backward", client.forward_backward, chunk, self.loss_fn, config),
+                submit("optim_step", client.optim_step, self.adam.params(lr)),
             )
             for epoch in range(self.ppo_epochs)
             for chunk in chunks
@@ -146,6 +149,10 @@ class TrainStep:
         }
         if self.ppo_epochs > 1:
             metrics.update({f"optim/loss_sum_epoch_{e}": loss for e, loss in enumerate(losses)})
+        # tokens through forward_backward: every datum once per pass
+        metrics["num_tokens"] = self.ppo_epochs * sum(
+            d.model_input.length for c in chunks for d in c
+        )
         return {**metrics, "time/train": time.perf_counter() - t0, **optim_metrics}
 
 
@@ -231,25 +238,32 @@ class StreamRolloutsAndTrain:
         groups_P: list[Any] = [None] * len(builders_P)
         config = dict(self.loss_fn_config) if self.loss_fn_config else None
         fbs, data_D, waiting, metrics = [], [], [], {}
+        clock = ctx.clock  # the waits for groups, reference, updates: each its own phase
         async with group_rollout_tasks(builders_P, policy_for) as tasks:
             for i_finished, next_done in enumerate(asyncio.as_completed(tasks)):
-                i, group = await next_done
+                with clock.phase("sampling"):
+                    i, group = await next_done
                 groups_P[i] = group
                 waiting.append(group)
                 if len(waiting) < self.minibatch_size and i_finished + 1 < len(tasks):
                     continue
-                mb_data, mb_metrics = await self.recipe.datums(waiting, reference)
+                with clock.phase("reference") if reference else contextlib.nullcontext():
+                    mb_data, mb_metrics = await self.recipe.datums(waiting, reference)
+                trained = [remove_mask(d) for d in mb_data]
                 fbs.append(
-                    client.forward_backward([remove_mask(d) for d in mb_data], self.loss_fn, config)
+                    clock.submit(
+                        "forward_backward", client.forward_backward, trained, self.loss_fn, config
+                    )
                 )
                 data_D.extend(mb_data)
                 metrics.update(mb_metrics)
                 waiting = []
         lr = lr_at(state.step, state.total_steps, self.learning_rate, self.lr_schedule)
-        optim = client.optim_step(self.adam.params(lr))
+        optim = clock.submit("optim_step", client.optim_step, self.adam.params(lr))
         state.training_logprobs = [lp for fb in fbs for lp in forward_logprobs(await fb)]
         metrics.update((await optim).metrics or {})
         state.env_group_builders, state.trajectory_groups = builders_P, groups_P
         state.group_versions = [state.policy_version] * len(groups_P)
         state.train_data = data_D
+        metrics["num_tokens"] = sum(d.model_input.length for d in data_D)
         return {"optim/lr": lr, "learning_rate": lr, "stream/minibatches": len(fbs), **metrics}

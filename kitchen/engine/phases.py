@@ -1,0 +1,150 @@
+"""Where a training step's time goes: seconds per phase (`time/sampling`, `time/reference`,
+`time/forward_backward`, `time/optim_step`, ...), each charged to the step whose work it was.
+
+A phase's time is the workflow's own wall time on it: submitting the requests plus waiting for
+their results. A stage that is one phase throughout declares it (`phase = "sampling"`) and the
+runner charges its whole wall time; a stage that does several times its parts with
+`ctx.clock.phase(name)`, `ctx.clock.submit(phase, fn, ...)` and `ctx.clock.track(future, ...)`,
+never both. With pipelining the wait on step N's future happens while the loop runs step N + 1;
+a tracked future remembers the step that submitted it, so that wait still counts toward step N.
+Work overlaps (a backend computes while the loop submits the next step), so the phases of a step
+need not add up to its `time/total`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Generator, Iterator, Mapping
+from typing import Any, TypeVar
+
+from kitchen.engine.futures import APIFuture
+
+T = TypeVar("T")
+
+
+class StepClock:
+    """The seconds each step spent per phase, kept until the step's record is written.
+
+    `step` is the step the runner is executing (None outside the steps loop: setup and the final
+    evaluation are no step's). `time/total` is the wall time from the previous step's record to
+    this one's (from the loop's start for the first), so a run's totals add up to the loop's
+    wall time and `num_tokens / time/total` is the throughput also when steps are pipelined.
+    """
+
+    def __init__(self) -> None:
+        self.step: int | None = None
+        self._seconds: dict[int, dict[str, float]] = {}
+        self._last_record: float | None = None
+
+    def add(self, step: int | None, phase: str, seconds: float) -> None:
+        if step is None:
+            return
+        spent = self._seconds.setdefault(step, {})
+        spent[phase] = spent.get(phase, 0.0) + seconds
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        """Charge the block's wall time (awaits inside it included) to `name` of this step."""
+        step, t0 = self.step, time.perf_counter()
+        try:
+            yield
+        finally:
+            self.add(step, name, time.perf_counter() - t0)
+
+    def submit(
+        self, phase: str, fn: Callable[..., APIFuture[T]], *args: Any, **kwargs: Any
+    ) -> APIFuture[T]:
+        """`fn(*args, **kwargs)`, a request to a client, with the call's time and every later wait
+        on the future it returns charged to `phase` of this step."""
+        with self.phase(phase):
+            future = fn(*args, **kwargs)
+        return self.track(future, {phase: future})
+
+    def track(self, future: APIFuture[T], parts: Mapping[str, APIFuture[Any]]) -> APIFuture[T]:
+        """`future`, whose waits count toward this step's phases: a wait is split at the moments
+        its `parts` (phase -> the future doing that work) finished, each stretch going to the
+        phase whose part the loop was still waiting on; what follows the last part's end (mapping
+        its result) goes to the last. Await the returned future, not one derived from it."""
+        return _TrackedFuture(future, parts, self, self.step)
+
+    def start(self) -> None:
+        """The steps loop starts: the first step's `time/total` counts from here."""
+        if self._last_record is None:
+            self._last_record = time.perf_counter()
+
+    def close(self, step: int) -> dict[str, float]:
+        """Step `step`'s record is being written: its `time/total` and `time/<phase>` keys."""
+        now = time.perf_counter()
+        total = now - (self._last_record if self._last_record is not None else now)
+        self._last_record = now
+        spent = self._seconds.pop(step, {})
+        return {"time/total": total, **{f"time/{phase}": s for phase, s in spent.items()}}
+
+
+def with_throughput(metrics: dict[str, Any]) -> dict[str, Any]:
+    """`tokens_per_second` = num_tokens / time/total, where a record has both."""
+    tokens, seconds = metrics.get("num_tokens"), metrics.get("time/total")
+    if isinstance(tokens, (int, float)) and isinstance(seconds, float) and seconds > 0:
+        metrics["tokens_per_second"] = tokens / seconds
+    return metrics
+
+
+class _TrackedFuture(APIFuture[T]):
+    """A future whose waits are charged to its parts' phases in the step that submitted it."""
+
+    def __init__(
+        self,
+        future: APIFuture[T],
+        parts: Mapping[str, APIFuture[Any]],
+        clock: StepClock,
+        step: int | None,
+    ) -> None:
+        super().__init__(future._inner, (future,))
+        self._clock, self._step, self._phases = clock, step, tuple(parts)
+        self._finished: dict[str, float] = {}
+        for phase, part in parts.items():
+            part.add_done_callback(self._finished_at(phase))
+
+    def _finished_at(self, phase: str) -> Callable[[Any], None]:
+        """A done-callback noting when `phase`'s part finished; it runs in the backend's thread,
+        or at once when the part is already done."""
+
+        def note(_: Any) -> None:
+            self._finished.setdefault(phase, time.perf_counter())
+
+        return note
+
+    def _charge(self, start: float, end: float) -> None:
+        if not self._phases:
+            return
+        ordered = sorted(self._phases, key=lambda p: self._finished.get(p, end))
+        cursor = start
+        for phase in ordered[:-1]:
+            until = min(max(self._finished.get(phase, end), cursor), end)
+            self._clock.add(self._step, phase, until - cursor)
+            cursor = until
+        self._clock.add(self._step, ordered[-1], end - cursor)
+
+    def result(self, timeout: float | None = None) -> T:
+        if self.done():
+            return super().result(timeout)
+        start = time.perf_counter()
+        try:
+            return super().result(timeout)
+        finally:
+            self._charge(start, time.perf_counter())
+
+    async def result_async(self, timeout: float | None = None) -> T:
+        start = time.perf_counter()
+        try:
+            return await super().result_async(timeout)
+        finally:
+            self._charge(start, time.perf_counter())
+
+    def __await__(self) -> Generator[Any, None, T]:
+        start = time.perf_counter()
+        try:
+            return (yield from super().__await__())
+        finally:
+            self._charge(start, time.perf_counter())
