@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from click.testing import Result
 from typer.testing import CliRunner
 
 from kitchen.app.launch import get_recipe
@@ -42,19 +43,25 @@ def _recipe_names() -> list[str]:
     return sorted(RECIPES.names())
 
 
+def run_two_steps(recipe: str, base_url: str, log_dir: Path) -> Result:
+    """`kitchen run RECIPE --backend tinker` on the tiny model, shrunk, for 2 steps."""
+    from kitchen.app.cli import app
+
+    fields = get_recipe(recipe).Config.model_fields
+    overrides = [f"{k}={v}" for k, v in SHRINK.items() if k in fields]
+    args = ["run", recipe, "--backend", "tinker", f"model_name={TINY}", f"base_url={base_url}"]
+    args += [*overrides, "--max-steps", "2", "--log-dir", str(log_dir), "--no-progress"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    return result
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("recipe", _recipe_names())
 def test_recipe_runs_two_steps_on_the_tinker_backend(
     recipe: str, sdk_env: str, tmp_path: Path
 ) -> None:
-    from kitchen.app.cli import app
-
-    fields = get_recipe(recipe).Config.model_fields
-    overrides = [f"{k}={v}" for k, v in SHRINK.items() if k in fields]
-    args = ["run", recipe, "--backend", "tinker", f"model_name={TINY}", f"base_url={sdk_env}"]
-    args += [*overrides, "--max-steps", "2", "--log-dir", str(tmp_path), "--no-progress"]
-    result = CliRunner().invoke(app, args)
-    assert result.exit_code == 0, result.output
+    result = run_two_steps(recipe, sdk_env, tmp_path)
     config = json.loads((tmp_path / "config.json").read_text())
     assert config["config"]["backend"] == "tinker"
     # A run of sections (rlhf_pair_pref) logs each section's steps in the section's own folder.

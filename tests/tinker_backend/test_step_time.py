@@ -3,17 +3,13 @@ record has its wall time, its phases and its throughput, as on the embedded back
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from kitchen.app.launch import get_recipe
-from tests.helpers import assert_step_times
+from tests.helpers import assert_step_times, step_records
 
-from .conftest import TINY
-from .test_recipes import SHRINK
+from .test_recipes import run_two_steps
 
 
 @pytest.mark.slow
@@ -28,15 +24,7 @@ from .test_recipes import SHRINK
 def test_steps_record_time_phases_and_throughput_on_the_tinker_backend(
     recipe: str, phases: tuple[str, ...], sdk_env: str, tmp_path: Path
 ) -> None:
-    from kitchen.app.cli import app
-
-    fields = get_recipe(recipe).Config.model_fields
-    overrides = [f"{k}={v}" for k, v in SHRINK.items() if k in fields]
-    args = ["run", recipe, "--backend", "tinker", f"model_name={TINY}", f"base_url={sdk_env}"]
-    args += [*overrides, "--max-steps", "2", "--log-dir", str(tmp_path), "--no-progress"]
-    result = CliRunner().invoke(app, args)
-    assert result.exit_code == 0, result.output
-    lines = (tmp_path / "metrics.jsonl").read_text().splitlines()
-    records = [r for r in map(json.loads, lines) if "num_tokens" in r]
+    run_two_steps(recipe, sdk_env, tmp_path)
+    records = step_records(tmp_path)
     assert [r["step"] for r in records] == [0, 1]
     assert_step_times(records, phases)
