@@ -15,6 +15,13 @@ from kitchen.engine.futures import APIFuture
 if TYPE_CHECKING:  # the SDK's types load torch when it is installed; `kitchen --help` must not
     from tinker import types
 
+# optim_step's gradient-norm metric, under the hosted Tinker service's key (docs/servers.md): the L2
+# norm, before grad_clip_norm clips it, over the trained parameters, of the gradient accumulated
+# since the last optim_step, i.e. of the sum of the forward_backward losses, which Tinker defines as
+# weighted sums over tokens and data (never means). The ":mean" suffix is Tinker's reduction tag
+# (how its workers combine the value), not a mean over tokens.
+GRAD_NORM_METRIC = "unclipped_grad_l2:mean"
+
 # (data, per-datum target logprobs as torch tensors) -> (scalar loss tensor, metrics); same shape as
 # the SDK's CustomLossFnV1. Typed loosely so this module never imports torch.
 CustomLossFn: TypeAlias = "Callable[[list[types.Datum], list[Any]], tuple[Any, dict[str, float]]]"

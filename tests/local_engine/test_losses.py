@@ -10,6 +10,7 @@ import pytest
 import torch
 from tinker import types
 
+from kitchen.ports import GRAD_NORM_METRIC
 from train_core.losses import LOSSES, cispo, dro, importance_sampling, ppo
 
 from .conftest import TINY, rl_datum
@@ -94,7 +95,7 @@ def test_ppo_outside_clip_range_leaves_weights_alone(backend: Any) -> None:
     datum = rl_datum(PROMPT, TARGET, before - 1.0, 1.0)  # ratio e > 1.2, advantage > 0: clipped
     result = client.forward_backward([datum], "ppo").result()
     metrics = client.optim_step(types.AdamParams(learning_rate=1e-3)).result().metrics
-    assert metrics is not None and metrics["optim/grad_norm"] == 0.0
+    assert metrics is not None and metrics[GRAD_NORM_METRIC] == 0.0
     assert result.metrics["loss:sum"] == pytest.approx(-1.2, rel=1e-5)  # -clip(r) * A
     assert _target_logprob(client) == pytest.approx(before, abs=1e-6)
 

@@ -8,6 +8,7 @@ import torch
 from tinker import types
 
 from kitchen.adapters.local.optimizer import adam_step, make_optimizer
+from kitchen.ports import GRAD_NORM_METRIC
 
 
 def _one_step(grad: float, start: float = 1.0, **adam: float) -> tuple[float, dict[str, float]]:
@@ -23,13 +24,13 @@ def _one_step(grad: float, start: float = 1.0, **adam: float) -> tuple[float, di
 def test_learning_rate_and_eps_set_the_step_size() -> None:
     value, metrics = _one_step(10.0, learning_rate=0.1, eps=1.0)
     assert value == pytest.approx(1.0 - 0.1 * 10 / 11)
-    assert metrics["optim/grad_norm"] == pytest.approx(10.0)
+    assert metrics[GRAD_NORM_METRIC] == pytest.approx(10.0)
 
 
 def test_grad_clip_norm_scales_the_gradient_first() -> None:
     value, metrics = _one_step(10.0, learning_rate=0.1, eps=1.0, grad_clip_norm=1.0)
     assert value == pytest.approx(1.0 - 0.1 * 1 / 2, rel=1e-5)
-    assert metrics["optim/grad_norm"] == pytest.approx(10.0)  # reported before clipping
+    assert metrics[GRAD_NORM_METRIC] == pytest.approx(10.0)  # reported before clipping
 
 
 def test_weight_decay_is_decoupled() -> None:

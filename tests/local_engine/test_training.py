@@ -11,6 +11,7 @@ import torch
 from tinker import types
 
 from kitchen.adapters.local.lora import adapter_parameters
+from kitchen.ports import GRAD_NORM_METRIC
 
 from .conftest import TEXTS, TINY, sft_datum
 
@@ -49,7 +50,7 @@ def test_params_change_after_optim_step_and_not_before(backend: Any) -> None:
     response = client.optim_step(ADAM).result()
     after = lora_weights(client)
     assert not same(before, after)
-    assert response.metrics is not None and response.metrics["optim/grad_norm"] > 0
+    assert response.metrics is not None and response.metrics[GRAD_NORM_METRIC] > 0
 
 
 def test_forward_computes_loss_without_gradients(backend: Any) -> None:
@@ -75,7 +76,7 @@ def test_gradients_accumulate_until_optim_step(backend: Any) -> None:
     a = twice.optim_step(ADAM).result().metrics
     b = doubled.forward_backward(batch * 2, "cross_entropy")
     b = doubled.optim_step(ADAM).result().metrics
-    assert a["optim/grad_norm"] == pytest.approx(b["optim/grad_norm"], rel=1e-5)
+    assert a[GRAD_NORM_METRIC] == pytest.approx(b[GRAD_NORM_METRIC], rel=1e-5)
     x, y = lora_weights(twice), lora_weights(doubled)
     assert all(torch.allclose(x[k], y[k], atol=1e-6) for k in x)
 
@@ -116,8 +117,8 @@ def test_custom_loss_matches_builtin_cross_entropy(backend: Any) -> None:
     got = custom.forward_backward_custom(batch, weighted_nll).result()
     assert got.metrics["loss:sum"] == pytest.approx(want.metrics["loss:sum"], rel=1e-5)
     assert got.metrics["n_data"] == 3.0
-    norm_builtin = builtin.optim_step(ADAM).result().metrics["optim/grad_norm"]
-    norm_custom = custom.optim_step(ADAM).result().metrics["optim/grad_norm"]
+    norm_builtin = builtin.optim_step(ADAM).result().metrics[GRAD_NORM_METRIC]
+    norm_custom = custom.optim_step(ADAM).result().metrics[GRAD_NORM_METRIC]
     assert norm_custom == pytest.approx(norm_builtin, rel=1e-4)
 
 

@@ -12,6 +12,7 @@ def test_cookbook_keys_land_in_their_family():
     assert family_of("optim/lr") == "Learning rate"
     assert family_of("learning_rate") == "Learning rate"
     assert family_of("grad_norm") == "Grad norm"
+    assert family_of("unclipped_grad_l2:mean") == "Grad norm"  # Tinker's key
     assert family_of("time/rollouts") == "Step time"
     assert family_of("num_loss_tokens") == "Tokens and data"  # a count, not a loss
     assert family_of("time/forward_backward") == "Step time"

@@ -24,6 +24,7 @@ def test_report_command_overlays_runs_with_their_config_diff(runs, tmp_path):
     assert families(page) == [
         "Loss / NLL",
         "Learning rate",
+        "Grad norm",  # the fake's unclipped_grad_l2:mean
         "Step time",
         "Throughput",
         "Tokens and data",

@@ -3,6 +3,12 @@
 It records every call, the loss_fn of every forward_backward, the policy version (number of optim
 steps applied) behind every sample, and counts futures nobody awaited. Its "model" is a rule, not a
 network: logprobs rise as optim steps accumulate, so a workflow's loss falls as it should.
+
+For optim_step's gradient norm (GRAD_NORM_METRIC, defined as Tinker defines it) the rule is read as
+a model of one parameter theta that every target logprob equals: cross_entropy's loss
+-sum(weights * theta) has gradient -sum(weights), an RL loss (the fake takes every ratio as 1) has
+-sum(advantages), a custom loss the sum of its logprobs' gradients. The gradients of a step's
+forward_backward calls add up, and optim_step reports |sum|, the L2 norm of a 1-vector.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from tinker import types
 from kitchen.adapters.fake.tokenizer import FakeTokenizer
 from kitchen.engine.errors import BackendError
 from kitchen.engine.futures import APIFuture
-from kitchen.ports import BackendSettings, CustomLossFn
+from kitchen.ports import GRAD_NORM_METRIC, BackendSettings, CustomLossFn
 
 T = TypeVar("T")
 RL_LOSSES = {"importance_sampling", "ppo", "cispo", "dro"}
@@ -136,6 +142,7 @@ class FakeTrainingClient:
         self.rank = rank
         self.version = 0
         self._counter = itertools.count()
+        self._grad = 0.0  # d(loss)/d(theta) accumulated since the last optim_step (module doc)
 
     def _outputs(
         self, data: list[types.Datum], loss_fn: str, loss_fn_config: Mapping[str, float] | None
@@ -172,6 +179,11 @@ class FakeTrainingClient:
     ) -> APIFuture[types.ForwardBackwardOutput]:
         self.backend.record("forward_backward")
         self.backend.loss_fns.append(loss_fn)
+        for datum in data:
+            if loss_fn == "cross_entropy":
+                self._grad -= float(datum.loss_fn_inputs["weights"].to_numpy().sum())
+            elif loss_fn in RL_LOSSES:
+                self._grad -= float(datum.loss_fn_inputs["advantages"].to_numpy().sum())
         return self.backend.future(self._outputs(data, loss_fn, loss_fn_config))
 
     def forward_backward_custom(
@@ -187,6 +199,7 @@ class FakeTrainingClient:
         ]
         loss, metrics = loss_fn(data, logprobs)
         loss.backward()
+        self._grad += sum(float(lp.grad.sum()) for lp in logprobs if lp.grad is not None)
         return self.backend.future(
             types.ForwardBackwardOutput(
                 loss_fn_output_type="ArrayRecord",
@@ -199,7 +212,8 @@ class FakeTrainingClient:
         self.backend.record("optim_step")
         self.backend.optim_lrs.append(adam_params.learning_rate)
         self.version += 1
-        return self.backend.future(types.OptimStepResponse(metrics={}))
+        grad_norm, self._grad = abs(self._grad), 0.0
+        return self.backend.future(types.OptimStepResponse(metrics={GRAD_NORM_METRIC: grad_norm}))
 
     def _save(self, kind: str, name: str) -> str:
         path = f"fake://{kind}/{name}"

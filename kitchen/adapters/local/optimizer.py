@@ -1,6 +1,9 @@
 """Adam with every `tinker.types.AdamParams` field, applied per call (so schedules work).
 
 Weight decay is decoupled (AdamW), as Tinker documents; grad_clip_norm > 0 clips the global norm.
+Each step reports that norm as Tinker does (`GRAD_NORM_METRIC`, kitchen/ports): before clipping,
+over the trained parameters, of the summed loss the accumulated gradients are of. The hosted
+service reports it only when grad_clip_norm > 0; the local engine on every step.
 """
 
 from __future__ import annotations
@@ -9,6 +12,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from tinker import types
+
+from kitchen.ports import GRAD_NORM_METRIC
 
 
 def make_optimizer(params: Sequence[Any]) -> Any:
@@ -46,4 +51,4 @@ def adam_step(optimizer: Any, adam: types.AdamParams) -> dict[str, float]:
         group["weight_decay"] = adam.weight_decay
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
-    return {"optim/grad_norm": grad_norm}
+    return {GRAD_NORM_METRIC: grad_norm}

@@ -25,7 +25,7 @@ RULES: tuple[tuple[str, str], ...] = (
     ("KL", r"(^|[/_])kl"),
     ("Entropy", r"entropy"),
     ("Learning rate", r"learning_rate|(^|/)lr$"),
-    ("Grad norm", r"grad_norm|grad/"),
+    ("Grad norm", r"grad_norm|grad_l2|grad/"),
     ("Step time", r"^time/|_time$|seconds"),
     ("Progress", r"progress|epoch|^sampling_client/step|staleness|substeps"),
 )
