@@ -6,7 +6,7 @@ their results. A stage that is one phase throughout declares it (`phase = "sampl
 runner charges its whole wall time; a stage that does several times its parts with
 `ctx.clock.phase(name)`, `ctx.clock.submit(phase, fn, ...)` and `ctx.clock.track(future, ...)`,
 never both. With pipelining the wait on step N's future happens while the loop runs step N + 1;
-a tracked future remembers the step that submitted it, so that wait still counts toward step N.
+a tracked request remembers the step that submitted it, so that wait still counts toward step N.
 Work overlaps (a backend computes while the loop submits the next step), so the phases of a step
 need not add up to its `time/total`.
 """
@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from kitchen.engine.futures import APIFuture
@@ -30,18 +31,39 @@ class StepClock:
     evaluation are no step's). `time/total` is the wall time from the previous step's record to
     this one's (from the loop's start for the first), so a run's totals add up to the loop's
     wall time and `num_tokens / time/total` is the throughput also when steps are pipelined.
+
+    Backends work through requests in order (the local engine has one compute thread), so while
+    the loop waits on one thing it is also waiting on the tracked requests submitted before it:
+    a stretch of a wait that ends when such a request finished is that request's phase's time,
+    in the step that submitted it (DPO's reference scoring of step N waits behind step N - 1's
+    forward_backward; that part of the wait is step N - 1's forward_backward).
     """
 
     def __init__(self) -> None:
         self.step: int | None = None
         self._seconds: dict[int, dict[str, float]] = {}
         self._last_record: float | None = None
+        self._in_flight: list[_Work] = []  # tracked requests in submission order
 
     def add(self, step: int | None, phase: str, seconds: float) -> None:
         if step is None:
             return
         spent = self._seconds.setdefault(step, {})
         spent[phase] = spent.get(phase, 0.0) + seconds
+
+    def charge(self, step: int | None, phase: str, start: float, end: float) -> None:
+        """The loop spent [start, end] on `phase` of `step`: the stretches up to the moments
+        earlier tracked requests finished go to theirs, the rest to `phase`."""
+        cursor = start
+        while self._in_flight:
+            finished = self._in_flight[0].finished
+            if finished is None or finished > end:
+                break  # in order: nothing after an unfinished request finished before it
+            work = self._in_flight.pop(0)
+            if finished > cursor:
+                self.add(work.step, work.phase, finished - cursor)
+                cursor = finished
+        self.add(step, phase, end - cursor)
 
     @contextlib.contextmanager
     def phase(self, name: str) -> Iterator[None]:
@@ -50,7 +72,7 @@ class StepClock:
         try:
             yield
         finally:
-            self.add(step, name, time.perf_counter() - t0)
+            self.charge(step, name, t0, time.perf_counter())
 
     def submit(
         self, phase: str, fn: Callable[..., APIFuture[T]], *args: Any, **kwargs: Any
@@ -62,11 +84,15 @@ class StepClock:
         return self.track(future, {phase: future})
 
     def track(self, future: APIFuture[T], parts: Mapping[str, APIFuture[Any]]) -> APIFuture[T]:
-        """`future`, whose waits count toward this step's phases: a wait is split at the moments
-        its `parts` (phase -> the future doing that work) finished, each stretch going to the
-        phase whose part the loop was still waiting on; what follows the last part's end (mapping
-        its result) goes to the last. Await the returned future, not one derived from it."""
-        return _TrackedFuture(future, parts, self, self.step)
+        """`future`, whose waits count toward this step's phases: `parts` (phase -> the request
+        doing that work, in submission order) join the requests in flight, so a wait is split at
+        the moments they finished; what follows the last part's end (mapping its result) goes to
+        the last. Await the returned future, not one derived from it."""
+        for phase, part in parts.items():
+            work = _Work(self.step, phase)
+            part.add_done_callback(work.note)
+            self._in_flight.append(work)
+        return _TrackedFuture(future, self, self.step, list(parts)[-1] if parts else None)
 
     def start(self) -> None:
         """The steps loop starts: the first step's `time/total` counts from here."""
@@ -82,6 +108,19 @@ class StepClock:
         return {"time/total": total, **{f"time/{phase}": s for phase, s in spent.items()}}
 
 
+@dataclass
+class _Work:
+    """A tracked request: whose phase it is, and when it finished (set by its done-callback, in
+    the backend's thread, or at once when it is already done)."""
+
+    step: int | None
+    phase: str
+    finished: float | None = None
+
+    def note(self, _: Any) -> None:
+        self.finished = time.perf_counter()
+
+
 def with_throughput(metrics: dict[str, Any]) -> dict[str, Any]:
     """`tokens_per_second` = num_tokens / time/total, where a record has both."""
     tokens, seconds = metrics.get("num_tokens"), metrics.get("time/total")
@@ -91,40 +130,18 @@ def with_throughput(metrics: dict[str, Any]) -> dict[str, Any]:
 
 
 class _TrackedFuture(APIFuture[T]):
-    """A future whose waits are charged to its parts' phases in the step that submitted it."""
+    """A future whose waits are charged through the clock (`StepClock.charge`): to the tracked
+    requests that finished meanwhile, and what is left to `phase` of the step that submitted it."""
 
     def __init__(
-        self,
-        future: APIFuture[T],
-        parts: Mapping[str, APIFuture[Any]],
-        clock: StepClock,
-        step: int | None,
+        self, future: APIFuture[T], clock: StepClock, step: int | None, phase: str | None
     ) -> None:
         super().__init__(future._inner, (future,))
-        self._clock, self._step, self._phases = clock, step, tuple(parts)
-        self._finished: dict[str, float] = {}
-        for phase, part in parts.items():
-            part.add_done_callback(self._finished_at(phase))
-
-    def _finished_at(self, phase: str) -> Callable[[Any], None]:
-        """A done-callback noting when `phase`'s part finished; it runs in the backend's thread,
-        or at once when the part is already done."""
-
-        def note(_: Any) -> None:
-            self._finished.setdefault(phase, time.perf_counter())
-
-        return note
+        self._clock, self._step, self._phase = clock, step, phase
 
     def _charge(self, start: float, end: float) -> None:
-        if not self._phases:
-            return
-        ordered = sorted(self._phases, key=lambda p: self._finished.get(p, end))
-        cursor = start
-        for phase in ordered[:-1]:
-            until = min(max(self._finished.get(phase, end), cursor), end)
-            self._clock.add(self._step, phase, until - cursor)
-            cursor = until
-        self._clock.add(self._step, ordered[-1], end - cursor)
+        if self._phase is not None:
+            self._clock.charge(self._step, self._phase, start, end)
 
     def result(self, timeout: float | None = None) -> T:
         if self.done():

@@ -246,11 +246,12 @@ class Runner:
             raise
         except Exception as e:
             raise StageError(f"{here}: {type(e).__name__}: {e}") from e
-        seconds = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        seconds = t1 - t0
         record_stage(name, seconds)
         phase = stage_phase(node)
         if phase:
-            self._clock.add(self._clock.step, phase, seconds)
+            self._clock.charge(self._clock.step, phase, t0, t1)
         for h in self.hooks:
             h.on_stage_end(here, name, seconds, metrics)
         if not metrics:

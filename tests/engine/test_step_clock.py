@@ -102,6 +102,24 @@ def test_a_pipelined_steps_wait_counts_toward_it_and_is_split_where_each_part_fi
     assert all(set(m) == {"time/total"} for m in hook.step_ends)
 
 
+def test_a_wait_behind_an_earlier_steps_requests_is_their_time_not_the_waiting_phases():
+    @stage(phase="reference")
+    async def score_reference(ctx: Any) -> None:
+        await BACKEND.request("reference")  # queued behind the previous step's update
+
+    drain = [Await("fut", into="fut_result"), log_step]
+    body = [score_reference, submit_step, Await("fut", into="fut_result", keep=1), log_step]
+    hook, _ = run([Loop("batch", 3, "batch_idx", body, steps=True), *drain])
+
+    assert [r["step"] for r in hook.records] == [0, 1, 2]
+    for r in hook.records:
+        # the reference waits DELAY for itself after 2 x DELAY for step N - 1's update, which
+        # step N - 1's forward_backward and optim_step get
+        assert r["time/forward_backward"] >= 0.5 * DELAY
+        assert r["time/optim_step"] >= 0.5 * DELAY
+        assert 0.5 * DELAY <= r["time/reference"] < 2.5 * DELAY
+
+
 def test_a_stage_with_a_phase_counts_whole_inside_steps_and_nowhere_outside():
     @stage(phase="sampling")
     async def setup_sampling(ctx: Any) -> None:
