@@ -78,10 +78,10 @@ def bench_concurrency(groups: int, group_size: int, latency: float) -> None:
     from cookbook.envs.arithmetic import ArithmeticEnvs
     from kitchen.adapters.fake.tokenizer import FakeTokenizer
     from kitchen.workflows.reinforcement.rollout import RolloutSampling
-    from kitchen.workflows.reinforcement.stages import RLEnvContext
     from tests.rl_core.rl_core_fakes import LatencySampler  # the same scenario's test sampler
     from train_core.renderers import get_renderer
     from train_core.rl import do_batch_rollouts
+    from train_core.rl.types import RLEnvContext
 
     renderer = get_renderer("chatml", FakeTokenizer())
     train, _ = ArithmeticEnvs(groups, group_size, test_problems=0)(
@@ -236,8 +236,8 @@ def kitchen_side(s: StepSettings, serial: bool) -> dict[str, Any]:
 def arithmetic_prompts(s: StepSettings, tokenizer: Any) -> list[dict[str, Any]]:
     """The rl_basic prompts (few-shot + question) as token ids, one row per group, in step order."""
     from cookbook.envs.arithmetic import ArithmeticEnvs
-    from kitchen.workflows.reinforcement.stages import RLEnvContext
     from train_core.renderers import get_renderer
+    from train_core.rl.types import RLEnvContext
 
     renderer = get_renderer("chatml", tokenizer)
     train, _ = ArithmeticEnvs(s.groups, s.group_size, s.steps, s.max_operand, test_problems=0)(

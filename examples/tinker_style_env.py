@@ -33,7 +33,6 @@ import tinker
 import kitchen
 from kitchen import Workflow
 from kitchen.workflows.reinforcement import RLLoopConfig, reinforcement
-from kitchen.workflows.reinforcement.stages import RLEnvContext
 from kitchen.workflows.reinforcement.state import RLState
 from train_core import renderers
 from train_core.completers import StopCondition
@@ -46,6 +45,7 @@ from train_core.rl.types import (
     Observation,
     RLDataset,
     RLDatasetBuilder,
+    RLEnvContext,
     StepResult,
     Trajectory,
 )

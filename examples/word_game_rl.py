@@ -28,9 +28,9 @@ import numpy as np
 import kitchen
 from kitchen import Workflow
 from kitchen.workflows.reinforcement import RLConfig, reinforcement
-from kitchen.workflows.reinforcement.stages import RLEnvContext
 from kitchen.workflows.reinforcement.state import RLState
 from train_core import EnvGroupBuilder, ProblemEnv, ProblemGroupBuilder, Renderer, RLDataset
+from train_core.rl.types import RLEnvContext
 
 LEXICON = [
     "apple",

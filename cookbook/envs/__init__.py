@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 from cookbook.envs.arithmetic import ArithmeticEnv, ArithmeticEnvs
 from cookbook.envs.guess_number import GuessNumberEnv, GuessNumberEnvs
 from cookbook.envs.math import MathEnv, MathEnvs
-from kitchen.workflows.reinforcement.stages import RLDatasetFactory
+from train_core.rl.types import RLDatasetFactory
 
 EnvName = Literal["arithmetic", "math", "gsm8k", "guess_number"]
 

@@ -1,5 +1,5 @@
 """Code tasks and their grading: the model's fenced code block, run against the task's tests in
-the sandbox through kitchen.adapters.sandbox.grading (stdin/stdout pairs, and function calls whose return
+the sandbox through cookbook.envs.sandbox_grading (stdin/stdout pairs, and function calls whose return
 values the host compares).
 
 Prompt and code extraction as tinker-cookbook 0.6.1's code_rl (LiveCodeBench's system prompt;
@@ -14,8 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kitchen.adapters.sandbox import Limits, SandboxPort
-from kitchen.adapters.sandbox.grading import (
+from cookbook.envs.sandbox_grading import (
     CallCase,
     CaseResult,
     GradeReport,
@@ -24,6 +23,7 @@ from kitchen.adapters.sandbox.grading import (
     grade_stdio,
 )
 from kitchen.engine.errors import DataError
+from kitchen.ports.sandbox import Limits, SandboxPort
 
 LCB_SYSTEM_MESSAGE = (
     "You are an expert Python programmer. You will be given a question (problem specification) "

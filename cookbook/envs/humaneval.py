@@ -21,9 +21,9 @@ from typing import Any
 from tinker import types
 
 from cookbook.envs.code_grading import extract_code, fenced_blocks
-from kitchen.adapters.sandbox import SandboxPort
-from kitchen.adapters.sandbox.grading import grade_asserts
+from cookbook.envs.sandbox_grading import grade_asserts
 from kitchen.engine.errors import ConfigError
+from kitchen.ports.sandbox import SandboxPort
 from kitchen.workflows.reinforcement.pass_at_k import PassCounts
 from train_core.completers import Message, RendererLike, resolve_sample
 from train_core.renderers.content import get_text_content

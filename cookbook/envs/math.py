@@ -19,10 +19,9 @@ import numpy as np
 
 from cookbook.envs.math_grading import extract_boxed, grade_answer
 from kitchen.engine.errors import ConfigError, KitchenError
-from kitchen.workflows.reinforcement.stages import RLEnvContext
 from train_core.completers import Message, RendererLike
 from train_core.rl.problem_env import ProblemEnv, ProblemGroupBuilder
-from train_core.rl.types import EnvGroupBuilder, RLDataset
+from train_core.rl.types import EnvGroupBuilder, RLDataset, RLEnvContext
 
 log = logging.getLogger("kitchen")
 

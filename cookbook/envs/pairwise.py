@@ -17,7 +17,6 @@ from typing import Any
 from tinker import types
 
 from kitchen.engine.errors import DataError
-from kitchen.workflows.reinforcement.stages import RLEnvContext
 from train_core.completers import Message, RendererLike, TinkerMessageCompleter, termination_flags
 from train_core.preference import Comparison
 from train_core.preference.preference_model import PreferenceModel, decided
@@ -34,6 +33,7 @@ from train_core.rl.types import (
     Metrics,
     Observation,
     RLDataset,
+    RLEnvContext,
     StepResult,
     Trajectory,
 )

@@ -16,11 +16,19 @@ from typing import Any
 from tinker import types
 
 from kitchen.engine.errors import DataError
-from kitchen.workflows.reinforcement.stages import RLDatasetFactory, RLEnvContext
 from train_core.completers import Message, RendererLike
 from train_core.distillation import CompositeDataset, DistillationSource, TaggedItem
 from train_core.rl.problem_env import ProblemEnv
-from train_core.rl.types import Action, ActionExtra, Env, EnvGroupBuilder, RLDataset, StepResult
+from train_core.rl.types import (
+    Action,
+    ActionExtra,
+    Env,
+    EnvGroupBuilder,
+    RLDataset,
+    RLDatasetFactory,
+    RLEnvContext,
+    StepResult,
+)
 
 # tinker-cookbook's dataset names -> (hub name, split); their rows go through `prompt_of`.
 HUB_PROMPTS = {

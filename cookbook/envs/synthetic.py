@@ -9,9 +9,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from kitchen.workflows.reinforcement.stages import RLEnvContext
 from train_core.completers import RendererLike
-from train_core.rl.types import EnvGroupBuilder, RLDataset
+from train_core.rl.types import EnvGroupBuilder, RLDataset, RLEnvContext
 
 
 @dataclass(eq=False)

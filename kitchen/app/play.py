@@ -184,8 +184,8 @@ def command(
     from kitchen.app.launch import make_backend
     from kitchen.engine.registry import DATASET_STORES, ENVS, SANDBOXES
     from kitchen.ports import BackendSettings
-    from kitchen.workflows.reinforcement.stages import RLEnvContext
     from train_core.renderers import get_renderer, resolve_renderer_name
+    from train_core.rl.types import RLEnvContext
 
     try:
         factory_cls = ENVS.get(env)

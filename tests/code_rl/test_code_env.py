@@ -18,8 +18,8 @@ from cookbook.envs.code import (
 from cookbook.envs.code_grading import CodeGrader, code_task, extract_code, lcb_prompt
 from kitchen.adapters.datasets.store import HFDatasetStore
 from kitchen.adapters.fake.tokenizer import FakeTokenizer
-from kitchen.workflows.reinforcement.stages import RLEnvContext
 from train_core.renderers import get_renderer
+from train_core.rl.types import RLEnvContext
 
 TOKENIZER = FakeTokenizer()
 RENDERER = get_renderer("chatml", TOKENIZER)

@@ -2,12 +2,17 @@
 adapters -> engine, never the reverse; heavy libraries only in adapters and the server."""
 
 import ast
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.helpers import modules_loaded_by
 
 ROOT = Path(__file__).resolve().parents[2]
-FORBIDDEN = {"train_core": {"kitchen", "cookbook"}, "kitchen": {"cookbook"}, "cookbook": set()}
+FORBIDDEN: dict[str, set[str]] = {
+    "train_core": {"kitchen", "cookbook"},
+    "kitchen": {"cookbook"},
+    "cookbook": set(),
+}
 HEAVY = {"torch", "transformers", "peft", "datasets", "fastapi", "uvicorn", "safetensors", "gguf"}
 
 
@@ -23,24 +28,8 @@ def _imports(path: Path, module_level_only: bool) -> list[tuple[int, str]]:
     return out
 
 
-def test_packages_import_only_downwards():
-    bad = []
-    for package, forbidden in FORBIDDEN.items():
-        for path in sorted((ROOT / package).rglob("*.py")):
-            for line, name in _imports(path, module_level_only=False):
-                if name.split(".")[0] in forbidden:
-                    bad.append(f"{path.relative_to(ROOT)}:{line} imports {name}")
-    assert not bad, "\n".join(bad)
-
-
-# Inside kitchen: a layer never imports the layers listed against it (ports and the package root are
-# shared vocabulary). The server is an inbound adapter: it may import the local engine.
-LAYER_FORBIDDEN = {
-    "engine": {"app", "workflows", "adapters", "serve"},
-    "workflows": {"app", "adapters", "serve"},
-    "adapters": {"app", "workflows", "serve"},
-    "serve": {"app", "workflows"},
-}
+def _package(module: str) -> str:
+    return module.split(".")[0]
 
 
 def _layer(module: str) -> str | None:
@@ -48,14 +37,70 @@ def _layer(module: str) -> str | None:
     return parts[1] if parts[0] == "kitchen" and len(parts) > 1 else None
 
 
-def test_kitchen_layers_import_only_downwards():
+Rules = dict[str, set[str]]  # folder -> what its imports must not name
+
+
+def _violations(root: Path, rules: Rules, named: Callable[[str], str | None]) -> list[str]:
+    """Every import (module level or inside a function) in a folder whose `named(module)` is one
+    its rule forbids, as 'path:line imports module'."""
     bad = []
-    for layer, forbidden in LAYER_FORBIDDEN.items():
-        for path in sorted((ROOT / "kitchen" / layer).rglob("*.py")):
+    for folder, forbidden in rules.items():
+        for path in sorted((root / folder).rglob("*.py")):
             for line, name in _imports(path, module_level_only=False):
-                if _layer(name) in forbidden:
-                    bad.append(f"{path.relative_to(ROOT)}:{line} imports {name}")
+                if named(name) in forbidden:
+                    bad.append(f"{path.relative_to(root)}:{line} imports {name}")
+    return bad
+
+
+def test_packages_import_only_downwards():
+    bad = _violations(ROOT, FORBIDDEN, _package)
     assert not bad, "\n".join(bad)
+
+
+# What cookbook may use of kitchen: the ports (the sandbox port included), the engine's vocabulary
+# and the workflows; never an adapter, the app or the server, which are chosen at run time by name.
+COOKBOOK_FORBIDDEN: Rules = {"cookbook": {"adapters", "app", "serve"}}
+
+
+def test_cookbook_never_imports_an_adapter_the_app_or_the_server():
+    bad = _violations(ROOT, COOKBOOK_FORBIDDEN, _layer)
+    assert not bad, "\n".join(bad)
+
+
+# Inside kitchen: a layer never imports the layers listed against it (ports and the package root are
+# shared vocabulary). The server is an inbound adapter: it may import the local engine.
+LAYER_FORBIDDEN: Rules = {
+    "kitchen/engine": {"app", "workflows", "adapters", "serve"},
+    "kitchen/ports": {"app", "workflows", "adapters", "serve"},
+    "kitchen/workflows": {"app", "adapters", "serve"},
+    "kitchen/adapters": {"app", "workflows", "serve"},
+    "kitchen/serve": {"app", "workflows"},
+}
+
+
+def test_kitchen_layers_import_only_downwards():
+    bad = _violations(ROOT, LAYER_FORBIDDEN, _layer)
+    assert not bad, "\n".join(bad)
+
+
+def test_the_checks_flag_a_cookbook_or_workflow_that_imports_an_adapter(tmp_path):
+    # The checks above pass on a clean tree; this shows they would fail on the imports they forbid,
+    # at module level and inside a function alike.
+    (tmp_path / "cookbook" / "envs").mkdir(parents=True)
+    (tmp_path / "cookbook" / "envs" / "env.py").write_text(
+        "from kitchen.ports.sandbox import SandboxPort\n"
+        "from kitchen.adapters.sandbox import SandboxPort\n"
+    )
+    (tmp_path / "kitchen" / "workflows" / "rl").mkdir(parents=True)
+    (tmp_path / "kitchen" / "workflows" / "rl" / "stages.py").write_text(
+        "def f():\n    import kitchen.adapters.local.backend\n"
+    )
+    assert _violations(tmp_path, COOKBOOK_FORBIDDEN, _layer) == [
+        "cookbook/envs/env.py:2 imports kitchen.adapters.sandbox"
+    ]
+    assert _violations(tmp_path, LAYER_FORBIDDEN, _layer) == [
+        "kitchen/workflows/rl/stages.py:2 imports kitchen.adapters.local.backend"
+    ]
 
 
 def test_heavy_libraries_are_imported_lazily_and_only_by_adapters():

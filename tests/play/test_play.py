@@ -20,8 +20,8 @@ from kitchen.adapters.fake import FakeBackend
 from kitchen.app.play import parse_options, play_episode, read_answer
 from kitchen.engine.errors import ConfigError
 from kitchen.engine.registry import DATASET_STORES, ENVS
-from kitchen.workflows.reinforcement.stages import RLEnvContext
 from train_core.renderers import get_recommended_renderer_name, get_renderer
+from train_core.rl.types import RLEnvContext
 
 MODEL = "HuggingFaceTB/SmolLM2-135M-Instruct"
 

@@ -14,8 +14,8 @@ from cookbook.envs.math import MathEnv, MathEnvs
 from cookbook.envs.math_grading import extract_boxed, grade_answer, normalize_answer
 from kitchen.adapters.datasets import HFDatasetStore
 from kitchen.adapters.fake.tokenizer import FakeTokenizer
-from kitchen.workflows.reinforcement.stages import RLEnvContext
 from train_core.renderers import get_renderer
+from train_core.rl.types import RLEnvContext
 
 
 @pytest.fixture

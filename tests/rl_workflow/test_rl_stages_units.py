@@ -59,8 +59,8 @@ def test_transcript_records_hold_prompt_response_and_reward_per_group():
 
 def test_batch_rollouts_overlap_sampling_latency_across_groups():
     from cookbook.envs.arithmetic import ArithmeticEnvs
-    from kitchen.workflows.reinforcement.stages import RLEnvContext
     from train_core.renderers import get_renderer
+    from train_core.rl.types import RLEnvContext
 
     renderer = get_renderer("chatml", FakeTokenizer())
     train, _ = ArithmeticEnvs(groups_per_batch=6, group_size=4, test_problems=0)(

@@ -7,15 +7,15 @@ import asyncio
 
 import pytest
 
-from kitchen.adapters.sandbox.grading import (
+from cookbook.envs.output_match import first_mismatch, outputs_match, values_match
+from cookbook.envs.sandbox_grading import (
     CallCase,
     StdioCase,
     grade_asserts,
     grade_calls,
     grade_stdio,
 )
-from kitchen.adapters.sandbox.output_match import first_mismatch, outputs_match, values_match
-from kitchen.adapters.sandbox.types import Limits
+from kitchen.ports.sandbox import Limits
 
 SUM_CASES = [
     StdioCase(input="1 2\n", output="3\n"),
@@ -183,7 +183,7 @@ def test_harness_limits_still_apply(sandbox):
 def test_a_solution_that_defines_nothing_does_not_borrow_preamble_functions(sandbox):
     import asyncio
 
-    from kitchen.adapters.sandbox.grading import CallCase, grade_calls
+    from cookbook.envs.sandbox_grading import CallCase, grade_calls
 
     report = asyncio.run(
         grade_calls(sandbox, "print(0)\n", "add", [CallCase(args=[1, 2], expected=3)])

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from cookbook.envs.sandbox_grading import StdioCase, grade_stdio
 from kitchen.adapters.sandbox import Limits, SandboxPort, make_sandbox
-from kitchen.adapters.sandbox.grading import StdioCase, grade_stdio
 from kitchen.adapters.sandbox.http import HttpSandbox
 
 

@@ -139,7 +139,7 @@ def test_jail_dies_when_the_host_process_is_killed(sandbox):
     script = (
         "import sys\n"
         "from kitchen.adapters.sandbox.local import LocalSandbox\n"
-        "from kitchen.adapters.sandbox.types import Limits\n"
+        "from kitchen.ports.sandbox import Limits\n"
         "LocalSandbox().run('import time\\ntime.sleep(60)', limits=Limits(wall_s=60))\n"
     )
     host = subprocess.Popen([sys.executable, "-c", script], cwd=str(REPO))

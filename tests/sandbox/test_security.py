@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from kitchen.adapters.sandbox.grading import StdioCase, grade_stdio
-from kitchen.adapters.sandbox.types import Limits
+from cookbook.envs.sandbox_grading import StdioCase, grade_stdio
+from kitchen.ports.sandbox import Limits
 from tests.sandbox.conftest import jailed_processes
 
 REPO = Path(__file__).resolve().parents[2]

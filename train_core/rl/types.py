@@ -10,10 +10,10 @@ Shape suffixes: _G over the trajectories of one group, _P over the groups of a b
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 from tinker import types
 from typing_extensions import TypedDict
@@ -40,6 +40,8 @@ __all__ = [
     "Observation",
     "RLDataset",
     "RLDatasetBuilder",
+    "RLDatasetFactory",
+    "RLEnvContext",
     "RolloutError",
     "StepResult",
     "StopCondition",
@@ -228,3 +230,17 @@ class RLDatasetBuilder(ABC):
 
     @abstractmethod
     async def __call__(self) -> tuple[RLDataset, RLDataset | None]: ...
+
+
+@dataclass(frozen=True)
+class RLEnvContext:
+    """What an env dataset is built from: the run's renderer and tokenizer, and the dataset store."""
+
+    renderer: Any
+    tokenizer: Any
+    datasets: Any = None
+
+
+RLDatasetFactory: TypeAlias = Callable[..., Awaitable[tuple[Any, Any]] | tuple[Any, Any]]
+"""ctx -> (train RLDataset, test RLDataset | None), sync or async; (ctx, sandbox) -> ... for envs
+that run code. A tinker-cookbook RLDatasetBuilder `b` plugs in as `lambda ctx: b()`."""

@@ -1,5 +1,6 @@
-"""Kitchen's code-execution sandbox: a port, a local bubblewrap adapter and a SandboxFusion HTTP
-adapter, plus test-case grading on top of either.
+"""Kitchen's code-execution sandboxes: a local bubblewrap adapter and a SandboxFusion HTTP adapter
+of the sandbox port (`kitchen.ports.sandbox`, re-exported here). Grading a program against test
+cases through either lives with the code envs, in `cookbook/envs/sandbox_grading.py`.
 
     from kitchen.adapters.sandbox import make_sandbox, Limits
     sandbox = make_sandbox("local")                      # or "http" with SANDBOX_URL
@@ -8,7 +9,7 @@ adapter, plus test-case grading on top of either.
 """
 
 from kitchen.adapters.sandbox.factory import BACKENDS, make_sandbox
-from kitchen.adapters.sandbox.types import (
+from kitchen.ports.sandbox import (
     REASONS,
     ExecutionResult,
     Limits,

@@ -13,7 +13,7 @@ import functools
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from kitchen.adapters.sandbox.types import ExecutionResult, Limits
+from kitchen.ports.sandbox import ExecutionResult, Limits
 
 
 class BoundedSandbox:

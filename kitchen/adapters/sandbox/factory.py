@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from kitchen.adapters.sandbox.bounded import BoundedSandbox
-from kitchen.adapters.sandbox.types import Limits, SandboxError
+from kitchen.ports.sandbox import Limits, SandboxError
 
 BACKENDS = ("local", "http")
 

@@ -18,8 +18,8 @@ import urllib.request
 from typing import Any
 
 from kitchen.adapters.sandbox.bounded import BoundedSandbox
-from kitchen.adapters.sandbox.types import ExecutionResult, Limits, Reason, check_file_name
 from kitchen.adapters.sandbox.verdict import classify
+from kitchen.ports.sandbox import ExecutionResult, Limits, Reason, check_file_name
 
 DEFAULT_URL = "http://localhost:8080/run_code"
 _STDERR_HEAD_CHARS = 64 * 1024

@@ -30,7 +30,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
-from kitchen.adapters.sandbox.types import Limits, SandboxUnavailable
+from kitchen.ports.sandbox import Limits, SandboxUnavailable
 
 WORKDIR = "/sandbox"
 MAIN_FILE = "main.py"

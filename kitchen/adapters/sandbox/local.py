@@ -17,14 +17,14 @@ from dataclasses import dataclass
 from kitchen.adapters.sandbox import jail
 from kitchen.adapters.sandbox.bounded import BoundedSandbox
 from kitchen.adapters.sandbox.supervise import Spawn, supervise
-from kitchen.adapters.sandbox.types import (
+from kitchen.adapters.sandbox.verdict import classify
+from kitchen.ports.sandbox import (
     ExecutionResult,
     Limits,
     SandboxError,
     SandboxUnavailable,
     check_file_name,
 )
-from kitchen.adapters.sandbox.verdict import classify
 
 LANGUAGES = ("python",)
 # Fresh host uids for jails when running as root: high, far from real accounts and from

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import signal
 
-from kitchen.adapters.sandbox.types import Reason
+from kitchen.ports.sandbox import Reason
 
 # What a program prints when it hits its address-space limit (Python, C++, C/shell).
 _MEMORY_MARKERS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory")

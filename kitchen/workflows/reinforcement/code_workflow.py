@@ -17,7 +17,7 @@ from kitchen.workflows.common.start import register, start_point
 from kitchen.workflows.reinforcement.config import CodeRLWorkflowConfig
 from kitchen.workflows.reinforcement.pass_at_k import CodeEvaluator, EvaluatePassAtK, FirstStep
 from kitchen.workflows.reinforcement.sandbox import CloseSandbox, OpenSandbox
-from kitchen.workflows.reinforcement.stages import RefreshSampler, RLDatasetFactory
+from kitchen.workflows.reinforcement.stages import RefreshSampler
 from kitchen.workflows.reinforcement.state import CodeRLState
 from kitchen.workflows.reinforcement.workflow import (
     evaluate,
@@ -27,6 +27,7 @@ from kitchen.workflows.reinforcement.workflow import (
     sync_body,
     train,
 )
+from train_core.rl.types import RLDatasetFactory
 
 __all__ = ["CodeRLWorkflowConfig", "code_reinforcement"]
 

@@ -8,7 +8,6 @@ off-policy sampling in `async_pool.py`, the code sandbox in `sandbox.py`. The ma
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,20 +15,9 @@ import numpy as np
 
 from kitchen.engine.errors import DataError
 from kitchen.engine.stage import Context, Metrics
+from train_core.rl.types import RLDatasetFactory, RLEnvContext
 
-
-@dataclass(frozen=True)
-class RLEnvContext:
-    """What an env dataset is built from: the run's renderer and tokenizer, and the dataset store."""
-
-    renderer: Any
-    tokenizer: Any
-    datasets: Any = None
-
-
-RLDatasetFactory = Callable[..., Awaitable[tuple[Any, Any]] | tuple[Any, Any]]
-"""ctx -> (train RLDataset, test RLDataset | None), sync or async; (ctx, sandbox) -> ... for envs
-that run code. A tinker-cookbook RLDatasetBuilder `b` plugs in as `lambda ctx: b()`."""
+# The env contracts live in train_core.rl.types; envs that import them from here still can.
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -9,12 +9,13 @@ from kitchen.workflows.common.checkpoint import SaveFinal
 from kitchen.workflows.common.evaluate import Evaluate
 from kitchen.workflows.common.start import register, start_point
 from kitchen.workflows.reinforcement.config import RLConfig
-from kitchen.workflows.reinforcement.stages import RefreshSampler, RLDatasetFactory
+from kitchen.workflows.reinforcement.stages import RefreshSampler
 from kitchen.workflows.reinforcement.state import RLState
 from kitchen.workflows.reinforcement.workflow import kl_reference, setup, sync_body, train
 from kitchen.workflows.rlhf.sections import RunSection
 from kitchen.workflows.rlhf.state import RLHFState
 from train_core.preference.win_rate import ComparisonEvaluator
+from train_core.rl.types import RLDatasetFactory
 
 
 def sectioned(

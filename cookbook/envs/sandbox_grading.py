@@ -15,9 +15,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kitchen.adapters.sandbox.harness import CASE_PREFIX, assert_harness, call_harness
-from kitchen.adapters.sandbox.output_match import first_mismatch, values_match
-from kitchen.adapters.sandbox.types import ExecutionResult, Limits, SandboxPort
+from cookbook.envs.output_match import first_mismatch, values_match
+from cookbook.envs.sandbox_harness import CASE_PREFIX, assert_harness, call_harness
+from kitchen.ports.sandbox import ExecutionResult, Limits, SandboxPort
 
 
 class StdioCase(BaseModel):
