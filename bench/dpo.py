@@ -108,7 +108,8 @@ def kitchen_run(args: argparse.Namespace, data_path: Path, log_dir: Path) -> dic
     from kitchen.adapters.local.backend import LocalBackend
     from kitchen.adapters.local.sampling_client import LocalSamplingClient
     from kitchen.adapters.local.training_client import LocalTrainingClient
-    from kitchen.app.launch import Launch, build_config, get_recipe, run_launch
+    from kitchen.app.launch import Launch, run_launch
+    from kitchen.app.resolve import resolve_config
     from kitchen.ports import BackendSettings
     from kitchen.workflows.common.setup import InitTrainingClient
 
@@ -129,10 +130,9 @@ def kitchen_run(args: argparse.Namespace, data_path: Path, log_dir: Path) -> dic
     add_time(LocalSamplingClient, "_compute_logprobs", lambda: times.current, "reference")
     add_time(LocalTrainingClient, "_run_custom", lambda: times.current, "update")
     add_time(LocalTrainingClient, "_optim_step", lambda: times.current, "update")
-    recipe = get_recipe("dpo")
-    cfg = build_config(
-        recipe,
-        {
+    resolved = resolve_config(
+        "dpo",
+        values={
             "model_name": args.model,
             "dataset": str(data_path),
             "test_dataset": None,
@@ -143,10 +143,10 @@ def kitchen_run(args: argparse.Namespace, data_path: Path, log_dir: Path) -> dic
             "dpo_beta": 0.1,
             "save_every": 0,
             "num_epochs": 1,
-            "no_register": True,
+            "register_model": False,
         },
     )
-    workflow = recipe.workflow(cfg)
+    workflow = resolved.workflow
     # TRL cannot put LoRA on lm_head (it computes logprobs from lm_head.weight), so neither side does.
     workflow.steps = [
         replace(s, train_unembed=False) if isinstance(s, InitTrainingClient) else s

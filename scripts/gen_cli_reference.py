@@ -62,12 +62,12 @@ def type_name(annotation: Any) -> str:
 
 def config_table(recipe: Any) -> str:
     """flag | type | default | one column per preset | description, for every Config field."""
-    from kitchen.app.overrides import recipe_options
+    from kitchen.app.resolve import recipe_options, resolve_config
 
     presets = list(recipe.presets)
     head = ["flag", "type", "default", *(f"`--preset {p}`" for p in presets), "description"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for opt in recipe_options(recipe):
+    for opt in recipe_options(recipe, resolve_config(recipe).config):
         flags = ", ".join(opt.flags)
         preset_cells = [code(repr(opt.presets[p])) if p in opt.presets else "" for p in presets]
         row = [code(flags), cell(type_name(opt.annotation)), code(repr(opt.default)), *preset_cells]
@@ -131,7 +131,7 @@ def recipe_names() -> list[str]:
 
 def render_cli_md() -> str:
     import kitchen.app.builtins  # noqa: F401  (registers the built-in adapters)
-    from kitchen.app.launch import get_recipe
+    from kitchen.app.resolve import get_recipe
     from kitchen.engine.registry import BACKENDS, DATASET_STORES
 
     names = recipe_names()
@@ -193,7 +193,7 @@ def refreshed_recipe_page(text: str, recipe: Any) -> str:
 
 
 def expected_files() -> dict[Path, str]:
-    from kitchen.app.launch import get_recipe
+    from kitchen.app.resolve import get_recipe
 
     files = {CLI_MD: render_cli_md()}
     for name in recipe_names():

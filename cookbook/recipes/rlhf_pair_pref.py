@@ -27,10 +27,9 @@ from cookbook.recipes import SMOLLM2
 from cookbook.recipes.dataset_splits import DatasetSplits, resolve_dataset
 from kitchen.engine.graph import Node, Workflow
 from kitchen.engine.recipe import Recipe
-from kitchen.workflows.common.config import TrainConfig, nest
+from kitchen.workflows.common.config import TrainConfig
 from kitchen.workflows.common.sections import Sections
 from kitchen.workflows.common.setup import LoadDataset, RowConverter
-from kitchen.workflows.common.start import port_names
 from kitchen.workflows.reinforcement import RLConfig
 from kitchen.workflows.reinforcement.state import RLState
 from kitchen.workflows.rlhf import RLHFState, RunSection, SectionPaths, preference_rl, sectioned
@@ -140,11 +139,11 @@ def limited(
 
 
 def sft_section(cfg: RLHFPairPrefConfig, data: DatasetSplits) -> RunSection:
-    sft = SupervisedConfig(**nest(SupervisedConfig, _common(cfg), {
+    sft = SupervisedConfig.from_layers(_common(cfg), {
         "dataset": data.source, "test_dataset": None, "batch_size": cfg.sft_batch_size,
         "num_epochs": cfg.sft_num_epochs, "learning_rate": cfg.sft_learning_rate,
         "max_length": cfg.max_length, "train_on_what": "last_assistant_message",
-        "num_samples_to_show": 0, "no_register": True}))  # fmt: skip
+        "num_samples_to_show": 0, "register_model": False})  # fmt: skip
 
     def build(paths: SectionPaths, backend: Any) -> Workflow[SupervisedState]:
         sections = supervised_sections(sft, chosen_conversation(data.convert), "rlhf_sft")
@@ -155,12 +154,12 @@ def sft_section(cfg: RLHFPairPrefConfig, data: DatasetSplits) -> RunSection:
 
 def preference_model_section(cfg: RLHFPairPrefConfig, data: DatasetSplits) -> RunSection:
     """The judge starts from the base model, as tinker-cookbook's preference model does."""
-    pm = SupervisedConfig(**nest(SupervisedConfig, _common(cfg), {
+    pm = SupervisedConfig.from_layers(_common(cfg), {
         "dataset": data.source, "test_dataset": data.test_source, "test_split": data.test_split,
         "batch_size": cfg.pm_batch_size, "num_epochs": cfg.pm_num_epochs,
         "learning_rate": cfg.pm_learning_rate, "max_length": cfg.max_length,
         "train_on_what": "last_assistant_message", "eval_every": cfg.pm_eval_every,
-        "num_samples_to_show": 0, "no_register": True}))  # fmt: skip
+        "num_samples_to_show": 0, "register_model": False})  # fmt: skip
 
     def build(paths: SectionPaths, backend: Any) -> Workflow[SupervisedState]:
         sections = supervised_sections(
@@ -177,14 +176,14 @@ def rl_section(cfg: RLHFPairPrefConfig, data: DatasetSplits) -> RunSection:
     win rate) are frozen samplers on the earlier sections' final sampler paths."""
 
     def build(paths: SectionPaths, backend: Any) -> Workflow[RLState]:
-        rl = RLConfig(**nest(RLConfig, _common(cfg), {
+        rl = RLConfig.from_layers(_common(cfg), {
             "group_size": cfg.group_size, "groups_per_batch": cfg.groups_per_batch,
             "num_batches": cfg.num_batches, "max_tokens": cfg.max_tokens,
             "temperature": cfg.temperature, "learning_rate": cfg.optimizer.learning_rate,
             "lr_schedule": cfg.optimizer.schedule,
             "load_checkpoint_path": paths["sft"]["state_path"], "eval_every": cfg.rl_eval_every,
-            "no_register": cfg.no_register, "registry": cfg.registry,
-            "registry_name": cfg.registry_name or "rlhf_pair_pref"}))  # fmt: skip
+            "register_model": cfg.register_model, "registry": cfg.registry,
+            "registry_name": cfg.registry_name or "rlhf_pair_pref"})  # fmt: skip
         judge_path, sft_path = (
             paths["preference_model"]["sampler_path"],
             paths["sft"]["sampler_path"],
@@ -240,4 +239,4 @@ class RLHFPairPref(Recipe[RLHFPairPrefConfig]):
         data = resolve_dataset(cfg.dataset, "comparison")
         make = {"sft": sft_section, "preference_model": preference_model_section, "rl": rl_section}
         sections = [make[s](cfg, data) for s in SECTIONS if s in cfg.sections]
-        return sectioned(self.name, sections, port_names(cfg))
+        return sectioned(self.name, sections)

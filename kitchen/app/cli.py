@@ -66,20 +66,6 @@ def _fail(e: BaseException) -> None:
     raise typer.Exit(code)
 
 
-def _config(
-    recipe_name: str, args: list[str], config_file: Path | None, preset: str | None
-) -> tuple[Any, Any]:
-    from kitchen.app.launch import build_config, get_recipe
-    from kitchen.app.overrides import deep_merge, load_config_file, parse_overrides
-
-    recipe = get_recipe(recipe_name)
-    values: dict[str, Any] = {}
-    if config_file is not None:
-        values = load_config_file(config_file, recipe.Config, recipe.name)
-    values = deep_merge(values, parse_overrides(recipe.Config, args, recipe.name))
-    return recipe, build_config(recipe, values, preset)
-
-
 ConfigOpt = Annotated[
     Path | None, typer.Option("--config", help="TOML or JSON file of config fields")
 ]
@@ -98,10 +84,10 @@ HELP_WORDS = ("--help", "-h")
 def _recipe_help(recipe_name: str) -> None:
     """A recipe's flags with type, default, presets and help (`kitchen show`, `kitchen help`,
     `kitchen run RECIPE --help`)."""
-    from kitchen.app.launch import get_recipe
-    from kitchen.app.overrides import recipe_options
+    from kitchen.app.resolve import recipe_options, resolve_config
 
-    rec = get_recipe(recipe_name)
+    resolved = resolve_config(recipe_name)
+    rec = resolved.recipe
     presets = list(rec.presets)
     out = console if console.is_terminal else Console(width=240)  # don't wrap into a pipe
     out.print(f"[bold]{rec.name}[/bold]: {rec.summary()}")
@@ -111,12 +97,25 @@ def _recipe_help(recipe_name: str) -> None:
         highlight=False,
     )
     table = Table("flag", "type", "default", *presets, "description", box=None)
-    for opt in recipe_options(rec):
+    for opt in recipe_options(rec, resolved.config):
         preset_cols = [repr(opt.presets[p]) if p in opt.presets else "" for p in presets]
         table.add_row(
             ", ".join(opt.flags), opt.type_name, repr(opt.default), *preset_cols, opt.description
         )
     out.print(table)
+
+
+def _print_plan(resolved: Any) -> None:
+    """`--dry-run`: the graph validated with the ports a run would have, the plan, the facts."""
+    from kitchen.app.resolve import ALWAYS_OPEN
+
+    resolved.workflow.validate(ports={*ALWAYS_OPEN, *resolved.ports})
+    typer.echo(
+        f"recipe {resolved.recipe.name}: config valid; backend {resolved.config.backend}; plan:"
+    )
+    typer.echo(resolved.workflow.render())
+    for fact in _plan_facts(resolved.config):
+        typer.echo(fact)
 
 
 def _plan_facts(cfg: Any) -> list[str]:
@@ -175,35 +174,24 @@ def run(
             return
         if if_exists not in ("delete", "resume", "raise"):
             raise ConfigError(f"--if-exists: expected delete, resume or raise (got {if_exists!r})")
-        rec, cfg = _config(recipe, ctx.args, config, preset)
-        if backend is not None:
-            cfg.backend = backend
-        from kitchen.app.launch import run as run_recipe
-        from kitchen.engine.registry import BACKENDS
+        from kitchen.app.launch import run_resolved
+        from kitchen.app.resolve import resolve_config
 
-        BACKENDS.get(cfg.backend)  # resolve the adapter by name without creating it
+        resolved = resolve_config(recipe, config_file=config, args=ctx.args, preset=preset,
+                                  backend=backend, log_dir=log_dir, default_log_dir=True)  # fmt: skip
         if dry_run:
-            from kitchen.engine.validate import validate
-            from kitchen.workflows.common.start import port_names
-
-            workflow = rec.workflow(cfg)
-            validate(workflow, ports={"backend", "datasets", *port_names(cfg)})
-            typer.echo(f"recipe {rec.name}: config valid; backend {cfg.backend}; plan:")
-            typer.echo(workflow.render())
-            for fact in _plan_facts(cfg):
-                typer.echo(fact)
+            _print_plan(resolved)
             return
-        out = log_dir or Path(cfg.log_path or f"runs/{rec.name}")
-        result = run_recipe(
-            rec,
-            cfg,
-            log_dir=out,
+        result = run_resolved(
+            resolved,
             if_exists="resume" if resume else if_exists,  # type: ignore[arg-type]
             max_steps=max_steps,
             progress=not no_progress,
             announce=lambda line: err_console.print(line, highlight=False),
         )
-        console.print(f"done: {result.steps} steps; run directory {out}", highlight=False)
+        console.print(
+            f"done: {result.steps} steps; run directory {resolved.log_dir}", highlight=False
+        )
     except typer.Exit:
         raise
     except BaseException as e:
@@ -216,8 +204,7 @@ def run(
 @app.command("list")
 def list_(debug: DebugOpt = False) -> None:
     """List recipes, backends and dataset stores."""
-    import kitchen.app.builtins  # noqa: F401
-    from kitchen.app.launch import get_recipe
+    from kitchen.app.resolve import get_recipe
     from kitchen.engine.registry import BACKENDS, DATASET_STORES, RECIPES
 
     STATE["debug"] = debug
@@ -332,8 +319,10 @@ def graph(
             typer.echo(workflow.render())
             validate(workflow)
             return
-        rec, cfg = _config(recipe, ctx.args, config, preset)
-        typer.echo(rec.workflow(cfg).render())
+        from kitchen.app.resolve import resolve_config
+
+        resolved = resolve_config(recipe, config_file=config, args=ctx.args, preset=preset)
+        typer.echo(resolved.workflow.render())
     except BaseException as e:
         _fail(e)
 

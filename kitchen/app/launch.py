@@ -15,9 +15,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
-
 import kitchen.app.builtins  # noqa: F401  (registers the built-in adapters)
+from kitchen.app.resolve import Resolved, needed_ports, open_ports, resolve_config
 from kitchen.app.rundir import (
     IfExists,
     attach_log_file,
@@ -30,75 +29,16 @@ from kitchen.app.rundir import (
 )
 from kitchen.app.sinks import JsonlSink, MemorySink, MetricsHook, wandb_sink
 from kitchen.app.trackers import open_trackers
-from kitchen.engine.errors import ConfigError
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
-from kitchen.engine.registry import BACKENDS, DATASET_STORES, RECIPES
+from kitchen.engine.registry import BACKENDS, DATASET_STORES
 from kitchen.engine.runner import Hook, Runner, RunResult
 from kitchen.engine.stage import Context, Resume
 from kitchen.engine.validate import validate
 from kitchen.ports import BackendSettings, DatasetStore, TrainingBackend
-from kitchen.workflows.common.config import TrainConfig, flat_name, nest
+from kitchen.workflows.common.config import TrainConfig
 
 log = logging.getLogger("kitchen")
-
-
-def get_recipe(name: str) -> Recipe[Any]:
-    recipe_cls = RECIPES.get(name)
-    recipe = recipe_cls() if isinstance(recipe_cls, type) else recipe_cls
-    if not recipe.name:
-        recipe.name = name
-    return recipe
-
-
-def format_validation_error(
-    err: ValidationError, flag_style: bool = True, model: type[BaseModel] | None = None
-) -> str:
-    """One line per error; a nested section's field by its flag (`optimizer.beta1` -> --adam-beta1)."""
-    parts = []
-    for e in err.errors():
-        loc = ".".join(str(x) for x in e["loc"])
-        if model is not None:
-            loc = flat_name(model, loc)
-        name = "--" + loc.replace("_", "-") if flag_style and "." not in loc else loc
-        got = e.get("input")
-        got_text = "" if isinstance(got, dict) else f" (got {got!r})"
-        parts.append(f"{name}: {e['msg']}{got_text}")
-    return "; ".join(parts)
-
-
-def build_config(
-    recipe: Recipe[Any], values: Mapping[str, Any] | None = None, preset: str | None = None
-) -> TrainConfig:
-    """defaults < preset < values; a bad value names the field and the constraint."""
-    layers: list[Mapping[str, Any]] = []
-    if preset:
-        if preset not in recipe.presets:
-            raise ConfigError(
-                f"recipe {recipe.name} has no preset {preset!r}; presets: {', '.join(recipe.presets) or 'none'}"
-            )
-        layers.append(recipe.presets[preset])
-    layers.append(values or {})
-    try:
-        merged = nest(recipe.Config, *map(dict, layers))
-        cfg = recipe.Config(**merged)
-    except ValidationError as e:
-        raise ConfigError(
-            f"recipe {recipe.name}: {format_validation_error(e, model=recipe.Config)}"
-        ) from None
-    if not isinstance(cfg, TrainConfig):
-        raise ConfigError(f"recipe {recipe.name}: its Config must subclass kitchen.TrainConfig")
-    return cfg
-
-
-def default_ports(cfg: TrainConfig) -> dict[str, Any]:
-    """Ports a recipe's config asks for besides backend and datasets (opened lazily)."""
-    ports: dict[str, Any] = {}
-    if not cfg.no_register:
-        from kitchen.adapters.model_registry import open_registry
-
-        ports["registry"] = open_registry(cfg.registry)
-    return ports
 
 
 def make_backend(
@@ -153,7 +93,7 @@ def open_folder(
 
 @dataclass
 class Launch:
-    """Everything a run needs besides the workflow. Built by `run` and by the CLI."""
+    """Everything a run needs besides the workflow. Built by `run_resolved` and `run_workflow`."""
 
     backend: str | TrainingBackend = "local"
     log_dir: Path | None = None
@@ -244,29 +184,48 @@ def run(
 ) -> RunResult:
     """Run a registered recipe (by name or instance) with a config (object or overrides);
     `announce` gets the lines a person starting the run should see (the compute dtype)."""
-    rec = get_recipe(recipe) if isinstance(recipe, str) else recipe
-    cfg = config if isinstance(config, TrainConfig) else build_config(rec, config)
-    if isinstance(backend, str):
-        cfg = cfg.model_copy(update={"backend": backend})  # config.json says what really ran
-    workflow = rec.workflow(cfg)
-    if log_dir is None and cfg.log_path:
-        log_dir = cfg.log_path
-    launch = Launch(
-        backend=backend or cfg.backend,
-        log_dir=Path(log_dir) if log_dir else None,
+    resolved = resolve_config(recipe, values=config, backend=backend, log_dir=log_dir)
+    return run_resolved(
+        resolved,
         if_exists=if_exists,
         max_steps=max_steps,
         progress=progress,
         hooks=hooks,
-        ports={**default_ports(cfg), **(ports or {})},
+        ports=ports,
+        datasets=datasets,
+        announce=announce,
+    )
+
+
+def run_resolved(
+    resolved: Resolved,
+    *,
+    if_exists: IfExists = "raise",
+    max_steps: int | None = None,
+    progress: bool = False,
+    hooks: Sequence[Hook] = (),
+    ports: dict[str, Any] | None = None,
+    datasets: DatasetStore | None = None,
+    announce: Callable[[str], None] | None = None,
+) -> RunResult:
+    """Run a recipe as resolve_config resolved it (`kitchen run` and `run`)."""
+    cfg = resolved.config
+    launch = Launch(
+        backend=resolved.backend,
+        log_dir=resolved.log_dir,
+        if_exists=if_exists,
+        max_steps=max_steps,
+        progress=progress,
+        hooks=hooks,
+        ports=open_ports(resolved.ports, cfg.registry, ports),
         datasets=datasets,
         settings=BackendSettings(seed=cfg.seed, base_url=cfg.base_url, dtype=cfg.dtype),
         config=json.loads(cfg.model_dump_json()),
-        recipe_name=rec.name,
+        recipe_name=resolved.recipe.name,
         wandb=(cfg.wandb_project, cfg.wandb_name) if cfg.wandb_project else None,
         announce=announce,
     )
-    return run_launch(workflow, launch)
+    return run_launch(resolved.workflow, launch)
 
 
 def run_workflow(
@@ -286,17 +245,6 @@ def run_workflow(
     """Run a Workflow object you built (public as `kitchen.run_workflow`): validate it, open the
     backend by name (or use the object given) and, with a `log_dir`, write the run directory.
     A workflow that registers its model gets the default model registry unless `ports` has one."""
-    from kitchen.engine.stage import stage_ports
-    from kitchen.engine.validate import walk
-
-    ports = dict(ports or {})
-    needed = {
-        p for node, _ in walk([*workflow.steps, *workflow.finally_]) for p in stage_ports(node)
-    }
-    if "registry" in needed and "registry" not in ports:
-        from kitchen.adapters.model_registry import open_registry
-
-        ports["registry"] = open_registry(None)
     launch = Launch(
         backend=backend,
         log_dir=Path(log_dir) if log_dir is not None else None,
@@ -305,7 +253,7 @@ def run_workflow(
         progress=progress,
         hooks=hooks,
         datasets=datasets,
-        ports=ports,
+        ports=open_ports(needed_ports(workflow), None, ports),
         settings=BackendSettings(seed=seed, base_url=base_url),
         recipe_name=workflow.name,
     )

@@ -9,8 +9,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-from kitchen.app.launch import build_config, get_recipe, run
-from kitchen.app.overrides import flag, parse_overrides
+from kitchen.app.launch import run
+from kitchen.app.resolve import flag, get_recipe, parse_overrides, resolve_config
 from kitchen.engine.errors import ConfigError
 from kitchen.engine.registry import RECIPES
 from kitchen.workflows.common.config import TrainConfig, all_defaults, flat_fields, flat_values
@@ -36,6 +36,8 @@ ADDED_EVERYWHERE = {"trackio_project", "neptune_project", "dtype"}
 # Fields that became aliases (config.ALIASES): the flag still parses, to its new meaning. code_rl's
 # num_rollouts set group_size; it is the seed system's rollout iterations, num_batches.
 NOW_ALIASES = {"code_rl": {"num_rollouts"}}
+# Fields renamed (issue 29: one name per idea), the old name an alias (no_register a negated one).
+RENAMED = {"log_path": "log_dir", "base_model": "registered_model", "no_register": "register_model"}
 # Defaults changed on purpose: distill_composite's groups_per_batch (unused; its batch is math_ +
 # chat_groups_per_batch); a held-out set follows the training set (test_dataset auto); code_rl
 # takes the seed system's PPO settings (4 epochs, GAE 0.99 / 0.95).
@@ -58,10 +60,12 @@ def test_every_flag_of_before_still_parses(name: str) -> None:
     model = get_recipe(name).Config
     flags = {flag(f) for f in flat_fields(model)}
     before = set(BEFORE[name]["flags"])
-    removed = {flag(f) for f in REMOVED.get(name, set()) | NOW_ALIASES.get(name, set())}
-    added = {flag(f) for f in ADDED.get(name, set()) | ADDED_EVERYWHERE}
+    removed = {
+        flag(f) for f in REMOVED.get(name, set()) | NOW_ALIASES.get(name, set()) | set(RENAMED)
+    }
+    added = {flag(f) for f in ADDED.get(name, set()) | ADDED_EVERYWHERE | set(RENAMED.values())}
     assert flags == (before - removed) | added
-    removed -= {flag(f) for f in NOW_ALIASES.get(name, set())}
+    removed -= {flag(f) for f in NOW_ALIASES.get(name, set()) | set(RENAMED)}
     for f in sorted(before - removed):  # the parser knows each flag (values are checked later)
         assert parse_overrides(model, [f"{f}=1"], name)
 
@@ -70,7 +74,11 @@ def test_every_flag_of_before_still_parses(name: str) -> None:
 def test_defaults_and_presets_are_unchanged(name: str) -> None:
     rec = get_recipe(name)
     for key, before in BEFORE[name]["values"].items():
-        now = _json(flat_values(build_config(rec, {}, None if key == "default" else key)))
+        now = _json(
+            flat_values(resolve_config(rec, preset=None if key == "default" else key).config)
+        )
+        before = {RENAMED.get(k, k): v for k, v in before.items()}
+        before["register_model"] = not before["register_model"]  # it was no_register
         for field in set(before) | set(now):
             skip = REMOVED.get(name, set()) | ADDED.get(name, set()) | NOW_ALIASES.get(name, set())
             if field in skip | ADDED_EVERYWHERE:
@@ -98,12 +106,18 @@ def test_defaults_name_existing_fields() -> None:
 
 def test_flat_and_dotted_names_set_the_same_field() -> None:
     rec = get_recipe("sl_basic")
-    flat = build_config(rec, {"batch_size": 4, "learning_rate": 3e-4, "adam_beta1": 0.8})
-    dotted = build_config(rec, {"optimizer.learning_rate": 3e-4, "optimizer.beta1": 0.8})
+    flat = resolve_config(
+        rec, values={"batch_size": 4, "learning_rate": 3e-4, "adam_beta1": 0.8}
+    ).config
+    dotted = resolve_config(
+        rec, values={"optimizer.learning_rate": 3e-4, "optimizer.beta1": 0.8}
+    ).config
     assert (flat.optimizer.learning_rate, flat.optimizer.beta1, flat.batch_size) == (3e-4, 0.8, 4)
     assert dotted.optimizer == flat.optimizer
     # a partial section keeps the recipe's other defaults (sl_basic: eval every 8 steps)
-    nested = build_config(rec, {"optimizer": {"beta2": 0.9}, "evaluation": {"every": 3}})
+    nested = resolve_config(
+        rec, values={"optimizer": {"beta2": 0.9}, "evaluation": {"every": 3}}
+    ).config
     assert (nested.optimizer.learning_rate, nested.optimizer.beta2) == (2e-4, 0.9)
     assert nested.evaluation.every == 3
 
@@ -119,20 +133,20 @@ def test_cli_flags_and_key_value_reach_the_nested_field() -> None:
         "-l",
         "1e-3",
     ]
-    cfg = build_config(rec, parse_overrides(rec.Config, args, rec.name))
+    cfg = resolve_config(rec, args=args).config
     assert (cfg.kl.penalty_coef, cfg.kl.discount_factor) == (0.05, 0.5)
     assert (cfg.evaluation.temperature, cfg.optimizer.learning_rate) == (0.7, 1e-3)
 
 
 def test_flags_win_over_preset_for_nested_fields() -> None:
     rec = get_recipe("dpo")
-    cfg = build_config(rec, parse_overrides(rec.Config, ["-l", "2e-5"], rec.name), "cookbook")
+    cfg = resolve_config(rec, args=["-l", "2e-5"], preset="cookbook").config
     assert (cfg.optimizer.learning_rate, cfg.batch_size) == (2e-5, 256)
 
 
 def test_a_bad_nested_value_names_its_flag() -> None:
     with pytest.raises(ConfigError, match="--adam-beta1: Input should be less than 1"):
-        build_config(get_recipe("sl_basic"), {"adam_beta1": 2})
+        resolve_config(get_recipe("sl_basic"), values={"adam_beta1": 2})
     with pytest.raises(ConfigError, match=r"optimizer\.betaa is not an option"):
         parse_overrides(get_recipe("sl_basic").Config, ["optimizer.betaa=1"], "sl_basic")
 

@@ -11,7 +11,8 @@ import pytest
 
 from cookbook.recipes.code_rl import CodeRLConfig
 from kitchen.adapters.fake.backend import FakeBackend, FakeTrainingClient
-from kitchen.app.launch import build_config, get_recipe, run
+from kitchen.app.launch import run
+from kitchen.app.resolve import get_recipe, resolve_config
 from kitchen.engine.errors import ConfigError
 
 SUM_ROW = {
@@ -179,11 +180,11 @@ def test_humaneval_runs_before_and_after_and_reaches_the_registry():
 )
 def test_knobs_that_would_be_ignored_are_config_errors(overrides, message):
     with pytest.raises(ConfigError, match=message):
-        build_config(get_recipe("code_rl"), overrides)
+        resolve_config(get_recipe("code_rl"), values=overrides)
 
 
 def test_cookbook_preset_is_tinker_cookbooks_code_rl():
-    cfg = build_config(get_recipe("code_rl"), preset="cookbook")
+    cfg = resolve_config(get_recipe("code_rl"), preset="cookbook").config
     assert (cfg.model_name, cfg.group_size, cfg.groups_per_batch) == ("Qwen/Qwen3.5-9B", 4, 100)
     assert (cfg.optimizer.learning_rate, cfg.max_tokens, cfg.lora_rank) == (1e-5, 4096, 32)
     assert (cfg.sandbox_backend, cfg.sandbox_timeout, cfg.max_turns) == ("http", 6.0, 2)

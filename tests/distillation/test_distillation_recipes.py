@@ -7,7 +7,8 @@ import pytest
 from typer.testing import CliRunner
 
 from kitchen.app.cli import app
-from kitchen.app.launch import build_config, get_recipe, run
+from kitchen.app.launch import run
+from kitchen.app.resolve import get_recipe, resolve_config
 
 runner = CliRunner()
 RECIPES = ["prompt_distillation", "on_policy_distillation", "distill_composite"]
@@ -32,7 +33,7 @@ def test_dry_run_shows_the_configured_loss():
 
 
 def test_cookbook_presets_hold_tinker_cookbook_values():
-    opd = build_config(get_recipe("on_policy_distillation"), preset="cookbook")
+    opd = resolve_config(get_recipe("on_policy_distillation"), preset="cookbook").config
     assert (opd.model_name, opd.teacher_model, opd.dataset) == (
         "Qwen/Qwen3.5-9B-Base", "Qwen/Qwen3.5-9B", "deepmath",
     )  # fmt: skip
@@ -47,12 +48,12 @@ def test_cookbook_presets_hold_tinker_cookbook_values():
         1.0,
         "importance_sampling",
     )
-    multi = build_config(get_recipe("distill_composite"), preset="cookbook")
+    multi = resolve_config(get_recipe("distill_composite"), preset="cookbook").config
     assert (multi.math_teacher_model, multi.chat_teacher_model) == (
         "Qwen/Qwen3.6-27B", "Qwen/Qwen3.5-397B-A17B",
     )  # fmt: skip
     assert (multi.math_groups_per_batch, multi.chat_groups_per_batch) == (512, 512)
-    pd = build_config(get_recipe("prompt_distillation"), preset="cookbook")
+    pd = resolve_config(get_recipe("prompt_distillation"), preset="cookbook").config
     assert (pd.model_name, pd.batch_size, pd.num_epochs, pd.max_length) == (
         "Qwen/Qwen3.6-35B-A3B", 128, 4, 32768,
     )  # fmt: skip

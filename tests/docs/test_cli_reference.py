@@ -41,13 +41,13 @@ def test_recipe_page_exists_and_its_config_table_matches(name: str):
     text = page.read_text()
     if name != "code_rl":  # written elsewhere; checked only if it carries the markers
         assert gen.BEGIN in text, f"{page.name} has no generated config table"
-    from kitchen.app.launch import get_recipe
+    from kitchen.app.resolve import get_recipe
 
     assert gen.refreshed_recipe_page(text, get_recipe(name)) == text, f"{page.name}: {FIX}"
 
 
 def test_the_reference_lists_every_recipe_flag():
-    from kitchen.app.launch import get_recipe
+    from kitchen.app.resolve import get_recipe
     from kitchen.workflows.common.config import flat_fields
 
     text = (DOCS / "cli.md").read_text()

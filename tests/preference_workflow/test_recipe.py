@@ -10,7 +10,7 @@ from cookbook.datasets.comparison import helpsteer3_row, hh_rlhf_row, preference
 from cookbook.recipes.dataset_splits import resolve_dataset
 from cookbook.recipes.dpo import DPO
 from kitchen.app.cli import app
-from kitchen.app.launch import build_config, get_recipe
+from kitchen.app.resolve import get_recipe, resolve_config
 from kitchen.engine.validate import walk
 from kitchen.workflows.common.evaluate import Evaluate
 from kitchen.workflows.common.setup import LoadDataset
@@ -37,7 +37,7 @@ def test_dataset_names_resolve_to_source_converter_and_held_out_split() -> None:
 
 def loads(cfg_values: dict[str, object]) -> list[tuple[str, str, str]]:
     recipe = get_recipe("dpo")
-    workflow = recipe.workflow(build_config(recipe, cfg_values))
+    workflow = recipe.workflow(resolve_config(recipe, values=cfg_values).config)
     return [(n.into, n.source, n.split) for n, _ in walk(workflow.steps) if isinstance(n, LoadDataset)]  # fmt: skip
 
 
@@ -54,7 +54,9 @@ def test_held_out_set_follows_the_dataset_or_the_flags(tmp_path: Path) -> None:
     assert loads({"dataset": "ultrafeedback", "test_split": "train[:64]"})[1] == (
         "test_comparisons", "argilla/ultrafeedback-binarized-preferences", "train[:64]",
     )  # fmt: skip
-    no_eval = get_recipe("dpo").workflow(build_config(get_recipe("dpo"), {"test_dataset": None}))
+    no_eval = get_recipe("dpo").workflow(
+        resolve_config(get_recipe("dpo"), values={"test_dataset": None}).config
+    )
     assert not any(isinstance(n, Evaluate) for n, _ in walk(no_eval.steps))
 
 
@@ -67,7 +69,7 @@ def test_dry_run_validates_and_prints_the_plan() -> None:
 
 
 def test_cookbook_preset_holds_tinker_cookbooks_values() -> None:
-    cfg = build_config(DPO(), preset="cookbook")
+    cfg = resolve_config(DPO(), preset="cookbook").config
     assert (cfg.model_name, cfg.dataset, cfg.backend) == ("Qwen/Qwen3.5-9B-Base", "hhh", "tinker")
     assert (cfg.optimizer.learning_rate, cfg.dpo_beta, cfg.batch_size) == (1e-5, 0.1, 256)
     assert (cfg.max_length, cfg.optimizer.schedule, cfg.checkpoint.save_every, cfg.evaluation.every) == (

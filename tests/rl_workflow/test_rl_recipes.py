@@ -10,7 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from kitchen.app.cli import app
-from kitchen.app.launch import build_config, get_recipe, run
+from kitchen.app.launch import run
+from kitchen.app.resolve import get_recipe, resolve_config
 from tests.rl_workflow.helpers import fake_backend
 
 runner = CliRunner()
@@ -69,7 +70,7 @@ def test_bad_rl_options_exit_2_naming_the_field():
 @pytest.mark.parametrize("recipe", RECIPES)
 def test_cookbook_preset_holds_tinker_cookbook_values(recipe):
     rec = get_recipe(recipe)
-    cfg = build_config(rec, preset="cookbook")
+    cfg = resolve_config(rec, preset="cookbook").config
     assert cfg.backend == "tinker" and cfg.lora_rank == 32
     expected = {
         "rl_basic": ("Qwen/Qwen3.5-9B-Base", 128, 16, 4e-5, 256, "gsm8k"),

@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 
 from kitchen.adapters.fake.backend import FakeBackend, FakeSamplingClient
 from kitchen.app.cli import app
-from kitchen.app.launch import build_config, get_recipe, run
+from kitchen.app.launch import run
+from kitchen.app.resolve import get_recipe, resolve_config
 
 FAST = {"num_batches": 2, "rl_eval_every": 1, "num_eval_prompts": 3, "pm_eval_every": 0,
         "group_size": 3, "groups_per_batch": 2, "no_register": True,
@@ -120,7 +121,7 @@ def test_rl_alone_without_earlier_sections_is_a_clear_error(tmp_path):
 
 
 def test_cookbook_preset_holds_the_rlhf_pipelines_values():
-    cfg = build_config(get_recipe("rlhf_pair_pref"), preset="cookbook")
+    cfg = resolve_config(get_recipe("rlhf_pair_pref"), preset="cookbook").config
     assert (cfg.model_name, cfg.dataset, cfg.lora_rank, cfg.group_size) == (
         "Qwen/Qwen3.5-9B-Base",
         "hhh",

@@ -10,8 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kitchen.app.cli import app
-from kitchen.app.launch import build_config, get_recipe
-from kitchen.app.overrides import parse_overrides
+from kitchen.app.resolve import get_recipe, resolve_config
 
 runner = CliRunner()
 
@@ -55,7 +54,7 @@ def test_code_rl_num_rollouts_is_iterations_and_group_size_stays() -> None:
     args = ["--model", "meta-llama/Llama-3.1-8B-Instruct", "--env", "deepcoder",
             "--group-size", "4", "--num-rollouts", "100"]  # fmt: skip
     rec = get_recipe("code_rl")
-    cfg = build_config(rec, parse_overrides(rec.Config, args, rec.name))
+    cfg = resolve_config(rec, args=args).config
     assert (cfg.model_name, cfg.env, cfg.group_size, cfg.num_batches) == (
         "meta-llama/Llama-3.1-8B-Instruct", "deepcoder", 4, 100,
     )  # fmt: skip
@@ -81,10 +80,10 @@ def test_seed_python_call_builds_the_same_config_as_the_flags() -> None:
             "batch_size": 256, "learning_rate": 1e-5}  # fmt: skip
     flags = ["-m", "meta-llama/Llama-3.2-1B", "-d", "hhh", "--dpo-beta", "0.1", "-e", "1",
              "-b", "256", "-l", "1e-5"]  # fmt: skip
-    from_python = build_config(rec, seed)
-    assert from_python == build_config(rec, parse_overrides(rec.Config, flags, rec.name))
+    from_python = resolve_config(rec, values=seed).config
+    assert from_python == resolve_config(rec, args=flags).config
     assert (from_python.model_name, from_python.num_epochs) == ("meta-llama/Llama-3.2-1B", 1)
-    ref = build_config(rec, {"reference_model": "meta-llama/Llama-3.2-1B"})
+    ref = resolve_config(rec, values={"reference_model": "meta-llama/Llama-3.2-1B"}).config
     assert ref.reference_model_name == "meta-llama/Llama-3.2-1B"
 
 
@@ -100,7 +99,7 @@ def test_seed_python_call_builds_the_same_config_as_the_flags() -> None:
     ],
 )  # fmt: skip
 def test_seed_preset_holds_the_seed_defaults_for_tinker(recipe: str, values: dict) -> None:
-    cfg = build_config(get_recipe(recipe), {}, "seed")
+    cfg = resolve_config(get_recipe(recipe), preset="seed").config
     assert cfg.backend == "tinker"
     flat = cfg.model_dump()
     for key, value in values.items():
@@ -110,9 +109,11 @@ def test_seed_preset_holds_the_seed_defaults_for_tinker(recipe: str, values: dic
 
 
 def test_warmup_schedules_are_the_decay_after_warmup() -> None:
-    cfg = build_config(get_recipe("sl_basic"), {"lr_schedule": "warmup_cosine"})
+    cfg = resolve_config(get_recipe("sl_basic"), values={"lr_schedule": "warmup_cosine"}).config
     assert (cfg.optimizer.schedule, cfg.optimizer.warmup_steps) == ("cosine", 10)
-    cfg = build_config(get_recipe("sl_basic"), {"lr_schedule": "warmup_linear", "warmup_steps": 3})
+    cfg = resolve_config(
+        get_recipe("sl_basic"), values={"lr_schedule": "warmup_linear", "warmup_steps": 3}
+    ).config
     assert (cfg.optimizer.schedule, cfg.optimizer.warmup_steps) == ("linear", 3)
 
 

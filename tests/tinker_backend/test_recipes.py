@@ -10,7 +10,7 @@ import pytest
 from click.testing import Result
 from typer.testing import CliRunner
 
-from kitchen.app.launch import get_recipe
+from kitchen.app.resolve import get_recipe
 from kitchen.engine.registry import RECIPES
 
 from .conftest import TINY

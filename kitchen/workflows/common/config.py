@@ -1,17 +1,22 @@
-"""Config fields every training recipe shares. Each recipe's Config subclasses TrainConfig and
-adds its own fields, each with a description and validation (`extra="forbid"`).
+"""Config fields every training recipe shares, and the one place their names are resolved. Each
+recipe's Config subclasses TrainConfig and adds its own fields, each with a description and
+validation (`extra="forbid"`).
 
 Shared settings are grouped in nested sections (`optimizer`, `checkpoint`, `evaluation`, `kl`).
-Every section field keeps a flat name, its `alias` where that differs from the field name
-(`optimizer.beta1` is `adam_beta1`): flags, key=value, presets, config files and Python callers
-use either the flat or the dotted name. A subclass changes inherited defaults in one place, its
-`defaults` class variable, instead of redeclaring fields.
+A field's canonical spelling is its path, `evaluation.every`: what the code reads and config.json
+records. Each field also has one flat name, its flag: the field name at the top level, the section
+field's `alias` inside a section (`evaluation.every` is `eval_every`, `--eval-every`). Flags,
+key=value, presets, config files and Python callers use either. Other names users type are the
+aliases of the ALIASES and NEGATED tables, resolved here by `nest` and nowhere else. A subclass
+changes inherited defaults in one place, its `defaults` class variable, instead of redeclaring
+fields.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cache
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, NamedTuple, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.fields import FieldInfo
@@ -22,9 +27,9 @@ LRSchedule = Literal["constant", "linear", "cosine", "warmup_linear", "warmup_co
 DEFAULT_WARMUP_STEPS = 10
 
 # Other names of today's fields, one table for flags, key=value, config files and Python keys: the
-# seed system's (crucible_kitchen / tinkex_cookbook) names and the short flags. A key starting with
-# "-" is a short flag only; any other works everywhere a field name does. An alias applies to the
-# recipes whose Config has its field.
+# seed system's (crucible_kitchen / tinkex_cookbook) names, the short flags, and the names a field
+# had before it was renamed. A key starting with "-" is a short flag only; any other works
+# everywhere a field name does. An alias applies to the recipes whose Config has its field.
 ALIASES: dict[str, str] = {
     "-m": "model_name",
     "model": "model_name",
@@ -36,14 +41,20 @@ ALIASES: dict[str, str] = {
     "-r": "lora_rank",
     "reference_model": "reference_model_name",
     "num_rollouts": "num_batches",
+    "log_path": "log_dir",  # tinker-cookbook's name
+    "base_model": "registered_model",
 }
+# Negative names of bool fields, kept from before the field was made positive: `--no-register` and
+# `no_register=true` set register_model to false.
+NEGATED: dict[str, str] = {"no_register": "register_model"}
 
 
 class Section(BaseModel):
-    """A group of settings nested on a config; a field's alias is its flat (flag) name."""
+    """A group of settings nested on a config. A field's `alias` is its flat (flag) name, read by
+    `nest`; the section itself takes field names only, so no spelling is resolved twice."""
 
     model_config = ConfigDict(
-        extra="forbid", validate_assignment=True, validate_by_name=True, validate_by_alias=True
+        extra="forbid", validate_assignment=True, validate_by_name=True, validate_by_alias=False
     )
 
 
@@ -128,7 +139,8 @@ class TrainConfig(BaseModel):
 
     model_name: str = Field(
         "kitchen/tiny-llama",
-        description="Base model: a local dir, a HF name, smollm2-135m, kitchen/tiny-*",
+        description="The model to train (the SDK's base_model): a local dir, a HF name, "
+        "smollm2-135m, kitchen/tiny-*",
     )
     backend: str = Field("local", description="Training backend: local | tinker | fake")
     base_url: str | None = Field(None, description="Tinker-compatible service URL (tinker backend)")
@@ -137,7 +149,7 @@ class TrainConfig(BaseModel):
         description="Local engine compute dtype: auto = bf16 autocast (fp32 weights and Adam) where "
         "the CPU or GPU has native bf16, else float32",
     )
-    log_path: str | None = Field(None, description="Run directory; default runs/<recipe>")
+    log_dir: str | None = Field(None, description="Run directory; default runs/<recipe>")
     seed: int = Field(0, description="Seed for data order, LoRA init and sampling")
     lora_rank: int = Field(
         32, ge=0, description="LoRA rank; 0 = full fine-tuning (local engine only)"
@@ -153,11 +165,11 @@ class TrainConfig(BaseModel):
         default_factory=lambda: CheckpointConfig.model_validate({}),
         description="Saving and loading checkpoints",
     )
-    base_model: str | None = Field(
+    registered_model: str | None = Field(
         None, description="registry:NAME[:VERSION]: start from a registered model's weights"
     )
-    no_register: bool = Field(
-        False, description="Skip registering the final model in the model registry"
+    register_model: bool = Field(
+        True, description="Register the final model in the model registry (--no-register: don't)"
     )
     registry: str | None = Field(
         None,
@@ -178,13 +190,26 @@ class TrainConfig(BaseModel):
         description="Also log metrics to this Neptune project (workspace/name; NEPTUNE_MODE=offline keeps it local)",
     )
 
+    @classmethod
+    def from_layers(cls, *layers: Mapping[str, Any]) -> Self:
+        """The config of defaults < layers[0] < layers[1] < ..., each layer in any spelling."""
+        return cls.model_validate(_Layers(layers))
+
     @model_validator(mode="before")
     @classmethod
     def _nest_and_default(cls, data: Any) -> Any:
-        """defaults < data, both flat or dotted names turned into the nested sections."""
+        """defaults < data, every spelling turned into the nested sections (nest's one call)."""
+        if isinstance(data, _Layers):
+            return nest(cls, all_defaults(cls), *data.layers)
         if not isinstance(data, dict):
             return data
         return nest(cls, all_defaults(cls), data)
+
+
+class _Layers(NamedTuple):
+    """Config values in precedence order, for TrainConfig.from_layers to nest in one pass."""
+
+    layers: tuple[Mapping[str, Any], ...]
 
 
 def section_of(info: FieldInfo) -> type[Section] | None:
@@ -207,17 +232,16 @@ def flat_fields(model: type[BaseModel]) -> dict[str, tuple[str, FieldInfo]]:
 
 
 @cache
-def _paths(model: type[BaseModel]) -> dict[str, str]:
-    """Every accepted key (flat name, dotted name, dotted alias) -> its dotted path."""
-    paths: dict[str, str] = {}
+def spellings(model: type[BaseModel]) -> dict[str, str]:
+    """Every key users may type (path, flat name, alias, negated name) -> the field's path, its
+    canonical spelling."""
+    out: dict[str, str] = {}
     for flat, (dotted, _) in flat_fields(model).items():
-        paths[flat] = paths[dotted] = dotted
-        if "." in dotted:
-            paths[f"{dotted.split('.')[0]}.{flat}"] = dotted
-    for alias, target in aliases(model).items():
+        out[flat] = out[dotted] = dotted
+    for alias, target in {**aliases(model), **negated(model)}.items():
         if not alias.startswith("-"):
-            paths[alias] = paths[target]
-    return paths
+            out[alias] = out[target]
+    return out
 
 
 @cache
@@ -227,10 +251,17 @@ def aliases(model: type[BaseModel]) -> dict[str, str]:
     return {a: t for a, t in ALIASES.items() if t in fields and a not in fields}
 
 
-def flat_name(model: type[BaseModel], dotted: str) -> str:
-    """The flat (flag) name of a dotted path or alias; unknown names come back unchanged."""
-    path = _paths(model).get(dotted, dotted)
-    return next((f for f, (d, _) in flat_fields(model).items() if d == path), dotted)
+@cache
+def negated(model: type[BaseModel]) -> dict[str, str]:
+    """The NEGATED names that apply to `model`: negative name -> flat name of its bool field."""
+    fields = flat_fields(model) if issubclass(model, TrainConfig) else {}
+    return {a: t for a, t in NEGATED.items() if t in fields and a not in fields}
+
+
+def flat_name(model: type[BaseModel], key: str) -> str:
+    """The flat (flag) name of any spelling of a field; unknown names come back unchanged."""
+    path = spellings(model).get(key, key)
+    return next((f for f, (d, _) in flat_fields(model).items() if d == path), key)
 
 
 def all_defaults(model: type[BaseModel]) -> dict[str, Any]:
@@ -241,21 +272,30 @@ def all_defaults(model: type[BaseModel]) -> dict[str, Any]:
     return merged
 
 
-def nest(model: type[BaseModel], *layers: dict[str, Any]) -> dict[str, Any]:
-    """Merge layers of config values (flat, dotted or nested; later layers win) into the nested
-    shape of `model`. Keys it does not know pass through, for pydantic to reject by name."""
-    paths = _paths(model)
+def nest(model: type[BaseModel], *layers: Mapping[str, Any]) -> dict[str, Any]:
+    """Merge layers of config values (any spelling, flat, dotted or nested; later layers win) into
+    the nested shape of `model`. Keys it does not know pass through, for pydantic to reject by
+    name. A dotted key into a dict-valued field (`loss_fn_config.beta=1`) sets that one key."""
+    known, negative = spellings(model), negated(model)
     out: dict[str, Any] = {}
     for layer in layers:
         for key, value in layer.items():
+            if key in negative:
+                value = _negate(key, value)
             info = model.model_fields.get(key)
             # a section given as a dict merges leaf by leaf; a section object replaces it whole
             if info is not None and section_of(info) is not None and isinstance(value, dict):
                 for leaf, leaf_value in value.items():
-                    _put(out, paths.get(f"{key}.{leaf}", f"{key}.{leaf}"), leaf_value)
+                    _put(out, known.get(f"{key}.{leaf}", f"{key}.{leaf}"), leaf_value)
             else:
-                _put(out, paths.get(key, key), value)
+                _put(out, known.get(key, key), value)
     return out
+
+
+def _negate(key: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{key}: expected true or false (got {value!r})")
+    return not value
 
 
 def _put(out: dict[str, Any], path: str, value: Any) -> None:

@@ -19,13 +19,14 @@ class StartPoint(NamedTuple):
 
 
 def start_point(cfg: TrainConfig, load_checkpoint_path: str | None = None) -> StartPoint:
-    """`--base-model registry:NAME[:VERSION]` resolves through the registry (a local read)."""
-    if not cfg.base_model:
+    """`--registered-model registry:NAME[:VERSION]` (or --base-model) resolves through the
+    registry (a local read)."""
+    if not cfg.registered_model:
         return StartPoint(cfg.model_name, load_checkpoint_path, None)
     from kitchen.engine.registry import MODEL_REGISTRIES
     from kitchen.ports.model_registry import resolve_base_model
 
-    found = resolve_base_model(cfg.base_model, MODEL_REGISTRIES.get("default")(cfg.registry))
+    found = resolve_base_model(cfg.registered_model, MODEL_REGISTRIES.get("default")(cfg.registry))
     return StartPoint(found.base_model, found.checkpoint_path, str(found.parent))
 
 
@@ -41,8 +42,9 @@ def init_training_client(cfg: TrainConfig, start: StartPoint) -> InitTrainingCli
     )
 
 
-def register(cfg: TrainConfig, recipe: str, start: StartPoint) -> list[Node]:
-    if cfg.no_register:
+def registration_steps(cfg: TrainConfig, recipe: str, start: StartPoint) -> list[Node]:
+    """The run's last step, registering the model it trained, unless --no-register."""
+    if not cfg.register_model:
         return []
     config = json.loads(cfg.model_dump_json())
     return [
@@ -54,8 +56,3 @@ def register(cfg: TrainConfig, recipe: str, start: StartPoint) -> list[Node]:
             parent=start.parent,
         )
     ]
-
-
-def port_names(cfg: TrainConfig) -> set[str]:
-    """Ports a recipe's workflow needs beyond backend and datasets."""
-    return set() if cfg.no_register else {"registry"}

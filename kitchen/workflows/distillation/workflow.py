@@ -18,7 +18,7 @@ from typing import Any
 from kitchen.engine.graph import Loop, Node, Workflow
 from kitchen.workflows.common.checkpoint import SaveFinal
 from kitchen.workflows.common.setup import LoadDataset
-from kitchen.workflows.common.start import register, start_point
+from kitchen.workflows.common.start import registration_steps, start_point
 from kitchen.workflows.distillation.config import DistillationConfig, PromptDistillationConfig
 from kitchen.workflows.distillation.stages import (
     AddTeacherKL,
@@ -72,7 +72,7 @@ def on_policy_distillation(
             InitTeachers(specs=tuple(teachers), student_renderer=renderer),
             Loop("iteration", "n_batches", "batch_idx", steps=True, body=body),
             SaveFinal(),
-            *register(cfg, recipe, start),
+            *registration_steps(cfg, recipe, start),
         ],
     )
 

@@ -13,7 +13,12 @@ from kitchen.workflows.common.clients import OpenSamplingClient
 from kitchen.workflows.common.evaluate import Evaluate
 from kitchen.workflows.common.sections import Sections, optional
 from kitchen.workflows.common.setup import LoadDataset, RowConverter
-from kitchen.workflows.common.start import StartPoint, init_training_client, register, start_point
+from kitchen.workflows.common.start import (
+    StartPoint,
+    init_training_client,
+    registration_steps,
+    start_point,
+)
 from kitchen.workflows.common.train_step import LogTrainStep, submit_train_step
 from kitchen.workflows.preference.config import PreferenceConfig
 from kitchen.workflows.preference.stages import (
@@ -120,7 +125,7 @@ def preference_sections(
         *drain,
         *optional(test, Evaluate(evaluator=evaluator, report=True)),
     ]  # fmt: skip
-    finish = [SaveFinal(), *register(cfg, recipe, start)]
+    finish = [SaveFinal(), *registration_steps(cfg, recipe, start)]
     return Sections(_clients(cfg, start), _data(cfg, convert, test_convert), train, finish)
 
 

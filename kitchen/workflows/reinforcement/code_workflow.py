@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from kitchen.engine.graph import Loop, Node, When, Workflow
 from kitchen.workflows.common.checkpoint import SaveFinal
-from kitchen.workflows.common.start import register, start_point
+from kitchen.workflows.common.start import registration_steps, start_point
 from kitchen.workflows.reinforcement.config import CodeRLWorkflowConfig
 from kitchen.workflows.reinforcement.pass_at_k import CodeEvaluator, EvaluatePassAtK, FirstStep
 from kitchen.workflows.reinforcement.sandbox import CloseSandbox, OpenSandbox
@@ -73,7 +73,7 @@ def code_reinforcement(
         final.append(evaluate(cfg, report=True))
     if final:
         steps += [RefreshSampler(), *final]
-    steps += register(cfg, recipe, start)
+    steps += registration_steps(cfg, recipe, start)
     return Workflow(
         "code_rl", CodeRLState, steps, finally_=[CloseSandbox()], description=__doc__ or ""
     )

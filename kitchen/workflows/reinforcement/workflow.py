@@ -16,7 +16,12 @@ from collections.abc import Mapping
 from kitchen.engine.graph import Every, Loop, Node, When, Workflow
 from kitchen.workflows.common.checkpoint import SaveCheckpoint, SaveFinal
 from kitchen.workflows.common.clients import OpenSamplingClient
-from kitchen.workflows.common.start import StartPoint, init_training_client, register, start_point
+from kitchen.workflows.common.start import (
+    StartPoint,
+    init_training_client,
+    registration_steps,
+    start_point,
+)
 from kitchen.workflows.reinforcement.async_pool import (
     CollectGroups,
     PublishSampler,
@@ -52,11 +57,8 @@ from kitchen.workflows.reinforcement.train import (
     TrainStep,
 )
 
-SyncConfig = RLConfig | CodeRLWorkflowConfig
-"""The configs with the sync loop's options (KL, substeps, evaluation, post-KL)."""
 
-
-def kl_reference(cfg: SyncConfig, start: StartPoint) -> str | None:
+def kl_reference(cfg: PolicyGradientConfig, start: StartPoint) -> str | None:
     """The KL reference: the base the run started from, adapters off (or the model named)."""
     return (cfg.kl.reference_model or start.model_name) if cfg.kl.penalty_coef > 0 else None
 
@@ -81,7 +83,7 @@ def setup(
 
 
 def train(
-    cfg: SyncConfig,
+    cfg: PolicyGradientConfig,
     *,
     loss_fn_config: Mapping[str, float] | None,
     ppo_epochs: int = 1,
@@ -108,7 +110,7 @@ def train(
     return steps
 
 
-def evaluate(cfg: SyncConfig, *, report: bool = False) -> EvaluateRL:
+def evaluate(cfg: PolicyGradientConfig, *, report: bool = False) -> EvaluateRL:
     return EvaluateRL(
         max_tokens=cfg.max_tokens,
         temperature=cfg.evaluation.temperature,
@@ -117,7 +119,7 @@ def evaluate(cfg: SyncConfig, *, report: bool = False) -> EvaluateRL:
     )
 
 
-def periodic_eval(cfg: SyncConfig) -> list[Node]:
+def periodic_eval(cfg: PolicyGradientConfig) -> list[Node]:
     """Test-set evaluation every `eval_every` steps, from step 0, on pre-step weights."""
     if not cfg.evaluation.every:
         return []
@@ -244,5 +246,5 @@ def reinforcement(
     steps.append(Loop("iteration", "n_batches", "batch_idx", steps=True, body=body))
     if rl.evaluation.every:
         steps += [RefreshSampler(), evaluate(rl, report=True)]
-    steps += [SaveFinal(), *register(cfg, recipe, start)]
+    steps += [SaveFinal(), *registration_steps(cfg, recipe, start)]
     return Workflow(f"reinforcement_{rl.mode}", RLState, steps=steps, finally_=finally_)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,8 @@ from kitchen.engine.errors import ConfigError, StageError
 from kitchen.engine.files import replace_text
 from kitchen.engine.graph import Workflow
 from kitchen.engine.runner import Runner
-from kitchen.engine.stage import Context, Metrics, Resume
+from kitchen.engine.stage import Context, Metrics, Resume, stage_ports
+from kitchen.engine.validate import walk
 
 SectionPaths = dict[str, dict[str, str]]
 """section name -> {"state_path", "sampler_path"} of its final checkpoint."""
@@ -67,11 +69,17 @@ class RunSection:
     name: str = field(default="", repr=False)
     reads: frozenset[str] = frozenset({"section_paths"})
     writes: frozenset[str] = frozenset({"section_paths"})
-    ports: frozenset[str] = frozenset({"backend", "datasets"})
 
     def __post_init__(self) -> None:
         if not self.name:
             object.__setattr__(self, "name", f"section_{self.section}")
+
+    @cached_property
+    def ports(self) -> frozenset[str]:
+        """The ports its workflow's stages need: a run opens them as it does for its own."""
+        plan = self.plan()
+        needed = {p for node, _ in walk([*plan.steps, *plan.finally_]) for p in stage_ports(node)}
+        return frozenset({"backend", "datasets", *needed})
 
     def plan(self) -> Workflow[Any]:
         """The section's workflow with placeholder paths, for --dry-run and validation (the plan

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from kitchen.engine.graph import Every, Loop, Node, When, Workflow
 from kitchen.workflows.common.checkpoint import SaveFinal
 from kitchen.workflows.common.evaluate import Evaluate
-from kitchen.workflows.common.start import register, start_point
+from kitchen.workflows.common.start import registration_steps, start_point
 from kitchen.workflows.reinforcement.config import RLConfig
 from kitchen.workflows.reinforcement.stages import RefreshSampler
 from kitchen.workflows.reinforcement.state import RLState
@@ -18,13 +18,11 @@ from train_core.preference.win_rate import ComparisonEvaluator
 from train_core.rl.types import RLDatasetFactory
 
 
-def sectioned(
-    name: str, sections: Sequence[RunSection], ports: set[str] | None = None
-) -> Workflow[RLHFState]:
-    """The sections in order; each one's plan is validated now, as a workflow of its own with
-    the run's `ports` (beyond backend and datasets)."""
+def sectioned(name: str, sections: Sequence[RunSection]) -> Workflow[RLHFState]:
+    """The sections in order; each one's plan is validated now, as a workflow of its own (its
+    ports are the run's: a section names the ports its stages need)."""
     for section in sections:
-        section.plan().validate(ports={"backend", "datasets", *(ports or set())})
+        section.plan().validate()
     return Workflow(name, RLHFState, steps=list(sections))
 
 
@@ -59,6 +57,6 @@ def preference_rl(
             Loop("iteration", "n_batches", "batch_idx", steps=True, body=body),
             *final,
             SaveFinal(),
-            *register(cfg, recipe, start),
+            *registration_steps(cfg, recipe, start),
         ],
     )

@@ -11,7 +11,12 @@ from kitchen.workflows.common.evaluate import Evaluate
 from kitchen.workflows.common.sampling import SamplePrompts, ShowSamples
 from kitchen.workflows.common.sections import Sections, optional
 from kitchen.workflows.common.setup import LoadDataset, RowConverter
-from kitchen.workflows.common.start import StartPoint, init_training_client, register, start_point
+from kitchen.workflows.common.start import (
+    StartPoint,
+    init_training_client,
+    registration_steps,
+    start_point,
+)
 from kitchen.workflows.common.train_step import LogTrainStep, submit_train_step
 from kitchen.workflows.supervised.config import SupervisedConfig
 from kitchen.workflows.supervised.stages import CrossEntropyLoss, TokenizeConversations
@@ -83,7 +88,7 @@ def supervised_sections(
     ]  # fmt: skip
     finish: list[Node] = [
         SaveFinal(),
-        *register(cfg, recipe, start),
+        *registration_steps(cfg, recipe, start),
         *optional(show, SamplePrompts(into="samples_after", n=cfg.num_samples_to_show,
                                       max_tokens=cfg.sample_max_tokens), ShowSamples()),
     ]  # fmt: skip
@@ -121,6 +126,6 @@ def supervised_flat(
                 ]),
             ]),
             SaveFinal(),
-            *register(cfg, recipe, start),
+            *registration_steps(cfg, recipe, start),
         ],
     )  # fmt: skip
