@@ -174,7 +174,7 @@ def run(
             return
         if if_exists not in ("delete", "resume", "raise"):
             raise ConfigError(f"--if-exists: expected delete, resume or raise (got {if_exists!r})")
-        from kitchen.app.launch import run_resolved
+        from kitchen.app.launch import run as run_recipe
         from kitchen.app.resolve import resolve_config
 
         resolved = resolve_config(recipe, config_file=config, args=ctx.args, preset=preset,
@@ -182,7 +182,7 @@ def run(
         if dry_run:
             _print_plan(resolved)
             return
-        result = run_resolved(
+        result = run_recipe(
             resolved,
             if_exists="resume" if resume else if_exists,  # type: ignore[arg-type]
             max_steps=max_steps,

@@ -93,7 +93,7 @@ def open_folder(
 
 @dataclass
 class Launch:
-    """Everything a run needs besides the workflow. Built by `run_resolved` and `run_workflow`."""
+    """Everything a run needs besides the workflow. Built by `run` and `run_workflow`."""
 
     backend: str | TrainingBackend = "local"
     log_dir: Path | None = None
@@ -169,7 +169,7 @@ def run_launch(workflow: Workflow[Any], launch: Launch) -> RunResult:
 
 
 def run(
-    recipe: str | Recipe[Any],
+    recipe: str | Recipe[Any] | Resolved,
     config: TrainConfig | Mapping[str, Any] | None = None,
     *,
     backend: str | TrainingBackend | None = None,
@@ -182,33 +182,15 @@ def run(
     datasets: DatasetStore | None = None,
     announce: Callable[[str], None] | None = None,
 ) -> RunResult:
-    """Run a registered recipe (by name or instance) with a config (object or overrides);
-    `announce` gets the lines a person starting the run should see (the compute dtype)."""
-    resolved = resolve_config(recipe, values=config, backend=backend, log_dir=log_dir)
-    return run_resolved(
-        resolved,
-        if_exists=if_exists,
-        max_steps=max_steps,
-        progress=progress,
-        hooks=hooks,
-        ports=ports,
-        datasets=datasets,
-        announce=announce,
-    )
-
-
-def run_resolved(
-    resolved: Resolved,
-    *,
-    if_exists: IfExists = "raise",
-    max_steps: int | None = None,
-    progress: bool = False,
-    hooks: Sequence[Hook] = (),
-    ports: dict[str, Any] | None = None,
-    datasets: DatasetStore | None = None,
-    announce: Callable[[str], None] | None = None,
-) -> RunResult:
-    """Run a recipe as resolve_config resolved it (`kitchen run` and `run`)."""
+    """Run a registered recipe (by name or instance) with a config (object or overrides), or a run
+    resolve_config resolved (`kitchen run`); `announce` gets the lines a person starting the run
+    should see (the compute dtype)."""
+    if isinstance(recipe, Resolved):
+        if config is not None or backend is not None or log_dir is not None:
+            raise TypeError("run(resolved): its config, backend and log_dir are resolved already")
+        resolved = recipe
+    else:
+        resolved = resolve_config(recipe, values=config, backend=backend, log_dir=log_dir)
     cfg = resolved.config
     launch = Launch(
         backend=resolved.backend,
