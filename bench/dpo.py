@@ -127,7 +127,7 @@ def kitchen_run(args: argparse.Namespace, data_path: Path, log_dir: Path) -> dic
     # The dpo workflow pipelines (a step's forward_backward resolves while the next step's stages
     # run), so stage wall times are no breakdown: time the engine's own work instead.
     times = StagePhases(lambda stage: "stages")
-    add_time(LocalSamplingClient, "_compute_logprobs", lambda: times.current, "reference")
+    add_time(LocalSamplingClient, "_score", lambda: times.current, "reference")
     add_time(LocalTrainingClient, "_run_custom", lambda: times.current, "update")
     add_time(LocalTrainingClient, "_optim_step", lambda: times.current, "update")
     resolved = resolve_config(

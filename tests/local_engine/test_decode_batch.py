@@ -5,6 +5,7 @@ max_tokens, and its logprobs equal a full forward pass over prompt + sample."""
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -93,3 +94,41 @@ def test_prompts_arriving_together_are_prefilled_in_one_padded_forward(backend: 
             expected = full_forward_logprobs(backend, prompt + seq.tokens)[len(prompt) - 1 :]
             np.testing.assert_allclose(seq.logprobs, expected, atol=1e-4)
     assert backend.decoder.prefills - before == 1
+
+
+def test_compute_logprobs_submitted_together_are_scored_together_each_as_alone(
+    backend: Any,
+) -> None:
+    """Requests submitted before any is looked at run as one batch per weights, in shared
+    micro-batches (rows that start alike run their prefix once), whatever the compute thread is
+    doing meanwhile; a snapshot's weights get a batch of their own. Each result equals a full
+    forward pass of its sequence."""
+    sampler = backend.create_sampling_client(base_model=TINY)
+    same_weights = backend.create_sampling_client(base_model=TINY)
+    client = backend.create_lora_training_client(TINY, rank=4)
+    snapshot = client.save_weights_and_get_sampling_client()
+    header = list(range(30, 50))  # 20 tokens: a shared prefix
+    sequences = [[*header, 1, 2, 3], [*header, 4, 5], [7, 8, 9, 10], [300], PROMPTS[1]]
+    scorers = [sampler, same_weights, snapshot, sampler, same_weights]
+    before = backend.decoder.scorings
+    futures = [
+        scorer.compute_logprobs(types.ModelInput.from_ints(s))
+        for scorer, s in zip(scorers, sequences, strict=True)
+    ]
+    time.sleep(0.05)  # an idle compute thread does not start them early
+    assert backend.decoder.scorings == before and not any(f._inner.done() for f in futures)
+    together = [f.result() for f in futures]
+    assert backend.decoder.scorings - before == 2  # the base's four, the snapshot's one
+    for sequence, scored in zip(sequences, together, strict=True):
+        assert len(scored) == len(sequence) and scored[0] is None
+        if len(sequence) > 1:  # B = 0: the fresh snapshot scores as the base does
+            expected = full_forward_logprobs(backend, sequence)
+            np.testing.assert_allclose(scored[1:], expected, atol=1e-5)
+
+
+def test_held_score_requests_run_before_work_submitted_after_them(backend: Any) -> None:
+    sampler = backend.create_sampling_client(base_model=TINY)
+    future = sampler.compute_logprobs(types.ModelInput.from_ints(PROMPTS[1]))
+    seen = backend.decoder.submit_call(lambda: future._inner.done()).result()
+    assert seen  # queued before the call, so already scored when it ran
+    assert len(future.result()) == len(PROMPTS[1])

@@ -139,7 +139,13 @@ class LocalBackend:
         self, host: ModelHost, snapshot: LoraSnapshot | None, model_path: str | None = None
     ) -> LocalSamplingClient:
         return LocalSamplingClient(
-            host, snapshot, self.decoder, self.settings.seed, model_path, self.stability
+            host,
+            snapshot,
+            self.decoder,
+            self.settings.seed,
+            model_path,
+            self.stability,
+            microbatch_tokens=self.settings.microbatch_tokens,
         )
 
     def copy_host(self, host: ModelHost) -> ModelHost:

@@ -17,7 +17,14 @@ and its logprobs equal a full forward pass over them (fp32: < 1e-5). Each reques
 rule, max_tokens, sampling params and random stream.
 
 Requests on other weights (another LoRA snapshot) wait until the batch drains; while one waits, no
-new request joins, so none starves. Other work (compute_logprobs) runs between decode steps.
+new request joins, so none starves. Other work runs between decode steps, in submission order.
+
+compute_logprobs requests are held back until one of them is looked at (result, await, done, a
+callback) or other work is submitted; then those on the same weights are scored together, in
+shared micro-batches (a DPO step's 32 reference scorings: one or two decoder passes instead of 32).
+Which requests share a batch so follows the caller's program order, never the compute thread's
+timing: a batch's composition moves the last bits of its results, and runs must repeat exactly
+(resume equals an uninterrupted run).
 """
 
 from __future__ import annotations
@@ -76,6 +83,18 @@ class SampleJob:
 
 
 @dataclass
+class ScoreJob:
+    """One compute_logprobs request. Jobs with equal `key` (the same weights) held back together
+    are scored in one call of the first one's `score`, which takes their token sequences and
+    returns each one's logprobs, in order."""
+
+    key: Hashable
+    tokens: list[int]
+    score: Callable[[list[list[int]]], list[Any]]
+    future: Future[Any] = field(default_factory=Future)
+
+
+@dataclass
 class _Row:
     job: SampleJob
     sample: int  # index into job.results
@@ -90,7 +109,8 @@ class DecodeScheduler:
     def __init__(self, name: str = "kitchen-decode") -> None:
         self._cond = threading.Condition()
         self._pending: list[SampleJob] = []
-        self._calls: list[tuple[Callable[[], Any], Future[Any]]] = []
+        self._calls: list[tuple[Callable[[], Any], Future[Any]] | list[ScoreJob]] = []
+        self._held: list[ScoreJob] = []  # score requests not yet queued (see the module docstring)
         self._closed = False
         self._rows: list[_Row] = []
         self._cache: Any = None
@@ -100,6 +120,7 @@ class DecodeScheduler:
         self.steps = 0  # decode steps run, for benchmarks
         self.prefills = 0  # prefill forwards run
         self.rows_stepped = 0  # sum of batch sizes over those steps
+        self.scorings = 0  # batches of compute_logprobs requests scored
 
     def submit_sample(self, job: SampleJob) -> Future[tuple[list[Generated], PromptScores]]:
         self._put(lambda: self._pending.append(job))
@@ -110,6 +131,21 @@ class DecodeScheduler:
         future: Future[T] = Future()
         self._put(lambda: self._calls.append((fn, future)))
         return future
+
+    def submit_score(self, job: ScoreJob) -> Future[Any]:
+        """Hold `job` until `release_scores` (or other work is submitted), then score it with the
+        held requests on its weights."""
+        with self._cond:
+            if self._closed:
+                raise BackendError("the local backend is closed; it takes no more requests")
+            self._held.append(job)
+        return job.future
+
+    def release_scores(self) -> None:
+        """Queue the held score requests: one batch per weights, in order of first request."""
+        with self._cond:
+            self._release_held()
+            self._cond.notify()
 
     def run(self, fn: Callable[[], T]) -> T:
         """`fn()` on the compute thread, waiting for it (at once when already there)."""
@@ -125,8 +161,12 @@ class DecodeScheduler:
             if cancel:
                 for job in self._pending + [r.job for r in self._rows]:
                     job.future.cancel()
-                for _, future in self._calls:
-                    future.cancel()
+                for held in self._held:
+                    held.future.cancel()
+                for call in self._calls:
+                    for future in [j.future for j in call] if isinstance(call, list) else [call[1]]:
+                        future.cancel()
+            self._release_held()
             self._cond.notify()
         self._thread.join()
 
@@ -134,8 +174,16 @@ class DecodeScheduler:
         with self._cond:
             if self._closed:
                 raise BackendError("the local backend is closed; it takes no more requests")
+            self._release_held()  # held score requests keep their place before this work
             add()
             self._cond.notify()
+
+    def _release_held(self) -> None:
+        batches: dict[Hashable, list[ScoreJob]] = {}
+        for job in self._held:
+            batches.setdefault(job.key, []).append(job)
+        self._calls.extend(batches.values())
+        self._held = []
 
     # -- the decode thread ------------------------------------------------------------------------
 
@@ -148,8 +196,7 @@ class DecodeScheduler:
                     return
                 calls, self._calls = self._calls, []
                 joining = self._admissible()
-            for fn, future in calls:
-                _run_into(future, fn)
+            self._run_calls(calls)
             self._drop_cancelled()
             for groups in _prefill_batches([j for j in joining if not j.future.cancelled()]):
                 try:
@@ -166,6 +213,29 @@ class DecodeScheduler:
                         if not job.future.done():
                             job.future.set_exception(e)
                     self._rows, self._cache, self._pads = [], None, []
+
+    def _run_calls(
+        self, calls: list[tuple[Callable[[], Any], Future[Any]] | list[ScoreJob]]
+    ) -> None:
+        for call in calls:
+            if isinstance(call, list):
+                self._score(call)
+            else:
+                _run_into(call[1], call[0])
+
+    def _score(self, jobs: list[ScoreJob]) -> None:
+        live = [job for job in jobs if job.future.set_running_or_notify_cancel()]
+        if not live:
+            return
+        self.scorings += 1
+        try:
+            scored = live[0].score([job.tokens for job in live])
+        except BaseException as e:  # every request of the batch fails; the thread goes on
+            for job in live:
+                job.future.set_exception(e)
+            return
+        for job, result in zip(live, scored, strict=True):
+            job.future.set_result(result)
 
     def _admissible(self) -> list[SampleJob]:
         """Pending jobs on the batch's weights (all of them while nothing else waits)."""

@@ -116,9 +116,7 @@ def run_custom_loss(
     batches = plan_microbatches(
         data, (), (), {}, microbatch_tokens, _device(model), *model_limits(model)
     )
-    with torch.no_grad():
-        lps = [TargetLogprobs(model, mb).values().view(mb.targets.shape) for mb in batches]
-    outputs = _collect(len(data), batches, lps)
+    outputs = _score(model, batches)
     leaves = [torch.tensor(o, device="cpu", requires_grad=True) for o in outputs if o is not None]
     with torch.enable_grad():
         loss, metrics = loss_fn(list(data), leaves)
@@ -141,6 +139,44 @@ def run_custom_loss(
     return _output(
         outputs, {**{k: float(v) for k, v in metrics.items()}, "loss:sum": float(loss.detach())}
     )
+
+
+def score_sequences(
+    model: Any, sequences: Sequence[Sequence[int]], microbatch_tokens: int
+) -> list[np.ndarray]:
+    """log p(token t | the tokens before it) for t >= 1 of each sequence (float32 [len - 1]), in
+    shared micro-batches: many sequences per decoder pass, and those that start alike (a DPO
+    pair's prompt, an RL group's) through their common prefix once. The sequences are valid ids
+    for the model (the caller checked)."""
+    scored = [i for i, s in enumerate(sequences) if len(s) > 1]
+    out = [np.zeros(0, dtype=np.float32) for _ in sequences]
+    if not scored:
+        return out
+    data = [
+        types.Datum(
+            model_input=types.ModelInput.from_ints(list(sequences[i][:-1])),
+            loss_fn_inputs={
+                "target_tokens": types.TensorData.from_numpy(
+                    np.asarray(sequences[i][1:], dtype=np.int64)
+                )
+            },
+        )
+        for i in scored
+    ]
+    batches = plan_microbatches(data, (), (), {}, microbatch_tokens, _device(model))
+    for i, lp in zip(scored, _score(model, batches), strict=True):
+        assert lp is not None
+        out[i] = lp
+    return out
+
+
+def _score(model: Any, batches: list[MicroBatch]) -> list[np.ndarray | None]:
+    """Every datum's logprobs of its targets, without grad."""
+    import torch
+
+    with torch.no_grad():
+        lps = [TargetLogprobs(model, mb).values().view(mb.targets.shape) for mb in batches]
+    return _collect(sum(len(mb.indices) for mb in batches), batches, lps)
 
 
 def _train(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import random
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Generator, Hashable
 from concurrent.futures import Future
 from typing import Any
 
@@ -14,7 +14,8 @@ import numpy as np
 from tinker import types
 
 from kitchen.adapters.local.batching import check_token_ids
-from kitchen.adapters.local.decode_batch import DecodeScheduler, SampleJob
+from kitchen.adapters.local.decode_batch import DecodeScheduler, SampleJob, ScoreJob
+from kitchen.adapters.local.forward import score_sequences
 from kitchen.adapters.local.host import LoraSnapshot, ModelHost
 from kitchen.adapters.local.sampling import (
     Generated,
@@ -46,8 +47,11 @@ class LocalSamplingClient:
         seed: int,
         model_path: str | None = None,
         records: StabilityRecords | None = None,
+        *,
+        microbatch_tokens: int,
     ) -> None:
         self.host = host
+        self.microbatch_tokens = microbatch_tokens  # padded tokens per scoring pass
         self.records = records
         self.snapshot = snapshot
         self.model_path = model_path
@@ -103,12 +107,18 @@ class LocalSamplingClient:
         self, prompt: types.ModelInput, prompt_logprobs_last_n: int | None = None
     ) -> APIFuture[list[float | None]]:
         """log p(token | prefix) for every prompt token; None for the first (and, with
-        `prompt_logprobs_last_n`, for all but the last N)."""
-        return APIFuture(
-            self._scheduler.submit_call(
-                lambda: self._compute_logprobs(prompt, prompt_logprobs_last_n)
-            )
-        )
+        `prompt_logprobs_last_n`, for all but the last N). The requests submitted before any of
+        them is looked at are scored together (decode_batch.py)."""
+        try:
+            tokens = self._scored_tokens(prompt)
+        except BackendError as e:  # bad requests fail their future, as the SDK's do
+            failed: Future[list[float | None]] = Future()
+            failed.set_exception(e)
+            return APIFuture(failed)
+        job = ScoreJob(key=self._weights_key(), tokens=tokens, score=self._score)
+        done = self._scheduler.submit_score(job)
+        scored = _then(done, lambda lp: _last_n([None, *lp.tolist()], prompt_logprobs_last_n))
+        return ScoreFuture(scored, self._scheduler.release_scores)
 
     def get_tokenizer(self) -> Any:
         return self.host.tokenizer
@@ -148,7 +158,7 @@ class LocalSamplingClient:
                 f"({self.host.max_context} when only its logprobs are asked for)"
             )
         return SampleJob(
-            key=(id(self.host), self.snapshot.snapshot_id if self.snapshot else None),
+            key=self._weights_key(),
             weights=self._weights,
             prompt=tokens,
             num_samples=num_samples,
@@ -192,26 +202,27 @@ class LocalSamplingClient:
             _topk_prompt_logprobs_list=scores.topk,
         )
 
-    def _compute_logprobs(self, prompt: types.ModelInput, last_n: int | None) -> list[float | None]:
-        import torch
+    def _weights_key(self) -> Hashable:
+        """Identifies the weights this sampler computes with: requests with equal keys batch."""
+        return (id(self.host), self.snapshot.snapshot_id if self.snapshot else None)
 
+    def _scored_tokens(self, prompt: types.ModelInput) -> list[int]:
         tokens = _prompt_tokens(prompt)
+        if not tokens:
+            raise BackendError("compute_logprobs: the prompt is empty; expected at least one token")
         check_token_ids(tokens, self.host.vocab_size, "compute_logprobs: prompt")
         if len(tokens) > self.host.max_context:
             raise BackendError(
                 f"compute_logprobs: the prompt has {len(tokens)} tokens; "
                 f"{self.host.model_name} takes at most {self.host.max_context}"
             )
-        with self._weights(merge=False) as model, torch.inference_mode():
-            ids = torch.tensor([tokens], device=self.host.device)
-            logits = model(input_ids=ids, use_cache=False).logits[0].float()
-            lsm = torch.log_softmax(logits[:-1], dim=-1)
-            values = lsm.gather(-1, ids[0, 1:, None]).squeeze(-1).tolist()
-        scored: list[float | None] = [None, *values]
-        if last_n is not None:
-            keep_from = max(1, len(scored) - last_n)
-            scored = [None if i < keep_from else x for i, x in enumerate(scored)]
-        return scored
+        return tokens
+
+    def _score(self, sequences: list[list[int]]) -> list[np.ndarray]:
+        """Logprobs of every token after the first of each sequence, in shared passes (on the
+        compute thread; a scoring pass does not repay merging a snapshot's weights)."""
+        with self._weights(merge=False) as model:
+            return score_sequences(model, sequences, self.microbatch_tokens)
 
     def eos_ids(self) -> set[int]:
         """The tokens that end a sample when `SamplingParams.stop` is None."""
@@ -236,11 +247,48 @@ class SampleFuture(APIFuture[types.SampleResponse]):
         return self._job.cancel()
 
 
+class ScoreFuture(APIFuture[list[float | None]]):
+    """A compute_logprobs future: looking at it in any way releases the held score requests
+    (decode_batch.py), so the work it stands for runs."""
+
+    def __init__(self, inner: Future[list[float | None]], release: Callable[[], None]) -> None:
+        super().__init__(inner)
+        self._release = release
+
+    def done(self) -> bool:
+        self._release()
+        return super().done()
+
+    def add_done_callback(self, fn: Callable[[Future[list[float | None]]], Any]) -> None:
+        self._release()
+        super().add_done_callback(fn)
+
+    def result(self, timeout: float | None = None) -> list[float | None]:
+        self._release()
+        return super().result(timeout)
+
+    async def result_async(self, timeout: float | None = None) -> list[float | None]:
+        self._release()
+        return await super().result_async(timeout)
+
+    def __await__(self) -> Generator[Any, None, list[float | None]]:
+        self._release()
+        return (yield from super().__await__())
+
+
 def _prompt_tokens(prompt: types.ModelInput) -> list[int]:
     try:
         return prompt.to_ints()
     except ValueError as e:
         raise BackendError(f"sample: the local engine takes text-only prompts ({e})") from e
+
+
+def _last_n(scored: list[float | None], last_n: int | None) -> list[float | None]:
+    """`scored` with every entry but the last `last_n` (and always the first) set to None."""
+    if last_n is None:
+        return scored
+    keep_from = max(1, len(scored) - last_n)
+    return [None if i < keep_from else x for i, x in enumerate(scored)]
 
 
 def _then(future: Future[Any], fn: Callable[[Any], Any]) -> Future[Any]:
