@@ -179,3 +179,26 @@ def test_bad_datum_fails_with_position_and_key(backend: Any) -> None:
     )
     with pytest.raises(BackendError, match="datum 0: model_input: token id 1000000 is outside"):
         client.forward_backward([outside], "cross_entropy").result()
+
+
+def test_optim_step_reports_peak_accelerator_memory_since_the_previous_one(
+    backend: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kitchen.adapters.local import training_client
+
+    client = backend.create_lora_training_client(TINY, rank=4)
+    client.forward_backward([sft_datum(client.get_tokenizer(), TEXTS[0])], "cross_entropy")
+    metrics = client.optim_step(ADAM).result().metrics or {}
+    on_accelerator = client.host.device.type == "cuda"
+    assert ("memory/peak_gib" in metrics) == on_accelerator  # a CPU keeps no such count
+    if on_accelerator:
+        assert 0 < metrics["memory/peak_gib"] < 1  # the tiny model
+    # The accounting, with torch.cuda's allocator counters stood in for.
+    peaks, resets = [5 * 2**30, 2**29], []
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda device: peaks.pop(0))
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", resets.append)
+    cuda = torch.device("cuda", 1)
+    assert training_client.peak_memory(cuda) == {"memory/peak_gib": 5.0}
+    assert training_client.peak_memory(cuda) == {"memory/peak_gib": 0.5}
+    assert resets == [cuda, cuda]  # each call starts the next interval
+    assert training_client.peak_memory(torch.device("cpu")) == {}

@@ -219,7 +219,7 @@ class LocalTrainingClient:
         with self.host.lock:
             metrics = adam_step(self._optimizer, adam_params)
         self.step += 1
-        return types.OptimStepResponse(metrics=metrics)
+        return types.OptimStepResponse(metrics={**metrics, **peak_memory(self.host.device)})
 
     def _meta(self, kind: str) -> ckpt.CheckpointMeta:
         return ckpt.CheckpointMeta(
@@ -298,3 +298,17 @@ class LocalTrainingClient:
                 )
             return self.backend.sampling_client_for(self.host, snapshot)
         return self.backend.sampling_client_for(self.backend.copy_host(self.host), None)
+
+
+def peak_memory(device: Any) -> dict[str, float]:
+    """`memory/peak_gib`: the most memory torch held allocated on the accelerator `device` since
+    the previous call (the previous optim_step on it), in GiB; the peak then starts again from what
+    is allocated now. Nothing on a CPU, where torch keeps no such count. Reading the allocator's
+    counters does not wait for the device."""
+    import torch
+
+    if device.type != "cuda":
+        return {}
+    peak = torch.cuda.max_memory_allocated(device) / 2**30
+    torch.cuda.reset_peak_memory_stats(device)
+    return {"memory/peak_gib": peak}
