@@ -4,6 +4,7 @@ hand-written loop, on the same model, the same (chosen, rejected) token sequence
     .venv/bin/pip install trl --no-deps            # bench only; never a Kitchen dependency
     .venv/bin/python bench/dpo.py                  # SmolLM2-135M, 8 pairs a step
     .venv/bin/python bench/dpo.py --model kitchen/tiny-llama --pairs 4 --steps 4
+    .venv/bin/python bench/dpo.py --size 1b --device cuda --pairs 16   # the issue-28 GPU row
 
 Every side puts LoRA rank 32 on the attention and MLP projections (TRL cannot train one on lm_head),
 scores the reference with the adapter disabled (no second model), takes one AdamW step per batch and
@@ -14,8 +15,9 @@ chosen / rejected split where the loss weights start), so no side tokenizes diff
     trl      DPOTrainer: chosen + rejected in one padded batch, reference forward, no checkpointing
     loop     the limit: one padded batch of chosen + rejected, reference forward (adapter off, no
              grad), policy forward + backward, AdamW
-Each side runs in a fresh process (bench/sides.py); a step's time excludes model loading and the
-first step is warm-up. Printed per side: s/step (wall and CPU), reference / update seconds, the real
+Each side runs in a fresh process (bench/sides.py) on --device (bench/model_options.py, with
+--model / --size); a step's time excludes model loading, the first step is warm-up, and on a GPU
+every clock read waits for the queued kernels first. Printed per side: s/step (wall and CPU), reference / update seconds, the real
 and padded tokens pushed through the model per step (update = passes with grad), torch threads, the
 load average and peak RSS; and the mean prompt and response tokens of the data. Kitchen's phases
 are the engine's own work on its one compute thread: the reference scoring and the update.
@@ -48,6 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from model_options import add_model_options, resolve_model_options  # noqa: E402
 from sides import (  # noqa: E402
     StagePhases,
     TokenCount,
@@ -57,6 +60,7 @@ from sides import (  # noqa: E402
     median_phases,
     run_sides,
     steady,
+    synchronize,
     table,
 )
 
@@ -152,7 +156,9 @@ def kitchen_run(args: argparse.Namespace, data_path: Path, log_dir: Path) -> dic
         replace(s, train_unembed=False) if isinstance(s, InitTrainingClient) else s
         for s in workflow.steps
     ]
-    backend = LocalBackend(BackendSettings(log_dir=log_dir, seed=0, dtype=args.dtype))
+    backend = LocalBackend(
+        BackendSettings(log_dir=log_dir, seed=0, dtype=args.dtype, device=args.device)
+    )
     run_launch(
         workflow,
         Launch(backend=backend, log_dir=log_dir, if_exists="delete", hooks=[cast(Any, times)]),
@@ -171,7 +177,6 @@ def kitchen_run(args: argparse.Namespace, data_path: Path, log_dir: Path) -> dic
 
 
 def trl_run(args: argparse.Namespace, rows: list[dict[str, Any]], out_dir: Path) -> dict[str, Any]:
-    import torch
     from datasets import Dataset
     from transformers import TrainerCallback
     from trl import DPOConfig, DPOTrainer
@@ -187,10 +192,12 @@ def trl_run(args: argparse.Namespace, rows: list[dict[str, Any]], out_dir: Path)
             self.cpu: list[float] = []
 
         def on_step_begin(self, *a: Any, **k: Any) -> None:
+            synchronize()
             self.start, self.cpu0 = time.perf_counter(), time.process_time()
             self.nograd0 = tokens.nograd_seconds
 
         def on_step_end(self, *a: Any, **k: Any) -> None:
+            synchronize()
             self.seconds.append(time.perf_counter() - self.start)
             self.cpu.append(time.process_time() - self.cpu0)
             # TRL scores the reference inline in _compute_loss: its no-grad decoder forwards
@@ -208,7 +215,7 @@ def trl_run(args: argparse.Namespace, rows: list[dict[str, Any]], out_dir: Path)
         adam_beta2=0.95,
         beta=0.1,
         max_length=None,  # the sequences are already Kitchen's, truncated to max_length
-        use_cpu=not torch.cuda.is_available(),
+        use_cpu=args.device == "cpu",
         bf16=args.dtype == "bfloat16",  # autocast over fp32 weights, as Kitchen's engine
         report_to="none",
         save_strategy="no",
@@ -249,11 +256,12 @@ def loop_run(args: argparse.Namespace, rows: list[dict[str, Any]]) -> dict[str, 
 
     tokens = TokenCount().install()
     base, tokenizer, lora = lora_model(args.model, args.lora_rank)
-    model = get_peft_model(base, lora)
+    model = get_peft_model(base.to(args.device), lora)
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=args.learning_rate, betas=(0.9, 0.95), weight_decay=0)
     pairs = trl_rows(args, rows, tokenizer)
-    autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.dtype == "bfloat16")
+    device = torch.device(args.device)
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.dtype == "bfloat16")
     seconds: list[float] = []
     cpu: list[float] = []
     steps: list[dict[str, float]] = []
@@ -269,13 +277,20 @@ def loop_run(args: argparse.Namespace, rows: list[dict[str, Any]]) -> dict[str, 
         seqs = [r["prompt_ids"] + r[k] for k in ("chosen_ids", "rejected_ids") for r in batch]
         starts = [len(r["prompt_ids"]) for _ in range(2) for r in batch]
         width = max(len(x) for x in seqs)
-        ids = torch.tensor([x + [tokenizer.pad_token_id] * (width - len(x)) for x in seqs])
-        attention = torch.tensor([[1] * len(x) + [0] * (width - len(x)) for x in seqs])
-        position = torch.arange(1, width)[None]
-        weights = ((position >= torch.tensor(starts)[:, None]) & (attention[:, 1:] == 1)).float()
+        ids = torch.tensor(
+            [x + [tokenizer.pad_token_id] * (width - len(x)) for x in seqs], device=device
+        )
+        attention = torch.tensor(
+            [[1] * len(x) + [0] * (width - len(x)) for x in seqs], device=device
+        )
+        position = torch.arange(1, width, device=device)[None]
+        starts_B = torch.tensor(starts, device=device)
+        weights = ((position >= starts_B[:, None]) & (attention[:, 1:] == 1)).float()
+        synchronize()
         t0, cpu0 = time.perf_counter(), time.process_time()
         with torch.no_grad(), model.disable_adapter():
             reference = sequence_logprobs(ids, attention, weights)
+        synchronize()
         t1 = time.perf_counter()
         policy = sequence_logprobs(ids, attention, weights)
         margin = (policy - reference).view(2, -1)
@@ -283,6 +298,7 @@ def loop_run(args: argparse.Namespace, rows: list[dict[str, Any]]) -> dict[str, 
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
+        synchronize()
         t2 = time.perf_counter()
         seconds.append(t2 - t0)
         cpu.append(time.process_time() - cpu0)
@@ -328,7 +344,7 @@ def one_side(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="HuggingFaceTB/SmolLM2-135M-Instruct")
+    add_model_options(parser, default_model="HuggingFaceTB/SmolLM2-135M-Instruct")
     parser.add_argument("--pairs", type=int, default=8, help="comparison pairs per step")
     parser.add_argument("--steps", type=int, default=3, help="steps per run (first is warm-up)")
     parser.add_argument("--max-length", type=int, default=1024)
@@ -341,10 +357,12 @@ def main() -> None:
     parser.add_argument("--sides", default=",".join(SIDES), help=f"comma-separated, of {SIDES}")
     parser.add_argument("--side", choices=SIDES, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.dtype == "auto":
+    resolve_model_options(args)
+    if args.dtype == "auto":  # as the engine chooses: bf16 on accelerators and CPUs with bf16 units
         from kitchen.adapters.local.settings import cpu_has_native_bf16
 
-        args.dtype = "bfloat16" if cpu_has_native_bf16() else "float32"
+        native = args.device != "cpu" or cpu_has_native_bf16()
+        args.dtype = "bfloat16" if native else "float32"
     if args.side:
         one_side(args)
         return
@@ -358,11 +376,13 @@ def main() -> None:
         *("--model", args.model, "--pairs", str(args.pairs), "--steps", str(args.steps)),
         *("--max-length", str(args.max_length), "--lora-rank", str(args.lora_rank)),
         *("--learning-rate", str(args.learning_rate), "--dtype", args.dtype),
+        *("--device", args.device),
         *(["--trl-gradient-checkpointing"] if args.trl_gradient_checkpointing else []),
     ]
     print(
         f"DPO step on {args.model}: {args.pairs} pairs/step, {args.steps} steps per side (first "
-        f"excluded), LoRA rank {args.lora_rank}, dtype {args.dtype}, TRL gradient checkpointing "
+        f"excluded), LoRA rank {args.lora_rank}, dtype {args.dtype}, device {args.device}, TRL "
+        f"gradient checkpointing "
         f"{'on' if args.trl_gradient_checkpointing else 'off'}, load {os.getloadavg()[0]:.1f} on "
         f"{os.cpu_count()} CPUs"
     )

@@ -2,6 +2,8 @@
 
     .venv/bin/python bench/local_engine.py                       # tiny model, seconds
     .venv/bin/python bench/local_engine.py --model smollm2-135m  # SmolLM2-135M, a few minutes on CPU
+    .venv/bin/python bench/local_engine.py --size 1b --device cuda --batch 16 --seq 512
+                                                                 # the issue-28 GPU row (docs/gpu.md)
 
 Training, once per --dtypes entry: LoRA forward_backward(cross_entropy) + optim_step through the
 engine's futures, against a hand-written torch + peft loop in the same dtype (fp32 weights, bf16 as
@@ -13,7 +15,9 @@ awaited one after another (one prompt per call); when --sampling-dtype is not fl
 those 4 calls in float32 in a fresh process, the path the engine had before the shared batch.
 DPO memory: peak RSS of a fresh process running one forward_backward_custom of --dpo-pairs pairs of
 --dpo-seq tokens (a DPO loss; the reference logprobs are constants here).
-Each timing is the best of --repeats interleaved runs, by wall clock and by process CPU time.
+Each timing is the best of --repeats interleaved runs, by wall clock and by process CPU time; on a
+GPU every timed run ends with a device synchronize, so none leaves kernels for the next to pay.
+--model / --size / --tokenizer / --device: bench/models.py.
 The plain loops load and run on the engine's compute thread (`backend.decoder.run`): every thread
 that runs torch gets its own OpenMP team, and a second team on a small machine slows both sides
 (libgomp stops spinning once teams outnumber the cores), which a standalone script never pays.
@@ -34,6 +38,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np
 import torch
+from model_options import add_model_options, resolve_model_options
+from sides import synchronize
 from tinker import types
 
 from kitchen.adapters.local import create_local_backend, resolve_model
@@ -98,6 +104,7 @@ def bench_training(
             opt = client.optim_step(adam)
             fb.result()
             opt.result()
+        backend.decoder.run(synchronize)  # the last optimizer step's kernels
 
     pair = _pair_on_engine_thread(
         backend, engine_steps, lambda: _hand_loop(args, backend, tokens_BS), args.repeats
@@ -135,6 +142,7 @@ def _hand_loop(args: argparse.Namespace, backend: Any, tokens_BS: np.ndarray) ->
             loss.backward()
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
+        synchronize()
 
     return baseline_steps
 
@@ -212,6 +220,7 @@ def _hf_generate(args: argparse.Namespace, backend: Any, prompt: list[int]) -> C
                 num_return_sequences=args.num_samples,
                 pad_token_id=0,
             )
+        synchronize()
         assert out.shape[1] == len(prompt) + args.new_tokens
 
     return generate_sample
@@ -303,7 +312,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--model", default="kitchen/tiny-llama")
+    add_model_options(parser, default_model="kitchen/tiny-llama")
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--seq", type=int, default=128)
     parser.add_argument("--rank", type=int, default=16)
@@ -312,7 +321,6 @@ def main() -> None:
     parser.add_argument("--num-samples", type=int, default=8)
     parser.add_argument("--prompt-len", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--device", default="auto")
     parser.add_argument("--dtypes", default="float32,auto", help="training rows, comma-separated")
     parser.add_argument("--sampling-dtype", default="float32")
     parser.add_argument("--dpo-pairs", type=int, default=64)
@@ -320,6 +328,7 @@ def main() -> None:
     parser.add_argument("--only", choices=["training", "sampling", "dpo"], default=None)
     parser.add_argument("--side", choices=["per-call"], default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    resolve_model_options(args)
     if args.side == "per-call":
         per_call_side(args, [r.tolist() for r in _sampling_prompts(args)])
         return

@@ -72,6 +72,16 @@ class TokenCount:
         }
 
 
+def synchronize() -> None:
+    """Wait for the accelerator's queued work, so a clock read next counts it: CUDA kernels run
+    after the call that launched them returns, and an unsynchronised timer would hand the rest of
+    one side's work to whatever it times next."""
+    import torch
+
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
 def machine() -> dict[str, Any]:
     """Threads torch uses in this process and the 1-minute load average (other users included)."""
     import torch
