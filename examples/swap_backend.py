@@ -41,7 +41,7 @@ OVERRIDES: dict[str, Any] = {
     "lora_rank": 8,
     "learning_rate": 1e-3,
     "save_every": 0,
-    "no_register": True,
+    "register_model": False,
 }
 STEPS = 3
 

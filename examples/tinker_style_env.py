@@ -166,7 +166,7 @@ def config() -> RLLoopConfig:
             "num_batches": 3,
             "max_tokens": 6,
             "save_every": 0,
-            "no_register": True,  # a toy: keep it out of your model registry
+            "register_model": False,  # a toy: keep it out of your model registry
         }
     )
 

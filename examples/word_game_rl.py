@@ -173,7 +173,7 @@ def config() -> RLConfig:
             "max_tokens": 8,
             "eval_every": 0,
             "save_every": 0,
-            "no_register": True,  # a toy: keep it out of your model registry
+            "register_model": False,  # a toy: keep it out of your model registry
         }
     )
 

@@ -129,6 +129,30 @@ def recipe_names() -> list[str]:
     return RECIPES.names()
 
 
+def config_names_markdown() -> list[str]:
+    """How a config field is spelled, and the other names that still set it (config.ALIASES)."""
+    from kitchen.workflows.common.config import ALIASES, NEGATED
+
+    rows = [f"| {code(a)} | {code(t)} |" for a, t in ALIASES.items()]
+    rows += [f"| {code(a)}, {code('--' + a.replace('_', '-'))} | {code(t)} = not the value |"
+             for a, t in NEGATED.items()]  # fmt: skip
+    return [
+        "## Config names",
+        "",
+        "A field of a nested section has two spellings: its path, which config.json records and",
+        "the code reads (`evaluation.every`, `optimizer.beta1`), and its flat name, which is its",
+        "flag (`eval_every`, `--eval-every`; `adam_beta1`, `--adam-beta1`). Flags, key=value,",
+        "presets, config files and Python values take either. A bool field also takes `--no-FLAG`.",
+        "These other names set a field wherever a field name is accepted, `model` also as the flag",
+        "`--model` (a name starting with `-` is a short flag only):",
+        "",
+        "| name | sets |",
+        "|---|---|",
+        *rows,
+        "",
+    ]
+
+
 def render_cli_md() -> str:
     import kitchen.app.builtins  # noqa: F401  (registers the built-in adapters)
     from kitchen.app.resolve import get_recipe
@@ -144,8 +168,11 @@ def render_cli_md() -> str:
         "print one line and exit with code 2 for usage, config and data errors, 1 for runtime",
         "failures; `--debug` shows the traceback. Config values come, in increasing precedence, from",
         "the recipe's defaults, `--preset NAME`, `--config FILE.toml|json`, then flags (`--batch-size",
-        "4`) or tinker-cookbook style `key=value` words (dotted keys for nested fields).",
+        "4`) or tinker-cookbook style `key=value` words (dotted keys for nested fields). The same",
+        "resolution (`kitchen.app.resolve.resolve_config`) serves `kitchen run`, `kitchen graph`,",
+        "`kitchen show` and `kitchen.run` from Python.",
         "",
+        *config_names_markdown(),
         "## Commands",
         "",
         *commands_markdown(),
