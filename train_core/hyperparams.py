@@ -109,7 +109,7 @@ class ModelDims:
             ) from None
 
 
-# Published configs of the seed system's and tinker-cookbook's default models (no network lookups).
+# Published configs of crucible_kitchen's and tinker-cookbook's default models (no network lookups).
 KNOWN_DIMS: dict[str, ModelDims] = {
     "HuggingFaceTB/SmolLM2-135M": ModelDims(576, 30, 1536, 9, 3, 64, 49152),
     "HuggingFaceTB/SmolLM2-135M-Instruct": ModelDims(576, 30, 1536, 9, 3, 64, 49152),

@@ -26,7 +26,7 @@ class CodeRLConfig(CodeRLWorkflowConfig):
         "groups_per_batch": 1,
         "num_batches": 5,
         "max_tokens": 192,
-        # the seed system's CodeRL algorithm: PPO clip 0.2, 4 passes per batch, GAE(0.99, 0.95)
+        # crucible_kitchen's CodeRL algorithm: PPO clip 0.2, 4 passes per batch, GAE(0.99, 0.95)
         "loss_fn": "ppo",
         "clip_epsilon": 0.2,
         "ppo_epochs": 4,

@@ -1,5 +1,5 @@
 """Which rows a recipe trains and evaluates on (chat or comparison rows): the names users of
-tinker-cookbook and of the seed system know (no_robots, tulu3, hhh, helpsteer3, ultrafeedback),
+tinker-cookbook and of crucible_kitchen know (no_robots, tulu3, hhh, helpsteer3, ultrafeedback),
 bundled sets, hub names and local files, each with its row converter and held-out split.
 
 A held-out set follows the training set (test_dataset "auto"): a known hub dataset is evaluated on

@@ -28,14 +28,14 @@ from cookbook.recipes.dataset_splits import DatasetSplits, resolve_dataset
 from kitchen.engine.graph import Node, Workflow
 from kitchen.engine.recipe import Recipe
 from kitchen.workflows.common.config import TrainConfig
-from kitchen.workflows.common.sections import Sections
+from kitchen.workflows.common.parts import WorkflowParts
 from kitchen.workflows.common.setup import LoadDataset, RowConverter
 from kitchen.workflows.reinforcement import RLConfig
 from kitchen.workflows.reinforcement.state import RLState
 from kitchen.workflows.rlhf import RLHFState, RunSection, SectionPaths, preference_rl, sectioned
 from kitchen.workflows.supervised import SupervisedConfig
 from kitchen.workflows.supervised.state import SupervisedState
-from kitchen.workflows.supervised.workflow import supervised_sections
+from kitchen.workflows.supervised.workflow import supervised_parts
 from train_core.preference.judge_accuracy import JudgeAccuracyEvaluator, labeled_comparison
 from train_core.preference.preference_model import GenerativePreferenceModel, judge_example
 from train_core.preference.tournament import TournamentPattern
@@ -125,17 +125,18 @@ def judge_row(convert: RowConverter) -> RowConverter:
 
 
 def limited(
-    sections: Sections, data: DatasetSplits, max_rows: int | None, max_test_rows: int | None = None
+    parts: WorkflowParts,
+    data: DatasetSplits,
+    max_rows: int | None,
+    max_test_rows: int | None = None,
 ) -> list[Node]:
     """The supervised steps, reading at most `max_rows` rows of the dataset's training split (a
     hub set held out from its own train split, as UltraFeedback, trains on the rest) and
     `max_test_rows` held-out rows."""
     loads: dict[str, dict[str, Any]] = {"conversations": {"limit": max_rows, "split": data.split},
              "test_conversations": {"limit": max_test_rows}}  # fmt: skip
-    steps = [
-        replace(n, **loads[n.into]) if isinstance(n, LoadDataset) else n for n in sections.data
-    ]
-    return sections._replace(data=steps).steps()
+    steps = [replace(n, **loads[n.into]) if isinstance(n, LoadDataset) else n for n in parts.data]
+    return parts._replace(data=steps).steps()
 
 
 def sft_section(cfg: RLHFPairPrefConfig, data: DatasetSplits) -> RunSection:
@@ -146,8 +147,8 @@ def sft_section(cfg: RLHFPairPrefConfig, data: DatasetSplits) -> RunSection:
         "num_samples_to_show": 0, "register_model": False})  # fmt: skip
 
     def build(paths: SectionPaths, backend: Any) -> Workflow[SupervisedState]:
-        sections = supervised_sections(sft, chosen_conversation(data.convert), "rlhf_sft")
-        return Workflow("sft", SupervisedState, steps=limited(sections, data, cfg.max_comparisons))
+        parts = supervised_parts(sft, chosen_conversation(data.convert), "rlhf_sft")
+        return Workflow("sft", SupervisedState, steps=limited(parts, data, cfg.max_comparisons))
 
     return RunSection(section="sft", build=build)
 
@@ -162,10 +163,10 @@ def preference_model_section(cfg: RLHFPairPrefConfig, data: DatasetSplits) -> Ru
         "num_samples_to_show": 0, "register_model": False})  # fmt: skip
 
     def build(paths: SectionPaths, backend: Any) -> Workflow[SupervisedState]:
-        sections = supervised_sections(
+        parts = supervised_parts(
             pm, judge_row(data.convert), "rlhf_preference_model", JudgeAccuracyEvaluator()
         )
-        steps = limited(sections, data, cfg.max_comparisons, cfg.num_test_comparisons)
+        steps = limited(parts, data, cfg.max_comparisons, cfg.num_test_comparisons)
         return Workflow("preference_model", SupervisedState, steps=steps)
 
     return RunSection(section="preference_model", build=build)

@@ -1,5 +1,5 @@
 """sl_basic: LoRA fine-tune of a chat model on conversations, as tinker-cookbook's sl_basic; and
-`supervised`, the same recipe under the seed system's name."""
+`supervised`, the same recipe under crucible_kitchen's name."""
 
 from __future__ import annotations
 
@@ -41,6 +41,6 @@ class SLBasic(Recipe[SLBasicConfig]):
 
 
 class Supervised(SLBasic):
-    """Supervised fine-tuning (the seed system's `supervised`; the same recipe as sl_basic)."""
+    """Supervised fine-tuning (crucible_kitchen's `supervised`; the same recipe as sl_basic)."""
 
     name = "supervised"

@@ -24,7 +24,7 @@ REMOVED = {
     "rl_loop": {"eval_every"},
 }
 # Fields a recipe gained: rl_loop now starts from load_checkpoint_path as sl_loop does; every
-# epoch-trained recipe takes n_train_samples (the seed system's) and its train split.
+# epoch-trained recipe takes n_train_samples (crucible_kitchen's) and its train split.
 EPOCH_FIELDS = {"n_train_samples", "dataset_split"}
 ADDED = {
     "rl_loop": {"load_checkpoint_path"},
@@ -34,13 +34,13 @@ ADDED = {
 # Fields every recipe gained since the recording (the trackers beside W&B).
 ADDED_EVERYWHERE = {"trackio_project", "neptune_project", "dtype"}
 # Fields that became aliases (config.ALIASES): the flag still parses, to its new meaning. code_rl's
-# num_rollouts set group_size; it is the seed system's rollout iterations, num_batches.
+# num_rollouts set group_size; it is crucible_kitchen's rollout iterations, num_batches.
 NOW_ALIASES = {"code_rl": {"num_rollouts"}}
 # Fields renamed (issue 29: one name per idea), the old name an alias (no_register a negated one).
 RENAMED = {"log_path": "log_dir", "base_model": "registered_model", "no_register": "register_model"}
 # Defaults changed on purpose: distill_composite's groups_per_batch (unused; its batch is math_ +
 # chat_groups_per_batch); a held-out set follows the training set (test_dataset auto); code_rl
-# takes the seed system's PPO settings (4 epochs, GAE 0.99 / 0.95).
+# takes crucible_kitchen's PPO settings (4 epochs, GAE 0.99 / 0.95).
 CHANGED = {
     ("distill_composite", "groups_per_batch"),
     ("sl_basic", "test_dataset"),

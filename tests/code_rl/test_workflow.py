@@ -83,7 +83,7 @@ def sum_data(tmp_path):
 
 def run_fake(overrides: dict[str, Any], backend: FakeBackend | None = None, **kw: Any):
     backend = backend or FakeBackend()
-    # one optimizer pass per batch (the recipe's default is the seed system's 4), so calls count 1:1
+    # one optimizer pass per batch (the recipe's default is crucible_kitchen's 4), so calls count 1:1
     base = {"model_name": "kitchen/tiny-llama", "no_register": True, "humaneval_limit": 0,
             "ppo_epochs": 1}  # fmt: skip
     result = run("code_rl", {**base, **overrides}, backend=backend, **kw)

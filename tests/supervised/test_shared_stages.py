@@ -1,5 +1,5 @@
 """Pieces SFT and DPO share: the Evaluate report switch, Every.before_step, optional nodes,
-OpenSamplingClient's naming, and workflows by sections."""
+OpenSamplingClient's naming, and workflows in parts."""
 
 import asyncio
 from typing import Any, ClassVar
@@ -8,9 +8,9 @@ from kitchen.engine.graph import Every
 from kitchen.engine.stage import Context
 from kitchen.workflows.common.clients import OpenSamplingClient
 from kitchen.workflows.common.evaluate import Evaluate
-from kitchen.workflows.common.sections import optional
+from kitchen.workflows.common.parts import optional
 from kitchen.workflows.common.setup import InitTrainingClient, LoadDataset
-from kitchen.workflows.supervised import SupervisedConfig, SupervisedState, supervised_sections
+from kitchen.workflows.supervised import SupervisedConfig, SupervisedState, supervised_parts
 from kitchen.workflows.supervised.stages import TokenizeConversations
 
 
@@ -56,10 +56,10 @@ def test_optional_splices_nodes_only_when_the_condition_holds() -> None:
     assert stage.name == "open_teacher" and stage.writes == {"teacher"} and stage.reads == set()
 
 
-def test_sections_let_a_workflow_swap_the_data_and_keep_the_training() -> None:
+def test_parts_let_a_workflow_swap_the_data_and_keep_the_training() -> None:
     cfg = SupervisedConfig(model_name="kitchen/tiny-llama", dataset="bundled:chat")
-    sections = supervised_sections(cfg)
-    assert [type(n) for n in sections.client] == [InitTrainingClient]
-    assert all(isinstance(n, LoadDataset) for n in sections.data)
-    assert isinstance(sections.train[0], TokenizeConversations)
-    assert sections.steps() == [*sections.client, *sections.data, *sections.train, *sections.finish]
+    parts = supervised_parts(cfg)
+    assert [type(n) for n in parts.client] == [InitTrainingClient]
+    assert all(isinstance(n, LoadDataset) for n in parts.data)
+    assert isinstance(parts.train[0], TokenizeConversations)
+    assert parts.steps() == [*parts.client, *parts.data, *parts.train, *parts.finish]

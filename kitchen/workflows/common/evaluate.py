@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 from kitchen.engine.stage import Context, Metrics
 from train_core.evaluation.evaluator import Evaluator
 
-# The seed system's eval_results keys: a held-out metric also under its bare name (test/nll -> nll;
+# crucible_kitchen's eval_results keys: a held-out metric also under its bare name (test/nll -> nll;
 # DPO's pairwise accuracy is its accuracy).
 SEED_KEYS = {
     "accuracy": "accuracy",

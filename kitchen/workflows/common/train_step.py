@@ -142,7 +142,7 @@ def submit_train_step(loss: StepLoss, optimizer: AdamConfig) -> SubmitTrainStep:
 class LogTrainStep:
     """Metrics of the step just awaited, with tinker-cookbook's keys, reported under its own step.
     With `into`, the `summary` metrics (result name -> metric key) of the last step are also kept
-    in that state field (DPO's `dpo_metrics`, the seed system's result)."""
+    in that state field (DPO's `dpo_metrics`, crucible_kitchen's result)."""
 
     into: str | None = None
     summary: tuple[tuple[str, str], ...] = ()

@@ -6,7 +6,7 @@
   each with its own teacher, mix through a composite dataset (teacher i scores dataset i).
 - prompt distillation: a teacher answers prompts under a long system prompt (create-data), then
   the student is fine-tuned on (prompt without the system prompt -> the teacher's answer) by the
-  supervised workflow's training section.
+  supervised workflow's training part.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from kitchen.workflows.reinforcement.stages import ComputeAdvantages
 from kitchen.workflows.reinforcement.train import TrainStep
 from kitchen.workflows.reinforcement.workflow import setup, sync_body
 from kitchen.workflows.supervised import SupervisedConfig
-from kitchen.workflows.supervised.workflow import supervised_sections
+from kitchen.workflows.supervised.workflow import supervised_parts
 from train_core.distillation.teacher import TeacherSpec
 
 
@@ -83,7 +83,7 @@ def teacher_data(
     convert: Callable[[dict[str, Any], str], Any],
 ) -> list[Node]:
     """Create-data: the prompts (train and held-out), the teacher, and its answers as the
-    `conversations` / `test_conversations` the supervised section tokenizes."""
+    `conversations` / `test_conversations` the supervised workflow's `train` part tokenizes."""
     loads = [
         LoadDataset(
             cfg.dataset,
@@ -124,8 +124,8 @@ def prompt_distillation(
     recipe: str = "prompt_distillation",
 ) -> Workflow[PromptDistillationState]:
     """`convert(row, where) -> prompt text`. The supervised workflow whose conversations come
-    from the teacher (the teacher-data section) instead of the dataset."""
-    supervised = supervised_sections(cfg, recipe=recipe)
+    from the teacher (the teacher-data part) instead of the dataset."""
+    supervised = supervised_parts(cfg, recipe=recipe)
     return Workflow(
         "prompt_distillation",
         PromptDistillationState,

@@ -3,6 +3,14 @@ frozen reference."""
 
 from kitchen.workflows.preference.config import PreferenceConfig
 from kitchen.workflows.preference.state import PreferenceState
-from kitchen.workflows.preference.workflow import preference, preference_sections, setup
+from kitchen.workflows.preference.workflow import preference, preference_parts
 
-__all__ = ["PreferenceConfig", "PreferenceState", "preference", "preference_sections", "setup"]
+preference_sections = preference_parts  # its name before issue 29 ("section" is an RLHF sub-run)
+
+__all__ = [
+    "PreferenceConfig",
+    "PreferenceState",
+    "preference",
+    "preference_parts",
+    "preference_sections",
+]

@@ -11,7 +11,7 @@ from kitchen.workflows.common.batches import GetBatch, ShuffleEpoch
 from kitchen.workflows.common.checkpoint import SaveCheckpoint, SaveFinal
 from kitchen.workflows.common.clients import OpenSamplingClient
 from kitchen.workflows.common.evaluate import Evaluate
-from kitchen.workflows.common.sections import Sections, optional
+from kitchen.workflows.common.parts import WorkflowParts, optional
 from kitchen.workflows.common.setup import LoadDataset, RowConverter
 from kitchen.workflows.common.start import (
     StartPoint,
@@ -33,7 +33,7 @@ from train_core.preference.evaluator import PreferenceEvaluator
 PAIR = 2  # a batch's unit: an interleaved (chosen, rejected) datum pair
 
 
-# The seed system's dpo_metrics: the last step's DPO loss and reward statistics.
+# crucible_kitchen's dpo_metrics: the last step's DPO loss and reward statistics.
 DPO_SUMMARY = (
     ("loss", "dpo_loss"),
     ("accuracy", "accuracy"),
@@ -82,24 +82,13 @@ def _pairs(cfg: PreferenceConfig) -> list[Node]:
     ]  # fmt: skip
 
 
-def setup(
-    cfg: PreferenceConfig,
-    convert: RowConverter | None,
-    test_convert: RowConverter | None,
-    start: StartPoint,
-) -> list[Node]:
-    """Training client and frozen reference, comparisons (train and held-out), datum pairs, and
-    the reference's logprobs of the held-out pairs."""
-    return [*_clients(cfg, start), *_data(cfg, convert, test_convert), *_pairs(cfg)]
-
-
-def preference_sections(
+def preference_parts(
     cfg: PreferenceConfig,
     convert: RowConverter | None = None,
     test_convert: RowConverter | None = None,
     recipe: str = "preference",
-) -> Sections:
-    """The DPO workflow by sections; `train` starts from `comparisons` (and `test_comparisons`)."""
+) -> WorkflowParts:
+    """The DPO workflow in parts; `train` starts from `comparisons` (and `test_comparisons`)."""
     start = start_point(cfg, cfg.checkpoint.load_path)
     test = cfg.test_dataset is not None
     evaluator = PreferenceEvaluator(beta=cfg.dpo_beta)
@@ -126,7 +115,7 @@ def preference_sections(
         *optional(test, Evaluate(evaluator=evaluator, report=True)),
     ]  # fmt: skip
     finish = [SaveFinal(), *registration_steps(cfg, recipe, start)]
-    return Sections(_clients(cfg, start), _data(cfg, convert, test_convert), train, finish)
+    return WorkflowParts(_clients(cfg, start), _data(cfg, convert, test_convert), train, finish)
 
 
 def preference(
@@ -138,7 +127,5 @@ def preference(
     """The DPO workflow; `convert` turns dataset rows into comparison rows (prompt_conversation,
     completion_A, completion_B, label), `test_convert` the held-out rows (default: `convert`);
     `recipe` names the run in the model registry."""
-    sections = preference_sections(cfg, convert, test_convert or convert, recipe)
-    return Workflow(
-        "preference", PreferenceState, steps=sections.steps(), description=__doc__ or ""
-    )
+    parts = preference_parts(cfg, convert, test_convert or convert, recipe)
+    return Workflow("preference", PreferenceState, steps=parts.steps(), description=__doc__ or "")

@@ -72,7 +72,7 @@ class ApplyKLPenalty:
 def pass_summary(
     metrics_S: list[dict[str, float]], loss_sum: float, data_D: list[Any]
 ) -> dict[str, float]:
-    """The seed system's ppo_metrics of one pass: policy_loss per sampled token, and the
+    """crucible_kitchen's ppo_metrics of one pass: policy_loss per sampled token, and the
     engine's clip_fraction (ppo, cispo) where it reports one; substeps weigh equally."""
     out: dict[str, float] = {}
     for key in ("policy_loss", "clip_fraction"):

@@ -6,8 +6,10 @@ from kitchen.workflows.supervised.workflow import (
     setup,
     supervised,
     supervised_flat,
-    supervised_sections,
+    supervised_parts,
 )
+
+supervised_sections = supervised_parts  # its name before issue 29 ("section" is an RLHF sub-run)
 
 __all__ = [
     "SupervisedConfig",
@@ -16,5 +18,6 @@ __all__ = [
     "setup",
     "supervised",
     "supervised_flat",
+    "supervised_parts",
     "supervised_sections",
 ]

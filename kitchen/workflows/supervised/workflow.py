@@ -8,8 +8,8 @@ from kitchen.engine.graph import Await, Every, Loop, Node, When, Workflow
 from kitchen.workflows.common.batches import GetBatch, ShuffleEpoch
 from kitchen.workflows.common.checkpoint import SaveCheckpoint, SaveFinal
 from kitchen.workflows.common.evaluate import Evaluate
+from kitchen.workflows.common.parts import WorkflowParts, optional
 from kitchen.workflows.common.sampling import SamplePrompts, ShowSamples
-from kitchen.workflows.common.sections import Sections, optional
 from kitchen.workflows.common.setup import LoadDataset, RowConverter
 from kitchen.workflows.common.start import (
     StartPoint,
@@ -52,13 +52,13 @@ def setup(cfg: SupervisedConfig, convert: RowConverter | None, start: StartPoint
     return [init_training_client(cfg, start), *_data(cfg, convert), _tokenize(cfg)]
 
 
-def supervised_sections(
+def supervised_parts(
     cfg: SupervisedConfig,
     convert: RowConverter | None = None,
     recipe: str = "supervised",
     evaluator: Evaluator | None = None,
-) -> Sections:
-    """The supervised workflow by sections. `train` starts from `conversations` (and
+) -> WorkflowParts:
+    """The supervised workflow in parts. `train` starts from `conversations` (and
     `test_conversations` when cfg.test_dataset is set), whoever wrote them. The held-out
     `evaluator` defaults to the NLL of the test conversations."""
     start = start_point(cfg, cfg.checkpoint.load_path)
@@ -92,14 +92,14 @@ def supervised_sections(
         *optional(show, SamplePrompts(into="samples_after", n=cfg.num_samples_to_show,
                                       max_tokens=cfg.sample_max_tokens), ShowSamples()),
     ]  # fmt: skip
-    return Sections([init_training_client(cfg, start)], _data(cfg, convert), train, finish)
+    return WorkflowParts([init_training_client(cfg, start)], _data(cfg, convert), train, finish)
 
 
 def supervised(
     cfg: SupervisedConfig, convert: RowConverter | None = None, recipe: str = "supervised"
 ) -> Workflow[SupervisedState]:
     return Workflow(
-        "supervised", SupervisedState, steps=supervised_sections(cfg, convert, recipe).steps()
+        "supervised", SupervisedState, steps=supervised_parts(cfg, convert, recipe).steps()
     )
 
 

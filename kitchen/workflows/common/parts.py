@@ -1,4 +1,4 @@
-"""Workflows as named sections that other workflows compose by list splicing."""
+"""A training workflow in named parts that other workflows compose by list splicing."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import NamedTuple
 from kitchen.engine.graph import Node
 
 
-class Sections(NamedTuple):
+class WorkflowParts(NamedTuple):
     """A training workflow in four parts: `client` opens the training client (and any frozen
     reference); `data` loads the rows; `train` turns them into datums and runs the step loop to
     its final evaluation; `finish` saves, registers and reports. A workflow that brings its own

@@ -1,4 +1,4 @@
-"""The seed system's programmatic results on the fake backend: eval_results (its bare keys),
+"""crucible_kitchen's programmatic results on the fake backend: eval_results (its bare keys),
 registered_model, dpo_metrics, rollout_metrics, ppo_metrics; and the local engine's ppo
 diagnostics and LoRA size match what the dry run and the result promise."""
 
@@ -32,7 +32,7 @@ def test_dpo_result_has_dpo_metrics_of_the_last_step(tmp_path: Path) -> None:
     assert set(dpo) == {"loss", "accuracy", "margin", "chosen_reward", "rejected_reward"}
     last = [m for m in result.metrics if "dpo_loss" in m][-1]
     assert dpo["loss"] == last["dpo_loss"] and dpo["margin"] == last["margin"]
-    assert "accuracy" in result.state.eval_results  # pairwise accuracy, the seed's key
+    assert "accuracy" in result.state.eval_results  # pairwise accuracy, crucible_kitchen's key
 
 
 def test_code_rl_result_has_rollout_and_ppo_metrics(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
-"""The seed system's README commands (`mix kitchen.run :X ...` -> `kitchen run X ...`) and Python
-calls work as written: each --dry-run binds the values the seed means, and the Python dict with the
+"""crucible_kitchen's README commands (`mix kitchen.run :X ...` -> `kitchen run X ...`) and Python
+calls work as written: each --dry-run binds the values crucible_kitchen means, and the Python dict with the
 seed's keys builds the same config as the flags."""
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def test_code_rl_num_rollouts_is_iterations_and_group_size_stays() -> None:
     assert (cfg.model_name, cfg.env, cfg.group_size, cfg.num_batches) == (
         "meta-llama/Llama-3.1-8B-Instruct", "deepcoder", 4, 100,
     )  # fmt: skip
-    # the seed's CodeRL algorithm defaults
+    # crucible_kitchen's CodeRL algorithm defaults
     assert (cfg.clip_epsilon, cfg.ppo_epochs, cfg.gamma, cfg.gae_lambda) == (0.2, 4, 0.99, 0.95)
     out = dry_run("code_rl", *args)
     assert "base_model='meta-llama/Llama-3.1-8B-Instruct'" in out
