@@ -139,7 +139,7 @@ def config_names_markdown() -> list[str]:
     return [
         "## Config names",
         "",
-        "A field of a nested section has two spellings: its path, which config.json records and",
+        "A field of a nested group has two spellings: its path, which config.json records and",
         "the code reads (`evaluation.every`, `optimizer.beta1`), and its flat name, which is its",
         "flag (`eval_every`, `--eval-every`; `adam_beta1`, `--adam-beta1`). Flags, key=value,",
         "presets, config files and Python values take either. A bool field also takes `--no-FLAG`.",

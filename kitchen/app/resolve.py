@@ -40,8 +40,8 @@ from kitchen.workflows.common.config import (
     flat_fields,
     flat_name,
     flat_values,
+    group_of,
     negated,
-    section_of,
 )
 
 # The ports a run has: backend and datasets always; those kitchen opens from the config when a stage
@@ -142,7 +142,7 @@ def build_config(recipe: Recipe[Any], layers: Sequence[Mapping[str, Any]]) -> Tr
 def format_validation_error(
     err: ValidationError, flag_style: bool = True, model: type[BaseModel] | None = None
 ) -> str:
-    """One line per error; a nested section's field by its flag (`optimizer.beta1` -> --adam-beta1)."""
+    """One line per error; a nested group's field by its flag (`optimizer.beta1` -> --adam-beta1)."""
     parts = []
     for e in err.errors():
         loc = ".".join(str(x) for x in e["loc"])
@@ -249,15 +249,15 @@ def _annotation(model: type[BaseModel], key: str, recipe: str) -> Any:
     if info is None:
         known = sorted({*_fields(model), *model.model_fields})
         raise ConfigError(f"{head} is not an option of recipe {recipe}{_suggest(head, known)}")
-    section = section_of(info)
-    if dot and section is not None:
-        known = list(section.model_fields)
+    group = group_of(info)
+    if dot and group is not None:
+        known = list(group.model_fields)
         raise ConfigError(f"{key} is not an option of recipe {recipe}{_suggest(leaf, known)}")
     return Any
 
 
 def _fields(model: type[BaseModel]) -> dict[str, FieldInfo]:
-    """Every option by its flat (flag) name: a TrainConfig's nested section fields flattened."""
+    """Every option by its flat (flag) name: a TrainConfig's nested group fields flattened."""
     if issubclass(model, TrainConfig):
         return {name: info for name, (_, info) in flat_fields(model).items()}
     return dict(model.model_fields)

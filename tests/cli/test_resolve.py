@@ -148,3 +148,15 @@ def test_kitchen_run_records_what_resolved(tmp_path: Path) -> None:
     config = json.loads((log_dir / "config.json").read_text())["config"]
     assert (config["backend"], config["register_model"], config["batch_size"]) == ("fake", False, 8)
     assert f"run directory {log_dir}" in result.output.replace("\n", "")
+
+
+def test_nest_runs_once_per_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The layers (preset, file, flags) are nested in one pass, not once per layer and again."""
+    import kitchen.workflows.common.config as config
+
+    calls: list[int] = []
+    nest = config.nest
+    monkeypatch.setattr(config, "nest", lambda *a: calls.append(len(a)) or nest(*a))
+    resolved = resolve_config("dpo", preset="cookbook", args=["--dpo-beta", "0.2", "-l", "2e-5"])
+    assert (resolved.config.dpo_beta, resolved.config.optimizer.learning_rate) == (0.2, 2e-5)
+    assert calls == [4]  # the model, the recipe's defaults, the preset, the flags

@@ -2,10 +2,10 @@
 recipe's Config subclasses TrainConfig and adds its own fields, each with a description and
 validation (`extra="forbid"`).
 
-Shared settings are grouped in nested sections (`optimizer`, `checkpoint`, `evaluation`, `kl`).
+Shared settings are nested config groups (`optimizer`, `checkpoint`, `evaluation`, `kl`).
 A field's canonical spelling is its path, `evaluation.every`: what the code reads and config.json
-records. Each field also has one flat name, its flag: the field name at the top level, the section
-field's `alias` inside a section (`evaluation.every` is `eval_every`, `--eval-every`). Flags,
+records. Each field also has one flat name, its flag: the field name at the top level, the group
+field's `alias` inside a group (`evaluation.every` is `eval_every`, `--eval-every`). Flags,
 key=value, presets, config files and Python callers use either. Other names users type are the
 aliases of the ALIASES and NEGATED tables, resolved here by `nest` and nowhere else. A subclass
 changes inherited defaults in one place, its `defaults` class variable, instead of redeclaring
@@ -49,16 +49,16 @@ ALIASES: dict[str, str] = {
 NEGATED: dict[str, str] = {"no_register": "register_model"}
 
 
-class Section(BaseModel):
+class ConfigGroup(BaseModel):
     """A group of settings nested on a config. A field's `alias` is its flat (flag) name, read by
-    `nest`; the section itself takes field names only, so no spelling is resolved twice."""
+    `nest`; the group itself takes field names only, so no spelling is resolved twice."""
 
     model_config = ConfigDict(
         extra="forbid", validate_assignment=True, validate_by_name=True, validate_by_alias=False
     )
 
 
-class OptimizerConfig(Section):
+class OptimizerConfig(ConfigGroup):
     learning_rate: float = Field(1e-4, gt=0, description="Adam learning rate")
     schedule: LRSchedule = Field(
         "linear",
@@ -92,7 +92,7 @@ class AdamConfig(OptimizerConfig):
     grad_clip_norm: float = Field(0.0, ge=0, description="Clip the global grad norm (0 = off)")
 
 
-class CheckpointConfig(Section):
+class CheckpointConfig(ConfigGroup):
     save_every: int = Field(
         20, ge=0, description="Save a resumable checkpoint every N steps (0 = never)"
     )
@@ -103,7 +103,7 @@ class CheckpointConfig(Section):
     )
 
 
-class EvalConfig(Section):
+class EvalConfig(ConfigGroup):
     every: int = Field(
         10,
         ge=0,
@@ -112,7 +112,7 @@ class EvalConfig(Section):
     )
 
 
-class KLConfig(Section):
+class KLConfig(ConfigGroup):
     penalty_coef: float = Field(
         0.0,
         ge=0,
@@ -198,7 +198,7 @@ class TrainConfig(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _nest_and_default(cls, data: Any) -> Any:
-        """defaults < data, every spelling turned into the nested sections (nest's one call)."""
+        """defaults < data, every spelling turned into the nested groups (nest's one call)."""
         if isinstance(data, _Layers):
             return nest(cls, all_defaults(cls), *data.layers)
         if not isinstance(data, dict):
@@ -212,9 +212,9 @@ class _Layers(NamedTuple):
     layers: tuple[Mapping[str, Any], ...]
 
 
-def section_of(info: FieldInfo) -> type[Section] | None:
+def group_of(info: FieldInfo) -> type[ConfigGroup] | None:
     annotation = info.annotation
-    return annotation if isinstance(annotation, type) and issubclass(annotation, Section) else None
+    return annotation if isinstance(annotation, type) and issubclass(annotation, ConfigGroup) else None
 
 
 @cache
@@ -222,11 +222,11 @@ def flat_fields(model: type[BaseModel]) -> dict[str, tuple[str, FieldInfo]]:
     """flat name -> (dotted path, FieldInfo) of every leaf field, in declaration order."""
     out: dict[str, tuple[str, FieldInfo]] = {}
     for name, info in model.model_fields.items():
-        section = section_of(info)
-        if section is None:
+        group = group_of(info)
+        if group is None:
             out[name] = (name, info)
             continue
-        for leaf, leaf_info in section.model_fields.items():
+        for leaf, leaf_info in group.model_fields.items():
             out[leaf_info.alias or leaf] = (f"{name}.{leaf}", leaf_info)
     return out
 
@@ -283,8 +283,8 @@ def nest(model: type[BaseModel], *layers: Mapping[str, Any]) -> dict[str, Any]:
             if key in negative:
                 value = _negate(key, value)
             info = model.model_fields.get(key)
-            # a section given as a dict merges leaf by leaf; a section object replaces it whole
-            if info is not None and section_of(info) is not None and isinstance(value, dict):
+            # a group given as a dict merges leaf by leaf; a group object replaces it whole
+            if info is not None and group_of(info) is not None and isinstance(value, dict):
                 for leaf, leaf_value in value.items():
                     _put(out, known.get(f"{key}.{leaf}", f"{key}.{leaf}"), leaf_value)
             else:
@@ -299,9 +299,9 @@ def _negate(key: str, value: Any) -> bool:
 
 
 def _put(out: dict[str, Any], path: str, value: Any) -> None:
-    section, dot, leaf = path.partition(".")
-    if dot and isinstance(out.setdefault(section, {}), dict):
-        out[section][leaf] = value
+    group, dot, leaf = path.partition(".")
+    if dot and isinstance(out.setdefault(group, {}), dict):
+        out[group][leaf] = value
     else:
         out[path] = value
 
