@@ -214,7 +214,9 @@ class _Layers(NamedTuple):
 
 def group_of(info: FieldInfo) -> type[ConfigGroup] | None:
     annotation = info.annotation
-    return annotation if isinstance(annotation, type) and issubclass(annotation, ConfigGroup) else None
+    return (
+        annotation if isinstance(annotation, type) and issubclass(annotation, ConfigGroup) else None
+    )
 
 
 @cache
