@@ -18,7 +18,7 @@ DPO memory: peak RSS of a fresh process running one forward_backward_custom of -
 Each timing is the best of --repeats interleaved runs, by wall clock and by process CPU time; on a
 GPU every timed run ends with a device synchronize, so none leaves kernels for the next to pay.
 --model / --size / --tokenizer / --device: bench/models.py.
-The plain loops load and run on the engine's compute thread (`backend.decoder.run`): every thread
+The plain loops load and run on the engine's compute thread (`backend.compute.run`): every thread
 that runs torch gets its own OpenMP team, and a second team on a small machine slows both sides
 (libgomp stops spinning once teams outnumber the cores), which a standalone script never pays.
 """
@@ -104,7 +104,7 @@ def bench_training(
             opt = client.optim_step(adam)
             fb.result()
             opt.result()
-        backend.decoder.run(synchronize)  # the last optimizer step's kernels
+        backend.compute.run(synchronize)  # the last optimizer step's kernels
 
     pair = _pair_on_engine_thread(
         backend, engine_steps, lambda: _hand_loop(args, backend, tokens_BS), args.repeats
@@ -155,10 +155,10 @@ def _pair_on_engine_thread(
 ) -> Pair:
     """Warm both up, then time them interleaved; the plain side is built and run on the engine's
     compute thread so the process keeps one OpenMP team (see the module docstring)."""
-    plain = backend.decoder.run(make_plain)
+    plain = backend.compute.run(make_plain)
 
     def plain_on_thread() -> None:
-        backend.decoder.run(plain)
+        backend.compute.run(plain)
 
     engine()  # warm up allocators and kernels
     plain_on_thread()

@@ -113,7 +113,7 @@ def test_a_bf16_lora_snapshot_samples_with_the_adapter_merged(bf16_backend: Any)
         targets = ids[0, 1:, None]
         return torch.log_softmax(logits, -1).gather(-1, targets)[:, 0].cpu().numpy()
 
-    truth, unmerged, base = bf16_backend.decoder.run(
+    truth, unmerged, base = bf16_backend.compute.run(
         lambda: (
             logprobs(client.adapter, False),
             logprobs(client.adapter, True),

@@ -44,15 +44,15 @@ def test_concurrent_requests_share_steps_and_match_requests_run_alone(backend: A
         samplers[0].sample(types.ModelInput.from_ints(p), n, params).result()
         for p, n, params in requests()
     ]
-    steps_before = backend.decoder.steps
-    rows_before = backend.decoder.rows_stepped
+    steps_before = backend.compute.steps
+    rows_before = backend.compute.rows_stepped
     futures = [
         samplers[i % 2].sample(types.ModelInput.from_ints(p), n, params)
         for i, (p, n, params) in enumerate(requests())
     ]
     together = [f.result() for f in futures]
-    steps = backend.decoder.steps - steps_before
-    assert (backend.decoder.rows_stepped - rows_before) / steps > 2  # rows decoded side by side
+    steps = backend.compute.steps - steps_before
+    assert (backend.compute.rows_stepped - rows_before) / steps > 2  # rows decoded side by side
     for (prompt, n, params), one, joint in zip(requests(), alone, together, strict=True):
         assert len(joint.sequences) == n
         assert [s.tokens for s in joint.sequences] == [s.tokens for s in one.sequences]
@@ -83,8 +83,8 @@ def test_prompts_arriving_together_are_prefilled_in_one_padded_forward(backend: 
     sampler = backend.create_sampling_client(base_model=TINY)
     prompts = PROMPTS[:4]  # four lengths: left padding and masked positions in one forward
     gate = threading.Event()
-    blocker = backend.decoder.submit_call(gate.wait)  # the requests queue up behind it
-    before = backend.decoder.prefills
+    blocker = backend.compute.submit_call(gate.wait)  # the requests queue up behind it
+    before = backend.compute.prefills
     params = types.SamplingParams(max_tokens=5, stop=[], seed=3)
     futures = [sampler.sample(types.ModelInput.from_ints(p), 2, params) for p in prompts]
     gate.set()
@@ -93,7 +93,7 @@ def test_prompts_arriving_together_are_prefilled_in_one_padded_forward(backend: 
         for seq in future.result().sequences:
             expected = full_forward_logprobs(backend, prompt + seq.tokens)[len(prompt) - 1 :]
             np.testing.assert_allclose(seq.logprobs, expected, atol=1e-4)
-    assert backend.decoder.prefills - before == 1
+    assert backend.compute.prefills - before == 1
 
 
 def test_compute_logprobs_submitted_together_are_scored_together_each_as_alone(
@@ -110,15 +110,15 @@ def test_compute_logprobs_submitted_together_are_scored_together_each_as_alone(
     header = list(range(30, 50))  # 20 tokens: a shared prefix
     sequences = [[*header, 1, 2, 3], [*header, 4, 5], [7, 8, 9, 10], [300], PROMPTS[1]]
     scorers = [sampler, same_weights, snapshot, sampler, same_weights]
-    before = backend.decoder.scorings
+    before = backend.compute.scorings
     futures = [
         scorer.compute_logprobs(types.ModelInput.from_ints(s))
         for scorer, s in zip(scorers, sequences, strict=True)
     ]
     time.sleep(0.05)  # an idle compute thread does not start them early
-    assert backend.decoder.scorings == before and not any(f._inner.done() for f in futures)
+    assert backend.compute.scorings == before and not any(f._inner.done() for f in futures)
     together = [f.result() for f in futures]
-    assert backend.decoder.scorings - before == 2  # the base's four, the snapshot's one
+    assert backend.compute.scorings - before == 2  # the base's four, the snapshot's one
     for sequence, scored in zip(sequences, together, strict=True):
         assert len(scored) == len(sequence) and scored[0] is None
         if len(sequence) > 1:  # B = 0: the fresh snapshot scores as the base does
@@ -129,6 +129,6 @@ def test_compute_logprobs_submitted_together_are_scored_together_each_as_alone(
 def test_held_score_requests_run_before_work_submitted_after_them(backend: Any) -> None:
     sampler = backend.create_sampling_client(base_model=TINY)
     future = sampler.compute_logprobs(types.ModelInput.from_ints(PROMPTS[1]))
-    seen = backend.decoder.submit_call(lambda: future._inner.done()).result()
+    seen = backend.compute.submit_call(lambda: future._inner.done()).result()
     assert seen  # queued before the call, so already scored when it ran
     assert len(future.result()) == len(PROMPTS[1])

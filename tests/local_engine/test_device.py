@@ -81,11 +81,11 @@ def test_engine_and_engine_tests_name_the_device_of_every_tensor_they_make() -> 
 @contextmanager
 def default_device_on_compute_thread(backend: Any, device: str) -> Iterator[None]:
     """torch's default device on the engine's compute thread (where every engine op runs)."""
-    backend.decoder.run(lambda: torch.set_default_device(device))
+    backend.compute.run(lambda: torch.set_default_device(device))
     try:
         yield
     finally:
-        backend.decoder.run(lambda: torch.set_default_device(None))
+        backend.compute.run(lambda: torch.set_default_device(None))
 
 
 def engine_results(client: Any, sampler: Any) -> list[Any]:

@@ -33,10 +33,10 @@ def test_concurrent_requests_share_decode_steps(tmp_path: Path) -> None:
     try:
         responses = asyncio.run(run())
         assert [r.status_code for r in responses] == [200] * 4
-        decoder = service.backend.decoder
+        compute = service.backend.compute
         tokens = sum(r.json()["usage"]["completion_tokens"] for r in responses)
         # Alone, each request would take a decode step per token after its first.
-        assert decoder.steps < tokens - len(responses)
-        assert decoder.rows_stepped / decoder.steps > 1.5
+        assert compute.steps < tokens - len(responses)
+        assert compute.rows_stepped / compute.steps > 1.5
     finally:
         service.close()

@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 
 from kitchen.adapters.local import checkpoints as ckpt
-from kitchen.adapters.local.decode_batch import DecodeScheduler
+from kitchen.adapters.local.decode_batch import ComputeThread
 from kitchen.adapters.local.host import LoraSnapshot, ModelHost, load_host
 from kitchen.adapters.local.lora import LoraSpec
 from kitchen.adapters.local.resolve import resolve_model
@@ -35,8 +35,9 @@ class LocalBackend:
         self._largest_model = 0
         self._hosts: dict[str, ModelHost] = {}
         self._lock = threading.Lock()
-        # One decode batch for every sampler: concurrent requests on the same weights decode together.
-        self.decoder = DecodeScheduler()
+        # The one compute thread: every sampler's requests decode together in its running batch, and
+        # training calls, model loads and checkpoint writes run on it between decode steps.
+        self.compute = ComputeThread()
         # What samplers recorded for stable_reinforce, by sequence id (stability.py).
         self.stability = StabilityRecords()
         self._clients: list[LocalTrainingClient] = []
@@ -69,7 +70,7 @@ class LocalBackend:
                 rank=rank, train_attn=train_attn, train_mlp=train_mlp, train_unembed=train_unembed
             )
         # On the compute thread: loading and wrapping a model run torch ops (see decode_batch.py).
-        client = self.decoder.run(lambda: self._training_client(base_model, lora, seed))
+        client = self.compute.run(lambda: self._training_client(base_model, lora, seed))
         self._clients.append(client)
         return client
 
@@ -93,7 +94,7 @@ class LocalBackend:
     ) -> LocalSamplingClient:
         """A sampler on saved weights (`model_path`), or on the base model, adapters disabled."""
         if model_path is not None:
-            return self.decoder.run(lambda: self._sampler_from_path(model_path))
+            return self.compute.run(lambda: self._sampler_from_path(model_path))
         if base_model is None:
             raise ConfigError("create_sampling_client needs model_path or base_model")
         return self.sampling_client_for(self.shared_host(base_model), None)
@@ -103,7 +104,7 @@ class LocalBackend:
         for client in self._clients:
             client.close(cancel_queued=cancel)
         self._clients.clear()
-        self.decoder.close(cancel=cancel)
+        self.compute.close(cancel=cancel)
 
     # -- shared pieces, used by the clients -------------------------------------------------------
 
@@ -114,7 +115,7 @@ class LocalBackend:
 
     def shared_host(self, base_model: str) -> ModelHost:
         """The backend's one in-memory copy of `base_model` (loaded on first use)."""
-        return self.decoder.run(lambda: self._shared_host(base_model))
+        return self.compute.run(lambda: self._shared_host(base_model))
 
     def _shared_host(self, base_model: str) -> ModelHost:
         path = resolve_model(base_model)
@@ -141,7 +142,7 @@ class LocalBackend:
         return LocalSamplingClient(
             host,
             snapshot,
-            self.decoder,
+            self.compute,
             self.settings.seed,
             model_path,
             self.stability,

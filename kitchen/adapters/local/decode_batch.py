@@ -73,7 +73,7 @@ class SampleJob:
     max_new: int
     prompt_logprobs: bool = False
     topk_prompt_logprobs: int = 0
-    # Called on the decode thread as each token is chosen: (sample index, token, logprob).
+    # Called on the compute thread as each token is chosen: (sample index, token, logprob).
     # Streaming servers forward it; it must be quick and never raise.
     on_token: Callable[[int, int, float], None] | None = None
     future: Future[tuple[list[Generated], PromptScores]] = field(default_factory=Future)
@@ -102,11 +102,11 @@ class _Row:
     token: int  # the token fed next
 
 
-class DecodeScheduler:
+class ComputeThread:
     """The compute thread: it owns the running batch and runs queued calls. `submit_*` and `run`
     are safe from any thread."""
 
-    def __init__(self, name: str = "kitchen-decode") -> None:
+    def __init__(self, name: str = "kitchen-compute") -> None:
         self._cond = threading.Condition()
         self._pending: list[SampleJob] = []
         self._calls: list[tuple[Callable[[], Any], Future[Any]] | list[ScoreJob]] = []
@@ -185,7 +185,7 @@ class DecodeScheduler:
         self._calls.extend(batches.values())
         self._held = []
 
-    # -- the decode thread ------------------------------------------------------------------------
+    # -- on the compute thread ---------------------------------------------------------------------
 
     def _loop(self) -> None:
         while True:

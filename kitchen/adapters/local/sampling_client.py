@@ -14,7 +14,7 @@ import numpy as np
 from tinker import types
 
 from kitchen.adapters.local.batching import check_token_ids
-from kitchen.adapters.local.decode_batch import DecodeScheduler, SampleJob, ScoreJob
+from kitchen.adapters.local.decode_batch import ComputeThread, SampleJob, ScoreJob
 from kitchen.adapters.local.forward import score_sequences
 from kitchen.adapters.local.host import LoraSnapshot, ModelHost
 from kitchen.adapters.local.sampling import (
@@ -43,7 +43,7 @@ class LocalSamplingClient:
         self,
         host: ModelHost,
         snapshot: LoraSnapshot | None,
-        scheduler: DecodeScheduler,
+        compute: ComputeThread,
         seed: int,
         model_path: str | None = None,
         records: StabilityRecords | None = None,
@@ -56,7 +56,7 @@ class LocalSamplingClient:
         self.snapshot = snapshot
         self.model_path = model_path
         self.sampler_id = f"local-sampler-{next(_sampler_ids)}"
-        self._scheduler = scheduler
+        self._compute = compute
         self._seeds = random.Random(f"{seed}:{self.sampler_id}")
         self._seed_lock = threading.Lock()
         self._sequence_ids = itertools.count()
@@ -97,7 +97,7 @@ class LocalSamplingClient:
         job.prompt_logprobs = include_prompt_logprobs
         job.topk_prompt_logprobs = topk_prompt_logprobs
         job.on_token = on_token
-        done = self._scheduler.submit_sample(job)
+        done = self._compute.submit_sample(job)
         record = self.records if record_stability_info else None
         return SampleFuture(
             _then(done, lambda out: self._response(out, ids, job.prompt, record)), done
@@ -116,9 +116,9 @@ class LocalSamplingClient:
             failed.set_exception(e)
             return APIFuture(failed)
         job = ScoreJob(key=self._weights_key(), tokens=tokens, score=self._score)
-        done = self._scheduler.submit_score(job)
+        done = self._compute.submit_score(job)
         scored = _then(done, lambda lp: _last_n([None, *lp.tolist()], prompt_logprobs_last_n))
-        return ScoreFuture(scored, self._scheduler.release_scores)
+        return ScoreFuture(scored, self._compute.release_scores)
 
     def get_tokenizer(self) -> Any:
         return self.host.tokenizer

@@ -166,7 +166,7 @@ class LocalTrainingClient:
         if cancel_queued:
             for future in queued:
                 future.cancel()  # the running call (if any) finishes
-        if not self.backend.decoder.on_thread():
+        if not self.backend.compute.on_thread():
             wait(queued)
         if self.adapter is not None:
             self.host.remove_adapter(self.adapter)
@@ -175,7 +175,7 @@ class LocalTrainingClient:
 
     def _submit(self, fn: Callable[..., T], *args: Any) -> APIFuture[T]:
         with self._queue_lock:
-            future = self.backend.decoder.submit_call(lambda: fn(*args))
+            future = self.backend.compute.submit_call(lambda: fn(*args))
             self._queued = [f for f in self._queued if not f.done()] + [future]
         return APIFuture(future)
 
