@@ -23,7 +23,7 @@ from cookbook.envs.sandbox_grading import (
     grade_stdio,
 )
 from kitchen.engine.errors import DataError
-from kitchen.ports.sandbox import Limits, SandboxPort
+from kitchen.ports.sandbox import Limits, SandboxPort, time_limits
 
 LCB_SYSTEM_MESSAGE = (
     "You are an expert Python programmer. You will be given a question (problem specification) "
@@ -145,7 +145,9 @@ def code_task(row: Mapping[str, Any], where: str = "row") -> CodeTask:
 @dataclass(frozen=True)
 class CodeGrader:
     """Runs a program against a task's tests in `sandbox`: one run per stdin/stdout test, one
-    run per function name for call tests; `timeout_s` per test, `memory_mb` per process."""
+    run per function name for call tests; `timeout_s` seconds of CPU time per test (a loaded
+    machine stretches only the wall-clock backstop, kitchen.ports.sandbox.time_limits),
+    `memory_mb` per process."""
 
     sandbox: SandboxPort
     timeout_s: float = 6.0
@@ -154,7 +156,7 @@ class CodeGrader:
     async def grade(self, code: str, task: CodeTask) -> GradeReport:
         cases: list[CaseResult] = []
         if task.stdio_tests:
-            limits = Limits(wall_s=self.timeout_s, memory_mb=self.memory_mb)
+            limits = time_limits(self.timeout_s, Limits(memory_mb=self.memory_mb))
             report = await grade_stdio(
                 self.sandbox, code, [t.case for t in task.stdio_tests], limits=limits
             )

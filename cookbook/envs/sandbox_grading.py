@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cookbook.envs.output_match import first_mismatch, values_match
 from cookbook.envs.sandbox_harness import CASE_PREFIX, assert_harness, call_harness
-from kitchen.ports.sandbox import ExecutionResult, Limits, SandboxPort
+from kitchen.ports.sandbox import ExecutionResult, Limits, SandboxPort, time_limits
 
 
 class StdioCase(BaseModel):
@@ -70,7 +70,8 @@ def failure_reason(result: ExecutionResult) -> str:
             f"runtime error (exit {result.exit_code}): {lines[-1][:300] if lines else 'no stderr'}"
         )
     details = {
-        "timeout": f"timeout after {result.wall_s:.1f}s",
+        "timeout": f"timeout after {result.wall_s:.1f}s"
+        + (f" ({result.cpu_s:.1f}s of CPU time)" if result.cpu_s is not None else ""),
         "memory": "memory limit exceeded",
         "output_limit": "output limit exceeded",
         "killed": f"killed by signal {(result.exit_code or 128) - 128}",
@@ -123,10 +124,9 @@ async def grade_stdio(
 
 
 def _harness_limits(limits: Limits | None, n_cases: int, case_timeout_s: float) -> Limits:
-    """One run for all cases: as tinker-cookbook, (case timeout + 1) per case + 5 s overall."""
-    base = limits or Limits()
-    total = (case_timeout_s + 1) * max(n_cases, 1) + 5
-    return base.model_copy(update={"wall_s": total, "cpu_s": total})
+    """One run for all cases: as tinker-cookbook, (case timeout + 1) per case + 5 s overall, of
+    CPU time, with its wall-clock backstop (kitchen.ports.sandbox.time_limits)."""
+    return time_limits((case_timeout_s + 1) * max(n_cases, 1) + 5, limits)
 
 
 def _reports(stdout: str, nonce: str | None = None) -> tuple[dict[int, dict[str, Any]], str | None]:

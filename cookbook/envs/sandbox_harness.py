@@ -13,10 +13,14 @@ solution's own prints captured so they cannot interleave with the harness's repo
   (Code in the same process can still dig the nonce out of memory: asserts are weaker against
   a determined adversary than call cases, whose verdict never leaves the host.)
 
-Each case runs under `signal.setitimer`, so one slow case times out without hiding the others.
+Each case runs under two `signal.setitimer` timers, so one slow case times out without hiding the
+others: ITIMER_PROF counts the process's CPU time (the case's time limit, which machine load does
+not eat into) and ITIMER_REAL the wall clock, a backstop for a case that waits instead of computing.
 """
 
 from __future__ import annotations
+
+from kitchen.ports.sandbox import wall_backstop_s
 
 PREAMBLE = """\
 from string import *
@@ -48,19 +52,22 @@ _COMMON = r"""
 import io, json, os, signal, sys, traceback
 
 REAL_STDOUT = sys.stdout
-CASE_TIMEOUT_S = float(sys.argv[1]) if len(sys.argv) > 1 else %(case_timeout_s)r
+CASE_TIMEOUT_S = %(case_timeout_s)r  # CPU seconds
+CASE_WALL_S = %(case_wall_s)r  # wall-clock backstop
 PREAMBLE = %(preamble)r
 
 
 class CaseTimeout(BaseException):
-    pass
+    def __init__(self, signum):
+        self.cpu = signum == signal.SIGPROF
 
 
-def _on_alarm(signum, frame):
-    raise CaseTimeout()
+def _on_timer(signum, frame):
+    raise CaseTimeout(signum)
 
 
-signal.signal(signal.SIGALRM, _on_alarm)
+signal.signal(signal.SIGPROF, _on_timer)
+signal.signal(signal.SIGALRM, _on_timer)
 
 
 def report(tag, **fields):
@@ -69,8 +76,10 @@ def report(tag, **fields):
 
 
 def describe(exc):
+    if isinstance(exc, CaseTimeout) and exc.cpu:
+        return "timeout: case used more than %%gs of CPU time" %% CASE_TIMEOUT_S
     if isinstance(exc, CaseTimeout):
-        return "timeout: case ran longer than %%gs" %% CASE_TIMEOUT_S
+        return "timeout: case ran %%gs of wall-clock time, waiting rather than computing" %% CASE_WALL_S
     if isinstance(exc, SystemExit):
         return "exited (SystemExit %%r) instead of returning" %% (exc.code,)
     last = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
@@ -95,11 +104,13 @@ def load_solution():
 
 
 def run_case(fn):
-    signal.setitimer(signal.ITIMER_REAL, CASE_TIMEOUT_S)
+    signal.setitimer(signal.ITIMER_PROF, CASE_TIMEOUT_S)
+    signal.setitimer(signal.ITIMER_REAL, CASE_WALL_S)
     try:
         return fn()
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.setitimer(signal.ITIMER_PROF, 0)
 """
 
 CALL_HARNESS = (
@@ -174,6 +185,7 @@ main()
 def _filled(template: str, case_timeout_s: float) -> str:
     return template % {
         "case_timeout_s": case_timeout_s,
+        "case_wall_s": wall_backstop_s(case_timeout_s),
         "prefix": CASE_PREFIX,
         "preamble": PREAMBLE,
     }

@@ -63,7 +63,7 @@ class CodeRLConfig(CodeRLWorkflowConfig):
     check_solution_tests: int = Field(
         0, ge=0, description="Tests check_solution runs (the first N; 0 = all, as tinker-cookbook)"
     )
-    sandbox_timeout: float = Field(6.0, gt=0, description="Seconds per test case")
+    sandbox_timeout: float = Field(6.0, gt=0, description="CPU seconds per test case")
     sandbox_memory_mb: int = Field(512, gt=0, description="Address space per program, MiB")
     max_trajectory_tokens: int = Field(
         32 * 1024,

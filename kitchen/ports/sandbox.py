@@ -66,6 +66,25 @@ class Limits(BaseModel):
         return self.cpu_s if self.cpu_s is not None else self.wall_s
 
 
+# A time limit on a program means its CPU time: a loaded machine stretches the wall clock, not the
+# work, and a correct answer must not earn reward 0 because other jobs share the cores. The wall
+# clock stays as a backstop for a program that waits instead of computing (a sleep, a read that
+# never returns), far enough out that load alone does not reach it: a program may run at a quarter
+# of a core (WALL_MARGIN) and take WALL_SLACK_S more to start its jail and interpreter.
+WALL_MARGIN = 4.0
+WALL_SLACK_S = 5.0
+
+
+def wall_backstop_s(cpu_s: float) -> float:
+    """The wall-clock limit that goes with a CPU-time limit of `cpu_s` seconds."""
+    return WALL_MARGIN * cpu_s + WALL_SLACK_S
+
+
+def time_limits(cpu_s: float, base: Limits | None = None) -> Limits:
+    """`base` (default Limits()) with `cpu_s` seconds of CPU time and the wall-clock backstop."""
+    return (base or Limits()).model_copy(update={"cpu_s": cpu_s, "wall_s": wall_backstop_s(cpu_s)})
+
+
 class ExecutionResult(BaseModel):
     """What happened to one program: exit status, why it ended, output heads and resource use."""
 

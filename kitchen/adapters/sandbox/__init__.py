@@ -17,6 +17,7 @@ from kitchen.ports.sandbox import (
     SandboxError,
     SandboxPort,
     SandboxUnavailable,
+    time_limits,
 )
 
 __all__ = [
@@ -29,4 +30,5 @@ __all__ = [
     "SandboxPort",
     "SandboxUnavailable",
     "make_sandbox",
+    "time_limits",
 ]

@@ -56,7 +56,9 @@ class HttpSandbox(BoundedSandbox):
             "code": program,
             "language": language,
             "stdin": stdin,
-            "run_timeout": limits.wall_s,
+            # The service has only a wall clock, on its own machine (whose load is not ours):
+            # the program's time limit is the closest it measures.
+            "run_timeout": limits.cpu_limit_s,
             "compile_timeout": self.compile_timeout_s,
             "memory_limit_MB": limits.memory_mb,
             "files": {
