@@ -135,20 +135,16 @@ def build_config(recipe: Recipe[Any], layers: Sequence[Mapping[str, Any]]) -> Tr
         return recipe.Config.from_layers(*layers)
     except ValidationError as e:
         raise ConfigError(
-            f"recipe {recipe.name}: {format_validation_error(e, model=recipe.Config)}"
+            f"recipe {recipe.name}: {format_validation_error(e, recipe.Config)}"
         ) from None
 
 
-def format_validation_error(
-    err: ValidationError, flag_style: bool = True, model: type[BaseModel] | None = None
-) -> str:
+def format_validation_error(err: ValidationError, model: type[BaseModel]) -> str:
     """One line per error; a nested group's field by its flag (`optimizer.beta1` -> --adam-beta1)."""
     parts = []
     for e in err.errors():
-        loc = ".".join(str(x) for x in e["loc"])
-        if model is not None:
-            loc = flat_name(model, loc)
-        name = "--" + loc.replace("_", "-") if flag_style and loc and "." not in loc else loc
+        loc = flat_name(model, ".".join(str(x) for x in e["loc"]))
+        name = flag(loc) if loc and "." not in loc else loc
         got = e.get("input")
         got_text = "" if isinstance(got, (dict, tuple)) else f" (got {got!r})"  # not a whole config
         label = f"{name}: " if name else ""  # a check of the whole config names its fields itself
