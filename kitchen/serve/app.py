@@ -22,7 +22,7 @@ from fastapi.responses import Response
 from starlette.types import ASGIApp
 from tinker import types
 
-from kitchen.serve import checkpoint_routes
+from kitchen.serve.checkpoint_routes import add_checkpoint_routes
 from kitchen.serve.errors import UserError
 from kitchen.serve.hot_routes import (
     BodyLimit,
@@ -93,7 +93,7 @@ def create_app(service: KitchenService) -> ASGIApp:
     _training_routes(app, service)
     _sampling_routes(app, service)
     add_openai_routes(app, service)
-    checkpoint_routes.register(app, service)  # last: it ends with the catch-all
+    add_checkpoint_routes(app, service)  # last: it ends with the catch-all
     outer: ASGIApp = BodyLimit(
         HotRoutes(app, hot_handlers(service)), service.settings.max_body_bytes
     )

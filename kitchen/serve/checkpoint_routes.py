@@ -59,8 +59,8 @@ def existing_folder(root: Path, run_id: str, checkpoint_id: str, kind: str | Non
     return folder
 
 
-def register(app: FastAPI, service: Any) -> None:
-    """Add the checkpoint routes, then the catch-all (so it must be registered last)."""
+def add_checkpoint_routes(app: FastAPI, service: Any) -> None:
+    """Add the checkpoint routes, then the catch-all (so it must be added last)."""
 
     @app.get("/api/v1/training_runs/{run_id}/checkpoints")
     async def checkpoints(run_id: str) -> Response:

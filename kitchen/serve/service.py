@@ -28,7 +28,7 @@ from kitchen.serve.sampling import (
     check_sample_request,
     submit_sample,
 )
-from kitchen.serve.sessions import ModelEntry, Registry, Session
+from kitchen.serve.sessions import ModelEntry, Session, SessionTable
 from kitchen.serve.settings import ServeSettings
 from kitchen.serve.wire import ForwardBackwardCall
 
@@ -48,7 +48,7 @@ class KitchenService:
         self.settings = settings
         self.requests = RequestStore()
         self._backend = backend
-        self.registry = Registry()
+        self.sessions = SessionTable()
         self._backend_lock = threading.Lock()
         # Model loads and session teardown: off the event loop, never behind training work.
         self._control = ThreadPoolExecutor(max_workers=2, thread_name_prefix="serve-control")
@@ -90,16 +90,16 @@ class KitchenService:
     # -- sessions ---------------------------------------------------------------------------------
 
     def create_session(self, request: types.CreateSessionRequest) -> types.CreateSessionResponse:
-        return types.CreateSessionResponse(session_id=self.registry.new_session().session_id)
+        return types.CreateSessionResponse(session_id=self.sessions.new_session().session_id)
 
     def heartbeat(self, session_id: str) -> types.SessionHeartbeatResponse:
-        self.registry.session(session_id).last_seen = time.monotonic()
+        self.sessions.session(session_id).last_seen = time.monotonic()
         return types.SessionHeartbeatResponse()
 
     def finish_session(self, session_id: str, reason: str = "its session finished") -> None:
         """Finish the session: its unfinished requests are dropped (a finished or dead client
         collects no results), its models freed, its stability records forgotten."""
-        for entry in self.registry.finish(session_id):
+        for entry in self.sessions.finish(session_id):
             self._control.submit(_close_model, entry)
         self.requests.cancel_session(session_id, f"request dropped: {reason}")
         records = getattr(self._backend, "stability", None)  # the local engine's (stability.py)
@@ -108,7 +108,7 @@ class KitchenService:
 
     def reap_idle_sessions(self) -> list[str]:
         """Finish sessions whose client stopped heartbeating (it crashed or lost the network)."""
-        idle = self.registry.idle_sessions(self.settings.session_timeout_s)
+        idle = self.sessions.idle_sessions(self.settings.session_timeout_s)
         for session_id in idle:
             self.finish_session(session_id, "its client stopped heartbeating")
         return idle
@@ -122,7 +122,7 @@ class KitchenService:
     def close(self) -> None:
         """Shut down within seconds: queued work is dropped, running steps finish."""
         self.requests.cancel_all("the server is shutting down")
-        for session_id in self.registry.open_sessions():
+        for session_id in self.sessions.open_sessions():
             self.finish_session(session_id, "the server is shutting down")
         self._control.shutdown(wait=True, cancel_futures=True)
         if isinstance(self._backend, LocalBackend):
@@ -134,18 +134,18 @@ class KitchenService:
 
     def _register_model(self, model_id: str, session: Session, client: Any) -> None:
         try:
-            self.registry.add_model(model_id, session, client)
+            self.sessions.add_model(model_id, session, client)
         except Gone:
             self._control.submit(client.close)
             raise
 
     def create_model(self, request: types.CreateModelRequest) -> types.UntypedAPIFuture:
-        session = self.registry.session(request.session_id)
+        session = self.sessions.session(request.session_id)
         if request.optimizer_config.type != "adamw":
             raise UserError(
                 f"optimizer {request.optimizer_config.type!r}: the local engine has adamw only"
             )
-        model_id = self.registry.new_model_id(session, request.model_seq_id)
+        model_id = self.sessions.new_model_id(session, request.model_seq_id)
         lora = request.lora_config
         record = self.requests.new(MODEL, session.session_id)
 
@@ -165,7 +165,7 @@ class KitchenService:
         return types.UntypedAPIFuture(request_id=record.request_id, model_id=model_id)
 
     def get_info(self, request: types.GetInfoRequest) -> types.GetInfoResponse:
-        entry = self.registry.model(request.model_id)
+        entry = self.sessions.model(request.model_id)
         info = entry.client.get_info()
         host = getattr(entry.client, "host", None)
         # The tokenizer files sit in the resolved model folder; the SDK loads them from there.
@@ -196,7 +196,7 @@ class KitchenService:
     # rather than the HTTP call: the model's seq_id order then moves on past it, as the SDK does.
 
     def forward_backward(self, call: ForwardBackwardCall) -> types.UntypedAPIFuture:
-        entry = self.registry.model(call.model_id)
+        entry = self.sessions.model(call.model_id)
 
         def job() -> Any:
             if call.loss_fn == "custom":
@@ -212,7 +212,7 @@ class KitchenService:
         return self._submit(entry, call.seq_id, kind, FWDBWD, job)
 
     def optim_step(self, request: types.OptimStepRequest) -> types.UntypedAPIFuture:
-        entry = self.registry.model(request.model_id)
+        entry = self.sessions.model(request.model_id)
         params = request.optim_params
 
         def job() -> Any:
@@ -225,7 +225,7 @@ class KitchenService:
         return self._submit(entry, request.seq_id, "optim_step", MODEL, job)
 
     def save_weights(self, request: types.SaveWeightsRequest) -> types.UntypedAPIFuture:
-        entry = self.registry.model(request.model_id)
+        entry = self.sessions.model(request.model_id)
 
         def job() -> Any:
             name = request.path or f"state-{request.seq_id}"
@@ -240,7 +240,7 @@ class KitchenService:
     def save_weights_for_sampler(
         self, request: types.SaveWeightsForSamplerRequest
     ) -> types.UntypedAPIFuture:
-        entry = self.registry.model(request.model_id)
+        entry = self.sessions.model(request.model_id)
         if request.path:
 
             def save() -> Any:
@@ -257,12 +257,12 @@ class KitchenService:
                 raise UserError(
                     "save_weights_for_sampler needs a path or a sampling_session_seq_id"
                 )
-            session = self.registry.session(entry.session_id)
+            session = self.sessions.session(entry.session_id)
             sampler_id = f"{session.session_id}:sample:{request.sampling_session_seq_id}"
             # Blocks the lane until every earlier request ran: the snapshot has their updates.
             sampler = entry.client.save_weights_and_get_sampling_client()
             base_model = entry.client.get_info().model_data.model_name
-            self.registry.add_sampler(session, sampler_id, SamplerEntry(sampler, base_model, None))
+            self.sessions.add_sampler(session, sampler_id, SamplerEntry(sampler, base_model, None))
             return types.SaveWeightsForSamplerResponseInternal(sampling_session_id=sampler_id)
 
         return self._submit(entry, request.seq_id, "snapshot", MODEL, snapshot, blocking=True)
@@ -271,7 +271,7 @@ class KitchenService:
         self, request: types.SaveWeightsExternalRequest
     ) -> types.UntypedAPIFuture:
         """A sampler save of the model, moved (and encrypted) into its export folder."""
-        entry = self.registry.model(request.model_id)
+        entry = self.sessions.model(request.model_id)
         ref = paths.checkpoint_ref(entry.model_id, "external", request.path)
         check_recipients(request.age_encryption_recipients)  # refused before weights are written
         staging = f"{ref.engine_name}.export-{uuid.uuid4().hex[:8]}"
@@ -291,7 +291,7 @@ class KitchenService:
         """Both addressing modes: onto an existing model (model_id + seq_id), or a new model
         created from the checkpoint (session_id + model_seq_id)."""
         if request.model_id is not None:
-            entry = self.registry.model(request.model_id)
+            entry = self.sessions.model(request.model_id)
 
             def load() -> Any:
                 folder, shown = paths.resolve_checkpoint(
@@ -310,8 +310,8 @@ class KitchenService:
         )
         if request.session_id is None or request.model_seq_id is None:
             raise UserError("load_weights needs model_id, or session_id and model_seq_id")
-        session = self.registry.session(request.session_id)
-        model_id = self.registry.new_model_id(session, request.model_seq_id)
+        session = self.sessions.session(request.session_id)
+        model_id = self.sessions.new_model_id(session, request.model_seq_id)
         record = self.requests.new(MODEL, session.session_id)
 
         def create() -> types.LoadWeightsResponse:
@@ -349,9 +349,9 @@ class KitchenService:
         self, request: types.CreateSamplingSessionRequest
     ) -> types.CreateSamplingSessionResponse:
         """Blocking (it may load a model): FastAPI runs it in its thread pool."""
-        session = self.registry.session(request.session_id)
+        session = self.sessions.session(request.session_id)
         sampler_id = f"{session.session_id}:sample:{request.sampling_session_seq_id}"
-        self.registry.add_sampler(
+        self.sessions.add_sampler(
             session, sampler_id, self._open_sampler(request.model_path, request.base_model)
         )
         return types.CreateSamplingSessionResponse(sampling_session_id=sampler_id)
@@ -374,7 +374,7 @@ class KitchenService:
         )
 
     def get_sampler(self, sampler_id: str) -> types.GetSamplerResponse:
-        entry = self.registry.sampler(sampler_id)
+        entry = self.sessions.sampler(sampler_id)
         return types.GetSamplerResponse(
             sampler_id=sampler_id, base_model=entry.base_model, model_path=entry.model_path
         )
@@ -383,7 +383,7 @@ class KitchenService:
         check_sample_request(request)
         if request.sampling_session_id is not None:
             sampler_id = request.sampling_session_id
-            entry = self.registry.sampler(sampler_id)
+            entry = self.sessions.sampler(sampler_id)
         else:  # stateless form: sample straight from a path or a base model
             entry = self._open_sampler(request.model_path, request.base_model)
             sampler_id = f"adhoc-{uuid.uuid4().hex[:8]}"
@@ -397,7 +397,7 @@ class KitchenService:
     # -- stats ------------------------------------------------------------------------------------
 
     def lane_events(self, model_id: str) -> list[Any]:
-        return list(self.registry.model(model_id).lane.events)
+        return list(self.sessions.model(model_id).lane.events)
 
 
 def _close_model(entry: ModelEntry) -> None:

@@ -40,7 +40,9 @@ class ModelEntry:
     by_seq_id: dict[int, str] = field(default_factory=dict)
 
 
-class Registry:
+class SessionTable:
+    """The server's live sessions and the training models and samplers each one opened, by id."""
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._sessions: dict[str, Session] = {}
@@ -64,7 +66,7 @@ class Registry:
         return session
 
     def finish(self, session_id: str) -> list[ModelEntry]:
-        """Mark the session finished; its models (for the caller to close) leave the registry."""
+        """Mark the session finished; its models (for the caller to close) leave the table."""
         with self._lock:
             session = self._sessions.get(session_id)
             if session is None:
