@@ -8,7 +8,8 @@ from typing import Any
 
 from kitchen.engine.graph import Await, Loop, Node, When, Workflow
 
-_SKIP = {"name", "reads", "writes", "ports", "fn"}
+# phase is how the step clock files a stage's time, not an option the user bound
+_SKIP = {"name", "reads", "writes", "ports", "fn", "phase"}
 
 
 def describe(node: Node) -> str:
