@@ -30,8 +30,8 @@ from kitchen.engine.errors import (
     StageError,
 )
 from kitchen.engine.graph import Await, Every, Loop, When, Workflow, every
+from kitchen.engine.plugins import ENVS, RECIPES
 from kitchen.engine.recipe import Recipe
-from kitchen.engine.registry import ENVS, RECIPES
 from kitchen.engine.stage import Context, Metrics, Stage, stage
 from kitchen.engine.state import BaseState, Handle, PendingQueue
 from kitchen.engine.validate import validate
@@ -41,13 +41,13 @@ from kitchen.workflows.common.state import TrainState
 if TYPE_CHECKING:
     from kitchen.app.launch import run as run
     from kitchen.app.launch import run_workflow as run_workflow
-    from kitchen.engine.registry import BACKENDS as BACKENDS
-    from kitchen.engine.registry import DATASET_STORES as DATASET_STORES
+    from kitchen.engine.plugins import BACKENDS as BACKENDS
+    from kitchen.engine.plugins import DATASET_STORES as DATASET_STORES
     from kitchen.engine.runner import BaseHook as BaseHook
     from kitchen.engine.runner import RunResult as RunResult
 
 # Loaded on first use: running brings in the tinker SDK's types (and, with them, torch), and the
-# adapter registries list the built-in adapters only once `kitchen.app.builtins` has registered them.
+# adapter plugin tables list the built-in adapters only once `kitchen.app.builtins` has registered them.
 _LAZY: dict[str, tuple[str, str]] = {
     "run": ("kitchen.app.launch", "run"),
     "run_workflow": ("kitchen.app.launch", "run_workflow"),

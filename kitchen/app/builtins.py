@@ -6,7 +6,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from kitchen.engine.registry import BACKENDS, DATASET_STORES, MODEL_REGISTRIES, SANDBOXES
+from kitchen.engine.plugins import BACKENDS, DATASET_STORES, MODEL_REGISTRIES, SANDBOXES
 from kitchen.ports import BackendSettings
 
 

@@ -205,7 +205,7 @@ def run(
 def list_(debug: DebugOpt = False) -> None:
     """List recipes, backends and dataset stores."""
     from kitchen.app.resolve import get_recipe
-    from kitchen.engine.registry import BACKENDS, DATASET_STORES, RECIPES
+    from kitchen.engine.plugins import BACKENDS, DATASET_STORES, RECIPES
 
     STATE["debug"] = debug
     table = Table("recipe", "what it trains", box=None)

@@ -30,8 +30,8 @@ from kitchen.app.rundir import (
 from kitchen.app.sinks import JsonlSink, MemorySink, MetricsHook, wandb_sink
 from kitchen.app.trackers import open_trackers
 from kitchen.engine.graph import Workflow
+from kitchen.engine.plugins import BACKENDS, DATASET_STORES
 from kitchen.engine.recipe import Recipe
-from kitchen.engine.registry import BACKENDS, DATASET_STORES
 from kitchen.engine.runner import Hook, Runner, RunResult
 from kitchen.engine.stage import Context, Resume
 from kitchen.engine.validate import validate

@@ -182,7 +182,7 @@ def command(
     that opens a ``` fence (a program, for `kitchen play code --env bundled`) ends where it closes."""
     import kitchen.app.builtins  # noqa: F401  (registers the built-in backends)
     from kitchen.app.launch import make_backend
-    from kitchen.engine.registry import DATASET_STORES, ENVS, SANDBOXES
+    from kitchen.engine.plugins import DATASET_STORES, ENVS, SANDBOXES
     from kitchen.ports import BackendSettings
     from train_core.renderers import get_renderer, resolve_renderer_name
     from train_core.rl.types import RLEnvContext

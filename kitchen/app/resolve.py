@@ -29,8 +29,8 @@ from pydantic.fields import FieldInfo
 import kitchen.app.builtins  # noqa: F401  (registers the built-in backends and model registry)
 from kitchen.engine.errors import ConfigError
 from kitchen.engine.graph import Workflow
+from kitchen.engine.plugins import BACKENDS, MODEL_REGISTRIES, RECIPES
 from kitchen.engine.recipe import Recipe
-from kitchen.engine.registry import BACKENDS, MODEL_REGISTRIES, RECIPES
 from kitchen.engine.stage import stage_ports
 from kitchen.engine.validate import walk
 from kitchen.ports import TrainingBackend

@@ -1,2 +1,2 @@
 """The generic machinery, no algorithm: graph, validation, rendering, the runner, stages, state,
-futures, telemetry, registries, recipes and errors."""
+futures, telemetry, plugin tables, recipes and errors."""

@@ -132,7 +132,7 @@ class KitchenService:
 
     # -- models -----------------------------------------------------------------------------------
 
-    def _register_model(self, model_id: str, session: Session, client: Any) -> None:
+    def _add_model(self, model_id: str, session: Session, client: Any) -> None:
         try:
             self.sessions.add_model(model_id, session, client)
         except Gone:
@@ -158,7 +158,7 @@ class KitchenService:
                 train_attn=lora.train_attn if lora else True,
                 train_unembed=lora.train_unembed if lora else True,
             )
-            self._register_model(model_id, session, client)
+            self._add_model(model_id, session, client)
             return types.CreateModelResponse(model_id=model_id)
 
         self._control.submit(_run_into, create, record.future)
@@ -320,7 +320,7 @@ class KitchenService:
                 if request.optimizer
                 else self.backend.create_training_client_from_state
             )
-            self._register_model(model_id, session, make(folder))
+            self._add_model(model_id, session, make(folder))
             return types.LoadWeightsResponse(path=response_path, model_id=model_id)
 
         self._control.submit(_run_into, create, record.future)

@@ -12,7 +12,7 @@ import pytest
 from kitchen.app.launch import run
 from kitchen.app.resolve import flag, get_recipe, parse_overrides, resolve_config
 from kitchen.engine.errors import ConfigError
-from kitchen.engine.registry import RECIPES
+from kitchen.engine.plugins import RECIPES
 from kitchen.workflows.common.config import TrainConfig, all_defaults, flat_fields, flat_values
 
 BEFORE = json.loads((Path(__file__).parent / "data" / "recipe_configs_before.json").read_text())

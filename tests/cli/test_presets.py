@@ -11,8 +11,8 @@ from pydantic import BaseModel
 
 from cookbook.recipes.sl_basic import SLBasicConfig
 from kitchen.app.resolve import get_recipe, resolve_config
+from kitchen.engine.plugins import RECIPES
 from kitchen.engine.recipe import Recipe, load_presets, presets_path
-from kitchen.engine.registry import RECIPES
 from kitchen.workflows.common.config import flat_name, flat_values
 
 PRESETS = [(name, p) for name in RECIPES.names() for p in get_recipe(name).presets]

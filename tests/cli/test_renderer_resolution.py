@@ -6,7 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kitchen.app.cli import app
-from kitchen.engine.registry import RECIPES
+from kitchen.engine.plugins import RECIPES
 
 runner = CliRunner()
 

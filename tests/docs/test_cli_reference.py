@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kitchen.engine.registry import RECIPES
+from kitchen.engine.plugins import RECIPES
 
 from .snippets import DOCS, ROOT
 

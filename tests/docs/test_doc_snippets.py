@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kitchen.engine import registry
+from kitchen.engine import plugins
 
 from .snippets import DOCS, blocks, pages_with_python, run_page
 
@@ -24,15 +24,15 @@ def restored_globals():
 
     from kitchen.engine import telemetry
 
-    registries = {
-        name: copy.copy(reg._items)
-        for name, reg in vars(registry).items()
-        if isinstance(reg, registry.Registry)
+    tables = {
+        name: copy.copy(table._items)
+        for name, table in vars(plugins).items()
+        if isinstance(table, plugins.Plugins)
     }
     provider, provider_set = trace._TRACER_PROVIDER, trace._TRACER_PROVIDER_SET_ONCE._done
     yield
-    for name, items in registries.items():
-        getattr(registry, name)._items = items
+    for name, items in tables.items():
+        getattr(plugins, name)._items = items
     trace._TRACER_PROVIDER, trace._TRACER_PROVIDER_SET_ONCE._done = provider, provider_set
     if hasattr(telemetry._tracer, "_real_tracer"):
         telemetry._tracer._real_tracer = None

@@ -19,7 +19,7 @@ from cookbook.envs.math import MathEnvs
 from kitchen.adapters.fake import FakeBackend
 from kitchen.app.play import parse_options, play_episode, read_answer
 from kitchen.engine.errors import ConfigError
-from kitchen.engine.registry import DATASET_STORES, ENVS
+from kitchen.engine.plugins import DATASET_STORES, ENVS
 from train_core.renderers import get_recommended_renderer_name, get_renderer
 from train_core.rl.types import RLEnvContext
 

@@ -11,7 +11,7 @@ from click.testing import Result
 from typer.testing import CliRunner
 
 from kitchen.app.resolve import get_recipe
-from kitchen.engine.registry import RECIPES
+from kitchen.engine.plugins import RECIPES
 
 from .conftest import TINY
 

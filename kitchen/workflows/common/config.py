@@ -173,7 +173,7 @@ class TrainConfig(BaseModel):
     )
     registry: str | None = Field(
         None,
-        description="Registry: a SQLite path or mlflow:URI (default $KITCHEN_REGISTRY or the user data dir)",
+        description="Model registry: a SQLite path or mlflow:URI (default $KITCHEN_REGISTRY or the user data dir)",
     )
     registry_name: str | None = Field(
         None, description="Name to register the model under (default: the recipe name)"

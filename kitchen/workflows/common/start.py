@@ -23,7 +23,7 @@ def start_point(cfg: TrainConfig, load_checkpoint_path: str | None = None) -> St
     registry (a local read)."""
     if not cfg.registered_model:
         return StartPoint(cfg.model_name, load_checkpoint_path, None)
-    from kitchen.engine.registry import MODEL_REGISTRIES
+    from kitchen.engine.plugins import MODEL_REGISTRIES
     from kitchen.ports.model_registry import resolve_base_model
 
     found = resolve_base_model(cfg.registered_model, MODEL_REGISTRIES.get("default")(cfg.registry))

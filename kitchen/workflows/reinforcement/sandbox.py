@@ -25,7 +25,7 @@ class OpenSandbox:
     writes: frozenset[str] = frozenset({"sandbox"})
 
     async def __call__(self, ctx: Context[Any]) -> Metrics | None:
-        from kitchen.engine.registry import SANDBOXES
+        from kitchen.engine.plugins import SANDBOXES
 
         sandbox = SANDBOXES.get(self.backend)(url=self.url, max_concurrency=self.max_concurrency)
         ctx.state.sandbox = sandbox

@@ -1,6 +1,9 @@
-"""Named registries: recipes, backends, dataset stores, envs, sandboxes. Each also reads a Python
-entry-point group (`kitchen.recipes`, `kitchen.backends`, ...), so installed packages (cookbook
-included) add to them without kitchen importing them.
+"""Plugin tables, by name: recipes, backends, dataset stores, envs, sandboxes, model registries.
+Each also reads a Python entry-point group (`kitchen.recipes`, `kitchen.backends`, ...), so
+installed packages (cookbook included) add to them without kitchen importing them.
+
+("Registry" in Kitchen is the model registry alone, the store of trained models that
+`--registry` names; a table here of its adapters is MODEL_REGISTRIES.)
 """
 
 from __future__ import annotations
@@ -15,7 +18,10 @@ from kitchen.engine.errors import ConfigError
 T = TypeVar("T")
 
 
-class Registry(Generic[T]):
+class Plugins(Generic[T]):
+    """Plugins of one kind by name: added in code (`add`, or `@TABLE.register(name)`) or found
+    through the entry-point group on first `get`."""
+
     def __init__(self, kind: str, group: str | None = None) -> None:
         self.kind = kind
         self.group = group
@@ -69,11 +75,11 @@ class Registry(Generic[T]):
         return iter(self.names())
 
 
-RECIPES: Registry[Any] = Registry("recipe", "kitchen.recipes")
-BACKENDS: Registry[Callable[..., Any]] = Registry("backend", "kitchen.backends")
-DATASET_STORES: Registry[Callable[..., Any]] = Registry("dataset store", "kitchen.dataset_stores")
-ENVS: Registry[Any] = Registry("env", "kitchen.envs")
-SANDBOXES: Registry[Callable[..., Any]] = Registry("sandbox", "kitchen.sandboxes")
-MODEL_REGISTRIES: Registry[Callable[..., Any]] = Registry(
+RECIPES: Plugins[Any] = Plugins("recipe", "kitchen.recipes")
+BACKENDS: Plugins[Callable[..., Any]] = Plugins("backend", "kitchen.backends")
+DATASET_STORES: Plugins[Callable[..., Any]] = Plugins("dataset store", "kitchen.dataset_stores")
+ENVS: Plugins[Any] = Plugins("env", "kitchen.envs")
+SANDBOXES: Plugins[Callable[..., Any]] = Plugins("sandbox", "kitchen.sandboxes")
+MODEL_REGISTRIES: Plugins[Callable[..., Any]] = Plugins(
     "model registry", "kitchen.model_registries"
 )
