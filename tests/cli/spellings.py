@@ -9,7 +9,7 @@ from typing import Any
 
 # (recipe, command-line words, {path: value})
 FLAGS: list[tuple[str, list[str], dict[str, Any]]] = [
-    # a top-level field: flag, flag=value, key=value, short flag, the seed system's alias
+    # a top-level field: flag, flag=value, key=value, short flag, crucible_kitchen's alias
     ("sl_basic", ["--batch-size", "4"], {"batch_size": 4}),
     ("sl_basic", ["--batch-size=4"], {"batch_size": 4}),
     ("sl_basic", ["batch_size=4"], {"batch_size": 4}),

@@ -22,14 +22,15 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.fields import FieldInfo
 
 LRSchedule = Literal["constant", "linear", "cosine", "warmup_linear", "warmup_cosine"]
-# warmup_linear / warmup_cosine (the seed system's names) are linear / cosine after this many
+# warmup_linear / warmup_cosine (crucible_kitchen's names) are linear / cosine after this many
 # warmup steps, unless warmup_steps says how many.
 DEFAULT_WARMUP_STEPS = 10
 
-# Other names of today's fields, one table for flags, key=value, config files and Python keys: the
-# seed system's (crucible_kitchen / tinkex_cookbook) names, the short flags, and the names a field
-# had before it was renamed. A key starting with "-" is a short flag only; any other works
-# everywhere a field name does. An alias applies to the recipes whose Config has its field.
+# Other names of today's fields, one table for flags, key=value, config files and Python keys:
+# crucible_kitchen's names (the Elixir kitchen and its tinkex_cookbook recipes), the short flags,
+# and the names a field had before it was renamed. A key starting with "-" is a short flag only;
+# any other works everywhere a field name does. An alias applies to the recipes whose Config has
+# its field.
 ALIASES: dict[str, str] = {
     "-m": "model_name",
     "model": "model_name",
