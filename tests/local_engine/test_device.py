@@ -181,3 +181,34 @@ def test_the_device_read_check_sees_a_read() -> None:
     with reads:
         exec(compile("float(torch.ones(2).sum())", f"{ENGINE}/probe.py", "exec"), {"torch": torch})
     assert reads.sites == ["probe.py:1"]
+
+
+def test_a_decode_step_reads_the_device_once(backend: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Concurrent requests (three jobs, padded prompts) bring every chosen token and logprob of a
+    forward pass to the host in one copy, and make no other read."""
+    sampler = backend.create_sampling_client(base_model=TINY)
+    copies: list[str] = []
+    tolist = torch.Tensor.tolist
+
+    def counted(tensor: torch.Tensor) -> Any:
+        import traceback
+
+        caller = traceback.extract_stack()[-2]
+        if caller.filename.startswith(ENGINE):
+            copies.append(f"{Path(caller.filename).name}:{caller.lineno}")
+        return tolist(tensor)
+
+    monkeypatch.setattr(torch.Tensor, "tolist", counted)
+    reads = EngineDeviceReads()
+    backend.compute.run(reads.__enter__)
+    passes = backend.compute.prefills + backend.compute.steps
+    try:
+        params = types.SamplingParams(max_tokens=5, seed=1, stop=[])
+        prompts = [[1, 2, 3], [4, 5, 6, 7, 8], [9]]
+        futures = [sampler.sample(types.ModelInput.from_ints(p), 2, params) for p in prompts]
+        assert all(len(s.tokens) == 5 for f in futures for s in f.result().sequences)
+    finally:
+        backend.compute.run(lambda: reads.__exit__(None, None, None))
+    passes = backend.compute.prefills + backend.compute.steps - passes
+    assert not reads.sites, f"engine code waiting on the device: {reads.sites}"
+    assert len(copies) == passes, copies

@@ -36,9 +36,10 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import numpy as np
 from tinker import types
 
-from kitchen.adapters.local.batching import left_padded
+from kitchen.adapters.local.batching import left_padded, to_device
 from kitchen.adapters.local.sampling import (
     Generated,
     PromptScores,
@@ -269,8 +270,8 @@ class ComputeThread:
                 **kwargs,
             )
         self.prefills += 1
-        kept: list[_Row] = []
-        source: list[int] = []  # the prompt row of each kept row
+        segments: list[tuple[SampleJob, list[_Row], Any]] = []
+        prompt_rows: list[int] = []  # the prompt row of each segment
         for i, group in enumerate(groups):
             logits = out.logits[i]
             for job in group:
@@ -283,22 +284,45 @@ class ComputeThread:
                     _resolve(job)
                     continue
                 rows = [_Row(job, n, len(job.prompt), 0) for n in range(job.num_samples)]
-                last_NV = logits[-1:].float().expand(job.num_samples, -1)
-                going = self._advance(job, rows, last_NV, step=0)
-                kept += going
-                source += [i] * len(going)
+                segments.append((job, rows, logits[-1:].float().expand(job.num_samples, -1)))
+                prompt_rows.append(i)
+        kept: list[_Row] = []
+        source: list[int] = []  # the prompt row of each kept row
+        for going, i in zip(self._advance(segments, step=0), prompt_rows, strict=True):
+            kept += going
+            source += [i] * len(going)
         if kept:
             cache = out.past_key_values
             cache.batch_select_indices(torch.tensor(source, device=device))
             self._join(kept, cache, width, [width - lengths[i] for i in source])
 
-    def _advance(self, job: SampleJob, rows: list[_Row], logits_NV: Any, step: int) -> list[_Row]:
-        """Choose each row's next token, record it; return the rows that go on decoding."""
+    def _advance(
+        self, segments: list[tuple[SampleJob, list[_Row], Any]], step: int
+    ) -> list[list[_Row]]:
+        """Choose the next token of each row of every (job, rows, logits_NV) segment and record it;
+        per segment, the rows that go on decoding. All segments' choices come to the host in one
+        copy: each read from an accelerator waits for its queue."""
+        import torch
 
-        next_N = choose_tokens(logits_NV, job.params, job.stream)
-        chosen_N = sampled_logprobs(logits_NV, next_N, job.params.temperature)
+        picks = []
+        for job, _, logits_NV in segments:
+            next_N = choose_tokens(logits_NV, job.params, job.stream)
+            chosen_N = sampled_logprobs(logits_NV, next_N, job.params.temperature)
+            picks += [next_N.double(), chosen_N.double()]  # token ids < 2**53: exact
+        host = torch.cat(picks).tolist() if picks else []
+        going, start = [], 0
+        for job, rows, _ in segments:
+            n = len(rows)
+            tokens = [int(t) for t in host[start : start + n]]
+            going.append(self._record(job, rows, tokens, host[start + n : start + 2 * n], step))
+            start += 2 * n
+        return going
+
+    def _record(
+        self, job: SampleJob, rows: list[_Row], tokens: list[int], logprobs: list[float], step: int
+    ) -> list[_Row]:
         kept = []
-        for row, token, logprob in zip(rows, next_N.tolist(), chosen_N.tolist(), strict=True):
+        for row, token, logprob in zip(rows, tokens, logprobs, strict=True):
             result = job.results[row.sample]
             result.tokens.append(token)
             result.logprobs.append(logprob)
@@ -336,22 +360,24 @@ class ComputeThread:
 
         rows = self._rows
         job = rows[0].job
+        ids_N1 = np.asarray([[r.token] for r in rows], dtype=np.int64)
         with job.weights() as model, torch.inference_mode():
             device = _device(model)
-            ids = torch.tensor([[r.token] for r in rows], device=device)
             kwargs: dict[str, Any] = {}
             if any(self._pads):  # unpadded batches keep SDPA's mask-free causal path
-                length = self._cache.get_seq_length() + 1
-                mask = torch.ones(len(rows), length, dtype=torch.long, device=device)
+                mask_NL = np.ones((len(rows), self._cache.get_seq_length() + 1), dtype=np.int64)
                 for i, pad in enumerate(self._pads):
-                    mask[i, :pad] = 0
-                kwargs["attention_mask"] = mask
-                kwargs["position_ids"] = torch.tensor([[r.position] for r in rows], device=device)
+                    mask_NL[i, :pad] = 0
+                position_N1 = np.asarray([[r.position] for r in rows], dtype=np.int64)
+                ids, mask, position = to_device(device, ids_N1, mask_NL, position_N1)
+                kwargs = {"attention_mask": mask, "position_ids": position}
+            else:
+                (ids,) = to_device(device, ids_N1)
             out = model(input_ids=ids, past_key_values=self._cache, use_cache=True, **kwargs)
         self.steps += 1
         self.rows_stepped += len(rows)
         logits_NV = out.logits[:, -1, :].float()
-        kept: list[int] = []
+        segments: list[tuple[SampleJob, list[_Row], Any]] = []
         start = 0
         while start < len(rows):  # a job's rows are contiguous: they join together, in order
             job = rows[start].job
@@ -360,10 +386,10 @@ class ComputeThread:
                 end += 1
             for r in rows[start:end]:
                 r.position += 1
-            going = {id(r) for r in self._advance(job, rows[start:end], logits_NV[start:end], 1)}
-            kept += [i for i in range(start, end) if id(rows[i]) in going]
+            segments.append((job, rows[start:end], logits_NV[start:end]))
             start = end
-        self._keep(kept)
+        going = {id(r) for kept_rows in self._advance(segments, step=1) for r in kept_rows}
+        self._keep([i for i, r in enumerate(rows) if id(r) in going])
 
     def _drop_cancelled(self) -> None:
         """Rows of cancelled requests (a client gone or a cancel_future) leave the batch now."""
