@@ -10,6 +10,7 @@ its `time/total`, `time/<phase>` and `tokens_per_second` (kitchen/engine/phases.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from typing import Any, Protocol
 from kitchen.engine.errors import KitchenError, StageError
 from kitchen.engine.graph import Loop, Node, When, Workflow
 from kitchen.engine.phases import StepClock, with_throughput
-from kitchen.engine.stage import Context, Metrics, Resume, call_stage, stage_phase
+from kitchen.engine.stage import Context, Metrics, Resume, stage_phase
 from kitchen.engine.state import BaseState
 from kitchen.engine.telemetry import record_stage, span
 
@@ -241,7 +242,10 @@ class Runner:
         t0 = time.perf_counter()
         try:
             with span("stage", name, **{"kitchen.path": here}):
-                metrics = await call_stage(node, guarded)
+                metrics = node(guarded)
+                # an async stage returns an awaitable; the common sync case skips inspect's cost
+                if not (metrics is None or type(metrics) is dict) and inspect.isawaitable(metrics):
+                    metrics = await metrics
         except (KitchenError, asyncio.CancelledError, KeyboardInterrupt):
             raise
         except Exception as e:

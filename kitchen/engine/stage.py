@@ -7,7 +7,6 @@ factory; stages never read the recipe config.
 
 from __future__ import annotations
 
-import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -154,12 +153,3 @@ def stage(
         )
 
     return wrap
-
-
-async def call_stage(stage_obj: Any, ctx: Context[Any]) -> Metrics | None:
-    out = stage_obj(ctx)
-    if out is None or type(out) is dict:  # the common sync case, without inspect's cost
-        return out
-    if inspect.isawaitable(out):
-        out = await out
-    return out
