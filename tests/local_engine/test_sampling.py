@@ -209,18 +209,23 @@ def test_drawn_tokens_follow_the_distribution_and_never_take_a_zero(monkeypatch:
 
     probs_V = torch.tensor([0.5, 0.0, 0.3, 0.2, 0.0], device=engine_device())
     stream = SeedStream(0, engine_device())
-    drawn = torch.cat([draw_tokens(probs_V.expand(1000, -1), stream) for _ in range(20)])
+
+    def u(n: int) -> torch.Tensor:
+        return stream.uniform((n, 1), engine_device())
+
+    drawn = torch.cat([draw_tokens(probs_V.expand(1000, -1), u(1000)) for _ in range(20)])
     counts = torch.bincount(drawn, minlength=5).double() / len(drawn)
     sigma = (probs_V.double() * (1 - probs_V.double()) / len(drawn)).sqrt()
     assert counts[1] == 0 and counts[4] == 0
     assert ((counts - probs_V.double()).abs() <= 5 * sigma + 1e-12).all(), counts
-    again = draw_tokens(probs_V.expand(1000, -1), SeedStream(0, engine_device()))
+    stream = SeedStream(0, engine_device())
+    again = draw_tokens(probs_V.expand(1000, -1), u(1000))
     assert torch.equal(again, drawn[:1000])  # a request's seed fixes its tokens
     # u * total rounding up to the total takes the last token that has probability, not the end.
     monkeypatch.setattr(
         torch, "rand", lambda shape, **kw: torch.ones(shape, dtype=kw["dtype"], device=kw["device"])
     )
-    assert draw_tokens(probs_V[None], stream).tolist() == [3]
+    assert draw_tokens(probs_V[None], u(1)).tolist() == [3]
 
 
 def test_the_base_model_samples_after_its_last_lora_client_closes(tmp_path: Path) -> None:
