@@ -3,11 +3,11 @@
 
 Precedence: the Config's defaults < --preset < --config file < Python values < flags and
 key=values. The words users type: `--dpo-beta 0.1`, `--dpo-beta=0.1`, the aliases of
-config.ALIASES and config.NEGATED (short flags `-m`, `-d`, `-e`, `-b`, `-l`, `-r`, the seed
-system's names such as `--model`, `--epochs`, old names such as `--no-register`), tinker-cookbook
-style `key=value` with dotted keys, and `--flag` / `--no-flag` for booleans; unknown names fail with
-a suggestion. Every layer keeps the names it was written in: which field a name sets is decided
-once, by config.nest, as the config is built.
+config.ALIASES and config.NEGATED (short flags `-m`, `-d`, `-e`, `-b`, `-l`, `-r`,
+crucible_kitchen's names such as `--model`, `--epochs`, old names such as `--no-register`),
+tinker-cookbook style `key=value` with dotted keys, and `--flag` / `--no-flag` for booleans;
+unknown names fail with a suggestion. Every layer keeps the names it was written in: which field
+a name sets is decided once, by config.nest, as the config is built.
 """
 
 from __future__ import annotations

@@ -1,0 +1,180 @@
+"""The walk: the files a reader opens to follow `kitchen run RECIPE` from the command line to the
+engine's training call, found by running the command under a profiler, not by hand.
+
+    .venv/bin/python scripts/walk.py dpo          # the files, one a line, and a summary
+    .venv/bin/python scripts/walk.py dpo --json   # {"files": [...], "lines": N, "folders": N}
+
+A repository file (kitchen/, train_core/, cookbook/) is on the walk when it holds
+
+1. a frame on the call stack at one of three moments: when the recipe's Config is validated (the
+   config is resolved), when the recipe's `workflow` method is entered (the graph is built), and
+   when the local engine's `forward_backward` or `forward_backward_custom` is entered (a training
+   call, from the stage that makes it, through the runner);
+2. a function the recipe's `workflow` method calls directly: the workflow factory it hands the
+   config to (`preference(cfg)`), whose file is the graph a reader reads top to bottom;
+3. the loss a training call names: the file of the function a `forward_backward_custom` call is
+   given (DPO's loss), or of the function the engine runs, beneath its training client, for the
+   built-in loss a `forward_backward` call names (`importance_sampling` in train_core/losses.py).
+
+The recipe runs as its defaults say, on the local engine with a built-in tiny model and one
+training step (`--model kitchen/tiny-llama --max-steps 1`): the model and the step count change
+which weights load, not which files run. docs/architecture.md lists the walks this prints, and
+tests/docs/test_architecture_walk.py fails when the two differ.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]  # reset by trace() to the checkout `kitchen` loads from
+PACKAGES = ("kitchen", "train_core", "cookbook")
+ENGINE_FILE = "kitchen/adapters/local/training_client.py"
+TRAINING_CALLS = frozenset({"forward_backward", "forward_backward_custom"})
+TRACED_FLAGS = ("--backend", "local", "--model", "kitchen/tiny-llama", "--max-steps", "1")
+
+
+_paths: dict[str, str | None] = {}  # the hook sees every call: resolve each file name once
+
+
+def repository_file(filename: str) -> str | None:
+    """`filename` relative to the repository when it is one of the three packages' files."""
+    if filename not in _paths:
+        try:
+            rel = Path(filename).resolve().relative_to(ROOT)
+            _paths[filename] = rel.as_posix() if rel.parts[0] in PACKAGES else None
+        except ValueError:
+            _paths[filename] = None
+    return _paths[filename]
+
+
+def _is_recipe_workflow(frame: FrameType) -> bool:
+    path = repository_file(frame.f_code.co_filename)
+    return frame.f_code.co_name == "workflow" and bool(
+        path and path.startswith("cookbook/recipes/")
+    )
+
+
+class Walk:
+    """The profiler hook and what it found, by the rule (1-3) that found it."""
+
+    def __init__(self) -> None:
+        self.found: dict[str, set[str]] = {"config": set(), "workflow": set(), "engine": set(),
+                                           "factory": set(), "loss": set()}  # fmt: skip
+        self.training_calls = 0
+        self.loss_names: set[str] = set()  # the built-in losses the training calls named
+
+    def _stack(self, frame: FrameType | None) -> set[str]:
+        files = set()
+        while frame is not None:
+            path = repository_file(frame.f_code.co_filename)
+            if path:
+                files.add(path)
+            frame = frame.f_back
+        return files
+
+    def _is_config(self, frame: FrameType) -> bool:
+        if frame.f_code.co_name not in ("__init__", "model_validate"):
+            return False
+        if not frame.f_code.co_filename.endswith(os.path.join("pydantic", "main.py")):
+            return False
+        obj = frame.f_locals.get("self") or frame.f_locals.get("cls")
+        cls = obj if isinstance(obj, type) else type(obj)
+        names = [c.__name__ for c in cls.__mro__]
+        return "TrainConfig" in names[1:]  # a recipe's Config, not TrainConfig itself
+
+    def _beneath_engine(self, frame: FrameType) -> bool:
+        caller = frame.f_back
+        while caller is not None:
+            if repository_file(caller.f_code.co_filename) == ENGINE_FILE:
+                return True
+            caller = caller.f_back
+        return False
+
+    def _training_call(self, frame: FrameType) -> None:
+        self.found["engine"] |= self._stack(frame)
+        self.training_calls += 1
+        loss_fn = frame.f_locals.get("loss_fn")
+        if isinstance(loss_fn, str):  # a built-in loss: the engine's function of that name
+            self.loss_names.add(loss_fn)
+        elif (code := getattr(loss_fn, "__code__", None)) is not None:  # a custom loss
+            path = repository_file(code.co_filename)
+            self.found["loss"] |= {path} if path else set()
+
+    def __call__(self, frame: FrameType, event: str, arg: Any) -> None:
+        # A trace function sees Python calls only; returning None asks for no line events.
+        code = frame.f_code
+        path = repository_file(code.co_filename)
+        if path == ENGINE_FILE and code.co_name in TRAINING_CALLS:
+            self._training_call(frame)
+        elif _is_recipe_workflow(frame):
+            self.found["workflow"] |= self._stack(frame)
+        elif path and frame.f_back is not None and _is_recipe_workflow(frame.f_back):
+            self.found["factory"].add(path)
+        elif path and code.co_name in self.loss_names and self._beneath_engine(frame):
+            self.found["loss"].add(path)
+        elif path is None and self._is_config(frame):
+            self.found["config"] |= self._stack(frame)
+
+    def files(self) -> list[str]:
+        return sorted(set().union(*self.found.values()))
+
+
+def trace(recipe: str) -> dict[str, Any]:
+    """Run `kitchen run RECIPE` with TRACED_FLAGS in this process under a trace function; the walk's
+    files, their line and folder counts, and which rule found each file."""
+    global ROOT
+    import kitchen
+    from kitchen.app.cli import main
+
+    ROOT = Path(kitchen.__file__).resolve().parents[1]  # another checkout's walk: its PYTHONPATH
+    walk = Walk()
+    with tempfile.TemporaryDirectory() as log_dir:
+        argv = ["kitchen", "run", recipe, *TRACED_FLAGS, "--log-dir", log_dir]
+        saved, sys.argv = sys.argv, argv
+        sys.settrace(walk)
+        threading.settrace(walk)
+        try:
+            main()
+        except SystemExit as e:
+            if e.code not in (0, None):
+                raise RuntimeError(f"kitchen run {recipe} exited {e.code}") from None
+        finally:
+            sys.settrace(None)
+            threading.settrace(None)  # type: ignore[arg-type]
+            sys.argv = saved
+    if not walk.training_calls:
+        raise RuntimeError(
+            f"kitchen run {recipe} never entered {', '.join(sorted(TRAINING_CALLS))}"
+        )
+    files = walk.files()
+    return {
+        "recipe": recipe,
+        "files": files,
+        "lines": sum(len((ROOT / f).read_text().splitlines()) for f in files),
+        "folders": len({os.path.dirname(f) for f in files}),
+        "found_by": {f: sorted(k for k, v in walk.found.items() if f in v) for f in files},
+    }
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    if not args or args[0].startswith("-"):
+        sys.exit("usage: scripts/walk.py RECIPE [--json]")
+    result = trace(args[0])
+    if "--json" in args:
+        print(json.dumps(result))
+        return
+    for f in result["files"]:
+        print(f"{f}  [{', '.join(result['found_by'][f])}]")
+    print(f"# {len(result['files'])} files, {result['folders']} folders, {result['lines']} lines")
+
+
+if __name__ == "__main__":
+    main()
