@@ -9,7 +9,8 @@ from kitchen.workflows.supervised.workflow import (
     supervised_parts,
 )
 
-supervised_sections = supervised_parts  # its name before issue 29 ("section" is an RLHF sub-run)
+# Its name before issue 29 (a "section" is an RLHF sub-run), importable still, no longer listed.
+supervised_sections = supervised_parts
 
 __all__ = [
     "SupervisedConfig",
@@ -19,5 +20,4 @@ __all__ = [
     "supervised",
     "supervised_flat",
     "supervised_parts",
-    "supervised_sections",
 ]
