@@ -152,9 +152,9 @@ def kitchen_run(args: argparse.Namespace, data_path: Path, log_dir: Path) -> dic
     )
     workflow = resolved.workflow
     # TRL cannot put LoRA on lm_head (it computes logprobs from lm_head.weight), so neither side does.
-    workflow.steps = [
+    workflow.nodes = [
         replace(s, train_unembed=False) if isinstance(s, InitTrainingClient) else s
-        for s in workflow.steps
+        for s in workflow.nodes
     ]
     backend = LocalBackend(
         BackendSettings(log_dir=log_dir, seed=0, dtype=args.dtype, device=args.device)

@@ -34,7 +34,7 @@ def build_workflow() -> Workflow[SupervisedState]:
     return Workflow(
         "broken_stage",
         SupervisedState,
-        steps=[
+        nodes=[
             InitTrainingClient("kitchen/tiny-llama", lora_rank=8),
             LoadDataset("bundled:chat", "conversations", limit=16),
             TokenizeConversations(batch_size=4, max_length=64, with_test=False),

@@ -75,7 +75,7 @@ def build_workflow(
     return Workflow(
         "custom_sft",
         CountingState,
-        steps=[
+        nodes=[
             InitTrainingClient(model, lora_rank=8),
             LoadDataset("bundled:chat", "conversations", limit=rows),
             KeepShortConversations(max_messages=2),

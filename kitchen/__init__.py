@@ -5,7 +5,7 @@ The public API, for writing your own workflows, stages and recipes:
     import kitchen
     from kitchen import Await, Loop, Workflow, stage
 
-    wf = Workflow("mine", MyState, steps=[LoadThings(), Loop("step", 10, "step_idx", [...])])
+    wf = Workflow("mine", MyState, nodes=[LoadThings(), Loop("step", 10, "step_idx", [...])])
     kitchen.validate(wf)                                # the graph is checked before anything runs
     result = kitchen.run_workflow(wf, backend="fake")   # or "local" (default), "tinker"
     result = kitchen.run("sl_basic", {"batch_size": 4}, backend="fake")   # a registered recipe

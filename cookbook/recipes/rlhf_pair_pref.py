@@ -130,13 +130,15 @@ def limited(
     max_rows: int | None,
     max_test_rows: int | None = None,
 ) -> list[Node]:
-    """The supervised steps, reading at most `max_rows` rows of the dataset's training split (a
+    """The supervised nodes, reading at most `max_rows` rows of the dataset's training split (a
     hub set held out from its own train split, as UltraFeedback, trains on the rest) and
     `max_test_rows` held-out rows."""
     loads: dict[str, dict[str, Any]] = {"conversations": {"limit": max_rows, "split": data.split},
              "test_conversations": {"limit": max_test_rows}}  # fmt: skip
-    steps = [replace(n, **loads[n.into]) if isinstance(n, LoadDataset) else n for n in parts.data]
-    return parts._replace(data=steps).steps()
+    data_nodes = [
+        replace(n, **loads[n.into]) if isinstance(n, LoadDataset) else n for n in parts.data
+    ]
+    return parts._replace(data=data_nodes).nodes()
 
 
 def sft_section(cfg: RLHFPairPrefConfig, data: DatasetSplits) -> RunSection:
@@ -148,7 +150,7 @@ def sft_section(cfg: RLHFPairPrefConfig, data: DatasetSplits) -> RunSection:
 
     def build(paths: SectionPaths, backend: Any) -> Workflow[SupervisedState]:
         parts = supervised_parts(sft, chosen_conversation(data.convert), "rlhf_sft")
-        return Workflow("sft", SupervisedState, steps=limited(parts, data, cfg.max_comparisons))
+        return Workflow("sft", SupervisedState, nodes=limited(parts, data, cfg.max_comparisons))
 
     return RunSection(section="sft", build=build)
 
@@ -166,8 +168,8 @@ def preference_model_section(cfg: RLHFPairPrefConfig, data: DatasetSplits) -> Ru
         parts = supervised_parts(
             pm, judge_row(data.convert), "rlhf_preference_model", JudgeAccuracyEvaluator()
         )
-        steps = limited(parts, data, cfg.max_comparisons, cfg.num_test_comparisons)
-        return Workflow("preference_model", SupervisedState, steps=steps)
+        nodes = limited(parts, data, cfg.max_comparisons, cfg.num_test_comparisons)
+        return Workflow("preference_model", SupervisedState, nodes=nodes)
 
     return RunSection(section="preference_model", build=build)
 

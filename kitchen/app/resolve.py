@@ -155,7 +155,7 @@ def format_validation_error(err: ValidationError, model: type[BaseModel]) -> str
 def needed_ports(workflow: Workflow[Any]) -> frozenset[str]:
     """Every port a stage of `workflow` names (the graph walk): the one answer to which ports a
     run opens."""
-    nodes = walk([*workflow.steps, *workflow.finally_])
+    nodes = walk([*workflow.nodes, *workflow.finally_])
     return frozenset(p for node, _ in nodes for p in stage_ports(node))
 
 

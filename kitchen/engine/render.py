@@ -57,13 +57,13 @@ def _lines(nodes: Sequence[Node], prefix: str) -> list[str]:
                 out.append(f"{prefix}{cont}else")
                 out += _lines(node.orelse, prefix + cont + "   ")
         elif callable(getattr(node, "plan", None)):  # a stage that runs a whole workflow
-            out += _lines(node.plan().steps, prefix + cont)
+            out += _lines(node.plan().nodes, prefix + cont)
     return out
 
 
 def render(workflow: Workflow[Any]) -> str:
     lines = [f"workflow {workflow.name} (state: {workflow.state.__name__})"]
-    lines += _lines(workflow.steps, "")
+    lines += _lines(workflow.nodes, "")
     if workflow.finally_:
         lines.append("finally")
         lines += _lines(workflow.finally_, "")

@@ -125,7 +125,7 @@ class Runner:
         error: BaseException | None = None
         with span("workflow", self.workflow.name):
             try:
-                await self._seq(self.workflow.steps, "")
+                await self._seq(self.workflow.nodes, "")
             except BaseException as e:  # Ctrl-C and cancellation included: finally_ must still run
                 error = e
             finally:

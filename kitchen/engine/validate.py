@@ -49,7 +49,7 @@ class _Checker:
         kinds = {f: field_kind(workflow.state, f) for f in state_fields(workflow.state)}
         self.queues = {f for f, k in kinds.items() if k == "queue"}
         self.producers: dict[str, list[str]] = {}
-        for node, _ in walk([*workflow.steps, *workflow.finally_]):
+        for node, _ in walk([*workflow.nodes, *workflow.finally_]):
             if isinstance(node, (Loop, When, Await)):
                 continue
             for w in getattr(node, "writes", ()):
@@ -114,7 +114,7 @@ def validate(workflow: Workflow[Any], ports: set[str] | None = None) -> None:
     """Raise GraphError listing every problem, one line each; return None when the graph is sound."""
     fields = state_fields(workflow.state)
     checker = _Checker(workflow)
-    for node, path in walk([*workflow.steps, *workflow.finally_]):
+    for node, path in walk([*workflow.nodes, *workflow.finally_]):
         reads, writes = _names(node)
         for f in sorted(reads | writes):
             if f not in fields:
@@ -125,7 +125,7 @@ def validate(workflow: Workflow[Any], ports: set[str] | None = None) -> None:
             for p in sorted(stage_ports(node) - ports):
                 checker.error(f"{path}: needs port {p!r}, which is not configured")
     start = available_at_start(workflow.state) | {"step"}
-    _avail, outstanding = checker.seq(workflow.steps, start, set())
+    _avail, outstanding = checker.seq(workflow.nodes, start, set())
     # finally_ may run after a failure anywhere, so it may rely only on what exists at the start.
     _, outstanding = checker.seq(workflow.finally_, start, outstanding)
     for f in sorted(outstanding):

@@ -38,7 +38,7 @@ def test_dataset_names_resolve_to_source_converter_and_held_out_split() -> None:
 def loads(cfg_values: dict[str, object]) -> list[tuple[str, str, str]]:
     recipe = get_recipe("dpo")
     workflow = recipe.workflow(resolve_config(recipe, values=cfg_values).config)
-    return [(n.into, n.source, n.split) for n, _ in walk(workflow.steps) if isinstance(n, LoadDataset)]  # fmt: skip
+    return [(n.into, n.source, n.split) for n, _ in walk(workflow.nodes) if isinstance(n, LoadDataset)]  # fmt: skip
 
 
 def test_held_out_set_follows_the_dataset_or_the_flags(tmp_path: Path) -> None:
@@ -57,7 +57,7 @@ def test_held_out_set_follows_the_dataset_or_the_flags(tmp_path: Path) -> None:
     no_eval = get_recipe("dpo").workflow(
         resolve_config(get_recipe("dpo"), values={"test_dataset": None}).config
     )
-    assert not any(isinstance(n, Evaluate) for n, _ in walk(no_eval.steps))
+    assert not any(isinstance(n, Evaluate) for n, _ in walk(no_eval.nodes))
 
 
 def test_dry_run_validates_and_prints_the_plan() -> None:

@@ -279,13 +279,13 @@ def test_a_loop_config_runs_as_the_minimal_sync_loop():
 
     cfg = RLLoopConfig(groups_per_batch=G, group_size=N, num_batches=2, save_every=5)
     wf = reinforcement(cfg, ArithmeticEnvs(G, N, n_batches=50, test_problems=2))
-    (loop,) = [s for s in wf.steps if getattr(s, "name", "") == "iteration"]
+    (loop,) = [s for s in wf.nodes if getattr(s, "name", "") == "iteration"]
     names = [getattr(s, "name", type(s).__name__) for s in loop.body]
     assert wf.name == "reinforcement_sync" and "evaluate_rl" not in wf.render()
     assert names[:3] == ["refresh_sampler", "do_rollouts", "write_rollouts"]
     assert ComputeAdvantages(estimator="group_mean") in loop.body
     assert AssembleData(remove_constant_reward_groups=True) in loop.body
-    registered = [s for s in wf.steps if getattr(s, "name", "") == "register_model"]
+    registered = [s for s in wf.nodes if getattr(s, "name", "") == "register_model"]
     assert registered and registered[0].config["checkpoint"]["save_every"] == 5  # as given
 
 
@@ -295,12 +295,12 @@ def test_every_mode_samples_its_rollouts_with_the_configs_settings():
     settings = {"max_tokens": 7, "temperature": 0.5, "coalesce_samples": False, "seed": 3}
     expected = RolloutSampling(max_tokens=7, temperature=0.5, coalesce=False, seed=3)
 
-    def nodes(steps: Any) -> list[Any]:
-        return [m for s in steps for m in [s, *nodes(getattr(s, "body", []))]]
+    def flat(nodes: Any) -> list[Any]:
+        return [m for s in nodes for m in [s, *flat(getattr(s, "body", []))]]
 
     for mode in ("sync", "streaming", "async"):
         wf = reinforcement(config(mode=mode, **settings), ArithmeticEnvs(G, N, n_batches=50))
-        samplers = [n.sampling for n in nodes(wf.steps) if hasattr(n, "sampling")]
+        samplers = [n.sampling for n in flat(wf.nodes) if hasattr(n, "sampling")]
         assert samplers == [expected], mode
 
 

@@ -62,4 +62,4 @@ def test_parts_let_a_workflow_swap_the_data_and_keep_the_training() -> None:
     assert [type(n) for n in parts.client] == [InitTrainingClient]
     assert all(isinstance(n, LoadDataset) for n in parts.data)
     assert isinstance(parts.train[0], TokenizeConversations)
-    assert parts.steps() == [*parts.client, *parts.data, *parts.train, *parts.finish]
+    assert parts.nodes() == [*parts.client, *parts.data, *parts.train, *parts.finish]

@@ -19,8 +19,12 @@ class WorkflowParts(NamedTuple):
     train: list[Node]
     finish: list[Node]
 
-    def steps(self) -> list[Node]:
+    def nodes(self) -> list[Node]:
         return [*self.client, *self.data, *self.train, *self.finish]
+
+    def steps(self) -> list[Node]:
+        """`nodes()` under its name before issue 29 (a step is now only a training step)."""
+        return self.nodes()
 
 
 def optional(condition: bool, *nodes: Node) -> list[Node]:

@@ -42,8 +42,8 @@ def init_training_client(cfg: TrainConfig, start: StartPoint) -> InitTrainingCli
     )
 
 
-def registration_steps(cfg: TrainConfig, recipe: str, start: StartPoint) -> list[Node]:
-    """The run's last step, registering the model it trained, unless --no-register."""
+def registration_nodes(cfg: TrainConfig, recipe: str, start: StartPoint) -> list[Node]:
+    """The run's last node, registering the model it trained, unless register_model is false."""
     if not cfg.register_model:
         return []
     config = json.loads(cfg.model_dump_json())

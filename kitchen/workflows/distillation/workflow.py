@@ -18,7 +18,7 @@ from typing import Any
 from kitchen.engine.graph import Loop, Node, Workflow
 from kitchen.workflows.common.checkpoint import SaveFinal
 from kitchen.workflows.common.setup import LoadDataset
-from kitchen.workflows.common.start import registration_steps, start_point
+from kitchen.workflows.common.start import registration_nodes, start_point
 from kitchen.workflows.distillation.config import DistillationConfig, PromptDistillationConfig
 from kitchen.workflows.distillation.stages import (
     AddTeacherKL,
@@ -67,12 +67,12 @@ def on_policy_distillation(
     return Workflow(
         "on_policy_distillation",
         DistillationState,
-        steps=[
+        nodes=[
             *setup(cfg, make_dataset, start),
             InitTeachers(specs=tuple(teachers), student_renderer=renderer),
             Loop("iteration", "n_batches", "batch_idx", steps=True, body=body),
             SaveFinal(),
-            *registration_steps(cfg, recipe, start),
+            *registration_nodes(cfg, recipe, start),
         ],
     )
 
@@ -129,7 +129,7 @@ def prompt_distillation(
     return Workflow(
         "prompt_distillation",
         PromptDistillationState,
-        steps=[
+        nodes=[
             *supervised.client,
             *teacher_data(cfg, teacher, convert),
             *supervised.train,

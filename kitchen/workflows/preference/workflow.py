@@ -16,7 +16,7 @@ from kitchen.workflows.common.setup import LoadDataset, RowConverter
 from kitchen.workflows.common.start import (
     StartPoint,
     init_training_client,
-    registration_steps,
+    registration_nodes,
     start_point,
 )
 from kitchen.workflows.common.train_step import LogTrainStep, submit_train_step
@@ -114,7 +114,7 @@ def preference_parts(
         *drain,
         *optional(test, Evaluate(evaluator=evaluator, report=True)),
     ]  # fmt: skip
-    finish = [SaveFinal(), *registration_steps(cfg, recipe, start)]
+    finish = [SaveFinal(), *registration_nodes(cfg, recipe, start)]
     return WorkflowParts(_clients(cfg, start), _data(cfg, convert, test_convert), train, finish)
 
 
@@ -128,4 +128,4 @@ def preference(
     completion_A, completion_B, label), `test_convert` the held-out rows (default: `convert`);
     `recipe` names the run in the model registry."""
     parts = preference_parts(cfg, convert, test_convert or convert, recipe)
-    return Workflow("preference", PreferenceState, steps=parts.steps(), description=__doc__ or "")
+    return Workflow("preference", PreferenceState, nodes=parts.nodes(), description=__doc__ or "")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from kitchen.engine.graph import Loop, Node, When, Workflow
 from kitchen.workflows.common.checkpoint import SaveFinal
-from kitchen.workflows.common.start import registration_steps, start_point
+from kitchen.workflows.common.start import registration_nodes, start_point
 from kitchen.workflows.reinforcement.config import CodeRLWorkflowConfig
 from kitchen.workflows.reinforcement.pass_at_k import CodeEvaluator, EvaluatePassAtK, FirstStep
 from kitchen.workflows.reinforcement.sandbox import CloseSandbox, OpenSandbox
@@ -54,7 +54,7 @@ def code_reinforcement(
         gamma=cfg.gamma,
         gae_lambda=cfg.gae_lambda,
     )
-    steps: list[Node] = [
+    nodes: list[Node] = [
         sandbox,
         *setup(cfg, make_dataset, start, reference_model=kl_reference(cfg, start), sandboxed=True),
     ]
@@ -62,18 +62,18 @@ def code_reinforcement(
         before = EvaluatePassAtK(
             evaluator=evaluator, ks=ks, result_key="humaneval_before", name="humaneval_before"
         )
-        steps.append(When(FirstStep(), [RefreshSampler(), before]))
+        nodes.append(When(FirstStep(), [RefreshSampler(), before]))
     body = sync_body(cfg, ppo, post_kl=cfg.kl.compute_post_kl, evaluation=periodic_eval(cfg))
     loop = Loop("iteration", "n_batches", "batch_idx", steps=True, body=body)
-    steps += [loop, SaveFinal()]
+    nodes += [loop, SaveFinal()]
     final: list[Node] = []  # on the final weights, after the last checkpoint
     if evaluator is not None:
         final.append(EvaluatePassAtK(evaluator=evaluator, ks=ks, name="humaneval_after"))
     if cfg.evaluation.every:
         final.append(evaluate(cfg, report=True))
     if final:
-        steps += [RefreshSampler(), *final]
-    steps += registration_steps(cfg, recipe, start)
+        nodes += [RefreshSampler(), *final]
+    nodes += registration_nodes(cfg, recipe, start)
     return Workflow(
-        "code_rl", CodeRLState, steps, finally_=[CloseSandbox()], description=__doc__ or ""
+        "code_rl", CodeRLState, nodes, finally_=[CloseSandbox()], description=__doc__ or ""
     )

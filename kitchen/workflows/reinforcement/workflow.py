@@ -19,7 +19,7 @@ from kitchen.workflows.common.clients import OpenSamplingClient
 from kitchen.workflows.common.start import (
     StartPoint,
     init_training_client,
-    registration_steps,
+    registration_nodes,
     start_point,
 )
 from kitchen.workflows.reinforcement.async_pool import (
@@ -73,13 +73,13 @@ def setup(
 ) -> list[Node]:
     """The training client, the env datasets (built on the run's sandbox when `sandboxed`), and
     (for a KL penalty) the reference sampler."""
-    steps: list[Node] = [
+    nodes: list[Node] = [
         init_training_client(cfg, start),
         BuildRLDataset(make=make_dataset, num_batches=cfg.num_batches, sandboxed=sandboxed),
     ]
     if reference_model:
-        steps.append(OpenSamplingClient(base_model=reference_model, into="reference_client"))
-    return steps
+        nodes.append(OpenSamplingClient(base_model=reference_model, into="reference_client"))
+    return nodes
 
 
 def train(
@@ -91,13 +91,13 @@ def train(
     gae_lambda: float = 1.0,
 ) -> list[Node]:
     """Datums from this step's groups, then the policy-gradient update (sync and async)."""
-    steps: list[Node] = [
+    nodes: list[Node] = [
         ComputeAdvantages(estimator=cfg.advantage_estimator, gamma=gamma, lam=gae_lambda),
         AssembleData(remove_constant_reward_groups=cfg.remove_constant_reward_groups),
     ]
     if cfg.kl.penalty_coef > 0:
-        steps.append(ApplyKLPenalty(coef=cfg.kl.penalty_coef, discount=cfg.kl.discount_factor))
-    steps.append(
+        nodes.append(ApplyKLPenalty(coef=cfg.kl.penalty_coef, discount=cfg.kl.discount_factor))
+    nodes.append(
         TrainStep(
             learning_rate=cfg.optimizer.learning_rate,
             loss_fn=cfg.loss_fn,
@@ -107,7 +107,7 @@ def train(
             lr_schedule=cfg.optimizer.schedule,
         )
     )
-    return steps
+    return nodes
 
 
 def evaluate(cfg: PolicyGradientConfig, *, report: bool = False) -> EvaluateRL:
@@ -156,7 +156,7 @@ def write_rollouts(cfg: RLLoopConfig) -> WriteRollouts:
 
 
 def sync_body(
-    cfg: RLLoopConfig, train_steps: list[Node], *, post_kl: bool, evaluation: list[Node]
+    cfg: RLLoopConfig, train_nodes: list[Node], *, post_kl: bool, evaluation: list[Node]
 ) -> list[Node]:
     """One sync iteration: fresh sampler, evaluation, roll out, transcripts, train, log, save."""
     return [
@@ -164,7 +164,7 @@ def sync_body(
         *evaluation,
         DoRollouts(sampling=rollout_sampling(cfg)),
         write_rollouts(cfg),
-        *train_steps,
+        *train_nodes,
         *log_step(post_kl=post_kl),
         *save(cfg),
     ]
@@ -224,18 +224,18 @@ def reinforcement(
     --no-register), with the config given."""
     rl = cfg if isinstance(cfg, RLConfig) else as_sync_loop(cfg)
     start = start_point(rl, rl.checkpoint.load_path)
-    steps = setup(rl, make_dataset, start, reference_model=kl_reference(rl, start))
+    nodes = setup(rl, make_dataset, start, reference_model=kl_reference(rl, start))
     finally_: list[Node] = []
     if rl.mode == "sync":
-        train_steps = train(rl, loss_fn_config=rl.loss_fn_config)
+        train_nodes = train(rl, loss_fn_config=rl.loss_fn_config)
         body = sync_body(
-            rl, train_steps, post_kl=rl.kl.compute_post_kl, evaluation=periodic_eval(rl)
+            rl, train_nodes, post_kl=rl.kl.compute_post_kl, evaluation=periodic_eval(rl)
         )
     elif rl.mode == "streaming":
         body = streaming_body(rl)
     else:
         body = async_body(rl)
-        steps.append(
+        nodes.append(
             StartRolloutPool(
                 groups_per_batch=rl.groups_per_batch,
                 max_steps_off_policy=rl.max_steps_off_policy,
@@ -243,8 +243,8 @@ def reinforcement(
             )
         )
         finally_.append(StopRolloutPool())
-    steps.append(Loop("iteration", "n_batches", "batch_idx", steps=True, body=body))
+    nodes.append(Loop("iteration", "n_batches", "batch_idx", steps=True, body=body))
     if rl.evaluation.every:
-        steps += [RefreshSampler(), evaluate(rl, report=True)]
-    steps += [SaveFinal(), *registration_steps(cfg, recipe, start)]
-    return Workflow(f"reinforcement_{rl.mode}", RLState, steps=steps, finally_=finally_)
+        nodes += [RefreshSampler(), evaluate(rl, report=True)]
+    nodes += [SaveFinal(), *registration_nodes(cfg, recipe, start)]
+    return Workflow(f"reinforcement_{rl.mode}", RLState, nodes=nodes, finally_=finally_)

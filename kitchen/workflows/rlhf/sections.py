@@ -78,7 +78,7 @@ class RunSection:
     def ports(self) -> frozenset[str]:
         """The ports its workflow's stages need: a run opens them as it does for its own."""
         plan = self.plan()
-        needed = {p for node, _ in walk([*plan.steps, *plan.finally_]) for p in stage_ports(node)}
+        needed = {p for node, _ in walk([*plan.nodes, *plan.finally_]) for p in stage_ports(node)}
         return frozenset({"backend", "datasets", *needed})
 
     def plan(self) -> Workflow[Any]:

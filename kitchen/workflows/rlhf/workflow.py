@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from kitchen.engine.graph import Every, Loop, Node, When, Workflow
 from kitchen.workflows.common.checkpoint import SaveFinal
 from kitchen.workflows.common.evaluate import Evaluate
-from kitchen.workflows.common.start import registration_steps, start_point
+from kitchen.workflows.common.start import registration_nodes, start_point
 from kitchen.workflows.reinforcement.config import RLConfig
 from kitchen.workflows.reinforcement.stages import RefreshSampler
 from kitchen.workflows.reinforcement.state import RLState
@@ -23,7 +23,7 @@ def sectioned(name: str, sections: Sequence[RunSection]) -> Workflow[RLHFState]:
     ports are the run's: a section names the ports its stages need)."""
     for section in sections:
         section.plan().validate()
-    return Workflow(name, RLHFState, steps=list(sections))
+    return Workflow(name, RLHFState, nodes=list(sections))
 
 
 def preference_rl(
@@ -52,11 +52,11 @@ def preference_rl(
     return Workflow(
         "preference_rl",
         RLState,
-        steps=[
+        nodes=[
             *setup(cfg, make_dataset, start, reference_model=kl_reference(cfg, start)),
             Loop("iteration", "n_batches", "batch_idx", steps=True, body=body),
             *final,
             SaveFinal(),
-            *registration_steps(cfg, recipe, start),
+            *registration_nodes(cfg, recipe, start),
         ],
     )

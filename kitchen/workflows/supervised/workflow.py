@@ -14,7 +14,7 @@ from kitchen.workflows.common.setup import LoadDataset, RowConverter
 from kitchen.workflows.common.start import (
     StartPoint,
     init_training_client,
-    registration_steps,
+    registration_nodes,
     start_point,
 )
 from kitchen.workflows.common.train_step import LogTrainStep, submit_train_step
@@ -88,7 +88,7 @@ def supervised_parts(
     ]  # fmt: skip
     finish: list[Node] = [
         SaveFinal(),
-        *registration_steps(cfg, recipe, start),
+        *registration_nodes(cfg, recipe, start),
         *optional(show, SamplePrompts(into="samples_after", n=cfg.num_samples_to_show,
                                       max_tokens=cfg.sample_max_tokens), ShowSamples()),
     ]  # fmt: skip
@@ -99,7 +99,7 @@ def supervised(
     cfg: SupervisedConfig, convert: RowConverter | None = None, recipe: str = "supervised"
 ) -> Workflow[SupervisedState]:
     return Workflow(
-        "supervised", SupervisedState, steps=supervised_parts(cfg, convert, recipe).steps()
+        "supervised", SupervisedState, nodes=supervised_parts(cfg, convert, recipe).nodes()
     )
 
 
@@ -108,12 +108,12 @@ def supervised_flat(
 ) -> Workflow[SupervisedState]:
     """The minimal loop (tinker-cookbook's sl_loop), kept flat as a teaching copy: submit a step,
     await it, log, save. No pipelining and no evaluation, so it reads as the algorithm and nothing
-    else; `supervised` is the same steps with those added."""
+    else; `supervised` is the same stages with those added."""
     start = start_point(cfg, cfg.checkpoint.load_path)
     return Workflow(
         "supervised_flat",
         SupervisedState,
-        steps=[
+        nodes=[
             *setup(cfg.model_copy(update={"test_dataset": None}), convert, start),
             Loop("epoch", cfg.num_epochs, "epoch_idx", [
                 ShuffleEpoch(seed=cfg.seed),
@@ -126,6 +126,6 @@ def supervised_flat(
                 ]),
             ]),
             SaveFinal(),
-            *registration_steps(cfg, recipe, start),
+            *registration_nodes(cfg, recipe, start),
         ],
     )  # fmt: skip
