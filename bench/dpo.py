@@ -55,6 +55,7 @@ from sides import (  # noqa: E402
     StagePhases,
     TokenCount,
     add_time,
+    count_update_plans,
     emit,
     lora_model,
     median_phases,
@@ -108,7 +109,6 @@ def trl_rows(
 
 
 def kitchen_run(args: argparse.Namespace, data_path: Path, log_dir: Path) -> dict[str, Any]:
-    from kitchen.adapters.local import forward as local_forward
     from kitchen.adapters.local.backend import LocalBackend
     from kitchen.adapters.local.sampling_client import LocalSamplingClient
     from kitchen.adapters.local.training_client import LocalTrainingClient
@@ -118,16 +118,7 @@ def kitchen_run(args: argparse.Namespace, data_path: Path, log_dir: Path) -> dic
     from kitchen.workflows.common.setup import InitTrainingClient
 
     tokens = TokenCount().install()
-    planned = [0, 0]  # the update's real / padded tokens (its passes carry no attention mask)
-    plan = local_forward.plan_microbatches
-
-    def counted_plan(*a: Any, **k: Any) -> Any:
-        batches = plan(*a, **k)
-        planned[0] += sum(sum(b.lengths) for b in batches)
-        planned[1] += sum(b.tokens.numel() for b in batches)
-        return batches
-
-    local_forward.plan_microbatches = counted_plan  # type: ignore[assignment]
+    planned = count_update_plans()
     # The dpo workflow pipelines (a step's forward_backward resolves while the next step's stages
     # run), so stage wall times are no breakdown: time the engine's own work instead.
     times = StagePhases(lambda stage: "stages")

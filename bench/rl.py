@@ -59,6 +59,7 @@ from sides import (
     StagePhases,
     TokenCount,
     add_time,
+    count_update_plans,
     emit,
     lora_model,
     median_phases,
@@ -168,7 +169,6 @@ def rl_phase(stage: str) -> str:
 def kitchen_side(s: StepSettings, serial: bool) -> dict[str, Any]:
     """rl_basic on the local engine. `serial` emulates the old engine: fp32 and one prompt per
     sample call, each call awaited before the next is issued (no shared decode batch)."""
-    from kitchen.adapters.local import forward as local_forward
     from kitchen.adapters.local.backend import LocalBackend
     from kitchen.adapters.local.sampling_client import LocalSamplingClient
     from kitchen.app.launch import run
@@ -176,12 +176,8 @@ def kitchen_side(s: StepSettings, serial: bool) -> dict[str, Any]:
 
     tokens = TokenCount().install()
     lengths = Lengths()
-    planned = [0, 0]  # the update's real / padded tokens (its passes carry no attention mask)
-    sample, respond, plan = (
-        LocalSamplingClient.sample,
-        LocalSamplingClient._response,
-        local_forward.plan_microbatches,
-    )
+    planned = count_update_plans()
+    sample, respond = LocalSamplingClient.sample, LocalSamplingClient._response
 
     def counted_sample(self: Any, prompt: Any, num_samples: int, *a: Any, **k: Any) -> Any:
         lengths.prompt.extend([prompt.length] * num_samples)
@@ -195,15 +191,8 @@ def kitchen_side(s: StepSettings, serial: bool) -> dict[str, Any]:
         lengths.completion.extend(len(seq.tokens) for seq in out.sequences)
         return out
 
-    def counted_plan(*a: Any, **k: Any) -> Any:
-        batches = plan(*a, **k)
-        planned[0] += sum(sum(b.lengths) for b in batches)
-        planned[1] += sum(b.tokens.numel() for b in batches)
-        return batches
-
     LocalSamplingClient.sample = counted_sample  # type: ignore[method-assign]
     LocalSamplingClient._response = counted_response  # type: ignore[method-assign,assignment]
-    local_forward.plan_microbatches = counted_plan  # type: ignore[assignment]
     dtype = "float32" if serial else s.dtype
     phases = StagePhases(rl_phase)
     with tempfile.TemporaryDirectory() as log_dir:

@@ -223,3 +223,36 @@ def add_time(obj: Any, method: str, current: Callable[[], dict[str, float]], pha
             step[phase] = step.get(phase, 0.0) + time.perf_counter() - t0
 
     setattr(obj, method, timed)
+
+
+def count_update_plans() -> list[int]:
+    """[real, padded] tokens of the micro-batches the engine plans for training passes: what the
+    update pushes through the model (its passes carry no attention mask, so the forward hook cannot
+    tell real from padded). Reference scoring plans its micro-batches the same way since scored
+    requests share passes; those are left out, so the count is the update's alone."""
+    import threading
+
+    from kitchen.adapters.local import forward as local_forward
+    from kitchen.adapters.local import sampling_client
+
+    planned = [0, 0]
+    scoring = threading.local()
+    plan, score = local_forward.plan_microbatches, sampling_client.score_sequences
+
+    def counted_plan(*a: Any, **k: Any) -> Any:
+        batches = plan(*a, **k)
+        if not getattr(scoring, "on", False):
+            planned[0] += sum(sum(b.lengths) for b in batches)
+            planned[1] += sum(b.tokens.numel() for b in batches)
+        return batches
+
+    def flagged_score(*a: Any, **k: Any) -> Any:
+        scoring.on = True
+        try:
+            return score(*a, **k)
+        finally:
+            scoring.on = False
+
+    local_forward.plan_microbatches = counted_plan  # type: ignore[assignment]
+    sampling_client.score_sequences = flagged_score  # type: ignore[assignment]
+    return planned
