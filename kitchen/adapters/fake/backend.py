@@ -146,9 +146,10 @@ class FakeTrainingClient:
 
     def _outputs(
         self, data: list[types.Datum], loss_fn: str, loss_fn_config: Mapping[str, float] | None
-    ) -> types.ForwardBackwardOutput:
+    ) -> tuple[types.ForwardBackwardOutput, float]:
+        """The output of `loss_fn` on `data`, and its gradient d(loss)/d(theta) (module doc)."""
         lp = _logprob(self.version)
-        outputs, loss = [], 0.0
+        outputs, loss, grad = [], 0.0, 0.0
         for datum in data:
             n = len(datum.loss_fn_inputs["target_tokens"].tolist())
             logprobs_T = np.full(n, lp, dtype=np.float32)
@@ -156,11 +157,15 @@ class FakeTrainingClient:
             if loss_fn == "cross_entropy":
                 weights_T = datum.loss_fn_inputs["weights"].to_numpy()
                 loss += float(-(weights_T * logprobs_T).sum())
+                grad -= float(weights_T.sum())
             elif loss_fn in RL_LOSSES:
-                loss += float(-datum.loss_fn_inputs["advantages"].to_numpy().sum())
-        return types.ForwardBackwardOutput(
+                advantages = float(datum.loss_fn_inputs["advantages"].to_numpy().sum())
+                loss -= advantages
+                grad -= advantages
+        output = types.ForwardBackwardOutput(
             loss_fn_output_type="ArrayRecord", loss_fn_outputs=outputs, metrics={"loss:sum": loss}
         )
+        return output, grad
 
     def forward(
         self,
@@ -169,7 +174,7 @@ class FakeTrainingClient:
         loss_fn_config: Mapping[str, float] | None = None,
     ) -> APIFuture[types.ForwardBackwardOutput]:
         self.backend.record("forward")
-        return self.backend.future(self._outputs(data, loss_fn, loss_fn_config))
+        return self.backend.future(self._outputs(data, loss_fn, loss_fn_config)[0])
 
     def forward_backward(
         self,
@@ -179,12 +184,9 @@ class FakeTrainingClient:
     ) -> APIFuture[types.ForwardBackwardOutput]:
         self.backend.record("forward_backward")
         self.backend.loss_fns.append(loss_fn)
-        for datum in data:
-            if loss_fn == "cross_entropy":
-                self._grad -= float(datum.loss_fn_inputs["weights"].to_numpy().sum())
-            elif loss_fn in RL_LOSSES:
-                self._grad -= float(datum.loss_fn_inputs["advantages"].to_numpy().sum())
-        return self.backend.future(self._outputs(data, loss_fn, loss_fn_config))
+        output, grad = self._outputs(data, loss_fn, loss_fn_config)
+        self._grad += grad
+        return self.backend.future(output)
 
     def forward_backward_custom(
         self, data: list[types.Datum], loss_fn: CustomLossFn
@@ -193,7 +195,7 @@ class FakeTrainingClient:
 
         self.backend.record("forward_backward_custom")
         self.backend.loss_fns.append("custom")
-        out = self._outputs(data, "cross_entropy", None)
+        out, _ = self._outputs(data, "cross_entropy", None)
         logprobs = [
             torch.tensor(o["logprobs"].to_numpy(), requires_grad=True) for o in out.loss_fn_outputs
         ]
