@@ -44,11 +44,11 @@ demo: $(STAMP)
 	$(BIN)/kitchen run sl_basic --if-exists delete
 
 lint: $(STAMP)
-	$(BIN)/ruff check kitchen train_core cookbook tests bench examples
-	$(BIN)/ruff format --check kitchen train_core cookbook tests bench examples
+	$(BIN)/ruff check kitchen train_core cookbook tests bench examples scripts
+	$(BIN)/ruff format --check kitchen train_core cookbook tests bench examples scripts
 
 typecheck: $(STAMP)
-	$(BIN)/mypy kitchen train_core cookbook bench
+	$(BIN)/mypy kitchen train_core cookbook bench scripts
 
 pytest: $(STAMP)
 	$(BIN)/pytest

@@ -126,29 +126,35 @@ class Walk:
         return sorted(set().union(*self.found.values()))
 
 
+def run_kitchen(argv: list[str], tracer: Any) -> None:
+    """`kitchen ARGV` in this process with `tracer` as the trace function of every thread; a
+    non-zero exit raises."""
+    from kitchen.app.cli import main
+
+    saved, sys.argv = sys.argv, ["kitchen", *argv]
+    sys.settrace(tracer)
+    threading.settrace(tracer)
+    try:
+        main()
+    except SystemExit as e:
+        if e.code not in (0, None):
+            raise RuntimeError(f"kitchen {' '.join(argv)} exited {e.code}") from None
+    finally:
+        sys.settrace(None)
+        threading.settrace(None)  # type: ignore[arg-type]
+        sys.argv = saved
+
+
 def trace(recipe: str) -> dict[str, Any]:
     """Run `kitchen run RECIPE` with TRACED_FLAGS in this process under a trace function; the walk's
     files, their line and folder counts, and which rule found each file."""
     global ROOT
     import kitchen
-    from kitchen.app.cli import main
 
     ROOT = Path(kitchen.__file__).resolve().parents[1]  # another checkout's walk: its PYTHONPATH
     walk = Walk()
     with tempfile.TemporaryDirectory() as log_dir:
-        argv = ["kitchen", "run", recipe, *TRACED_FLAGS, "--log-dir", log_dir]
-        saved, sys.argv = sys.argv, argv
-        sys.settrace(walk)
-        threading.settrace(walk)
-        try:
-            main()
-        except SystemExit as e:
-            if e.code not in (0, None):
-                raise RuntimeError(f"kitchen run {recipe} exited {e.code}") from None
-        finally:
-            sys.settrace(None)
-            threading.settrace(None)  # type: ignore[arg-type]
-            sys.argv = saved
+        run_kitchen(["run", recipe, *TRACED_FLAGS, "--log-dir", log_dir], walk)
     if not walk.training_calls:
         raise RuntimeError(
             f"kitchen run {recipe} never entered {', '.join(sorted(TRAINING_CALLS))}"

@@ -1,10 +1,10 @@
 """Which files and lines one config value passes through, from the command line to the run.
 
-    PYTHONPATH=. python bench/config_trace.py                 # kitchen run dpo --dpo-beta 0.2
-    PYTHONPATH=. python bench/config_trace.py rl_basic --temperature 0.7
+    .venv/bin/python scripts/config_trace.py                 # kitchen run dpo --dpo-beta 0.2
+    .venv/bin/python scripts/config_trace.py rl_basic --temperature 0.7
 
-Runs `kitchen run RECIPE FLAG VALUE --backend fake --max-steps 1` in this process under
-sys.settrace. A frame of the repository's own code (kitchen/, cookbook/, train_core/) *carries* the
+Runs `kitchen run RECIPE FLAG VALUE --backend fake --max-steps 1` in this process under a trace
+function (walk.run_kitchen, as scripts/walk.py does). A frame of the repository's own code (kitchen/, cookbook/, train_core/) *carries* the
 value when, at any line it executes, one of its locals holds it: the command-line word itself
 ("0.2"), the parsed float, or a dict, list, config model or object (its attributes, three levels
 down) containing either. Counted over the frames that carry it, up to the first step of the run
@@ -21,6 +21,8 @@ import tempfile
 from pathlib import Path
 from types import FrameType, FunctionType, MethodType, ModuleType
 from typing import Any
+
+from walk import run_kitchen
 
 import kitchen
 
@@ -103,19 +105,10 @@ class Tracer:
 
 def main(argv: list[str]) -> None:
     recipe, flag, word = (argv + ["dpo", "--dpo-beta", "0.2"][len(argv) :])[:3]
-    from kitchen.app import cli
-
     tracer = Tracer((word, float(word)))
     with tempfile.TemporaryDirectory() as tmp:
-        sys.argv = ["kitchen", "run", recipe, flag, word, "--backend", "fake", "--max-steps", "1",
-                    "--log-dir", f"{tmp}/run", "--no-progress"]  # fmt: skip
-        sys.settrace(tracer.global_trace)
-        try:
-            cli.main()
-        except SystemExit:
-            pass
-        finally:
-            sys.settrace(None)
+        run_kitchen(["run", recipe, flag, word, "--backend", "fake", "--max-steps", "1",
+                     "--log-dir", f"{tmp}/run", "--no-progress"], tracer.global_trace)  # fmt: skip
     assert tracer.resolved is not None, "the recipe's workflow factory was never called"
     order, lines = tracer.resolved
     print(f"kitchen run {recipe} {flag} {word}")
