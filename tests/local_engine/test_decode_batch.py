@@ -44,15 +44,17 @@ def test_concurrent_requests_share_steps_and_match_requests_run_alone(backend: A
         samplers[0].sample(types.ModelInput.from_ints(p), n, params).result()
         for p, n, params in requests()
     ]
-    steps_before = backend.compute.steps
-    rows_before = backend.compute.rows_stepped
+    steps_before = backend.compute.batch.steps
+    rows_before = backend.compute.batch.rows_stepped
     futures = [
         samplers[i % 2].sample(types.ModelInput.from_ints(p), n, params)
         for i, (p, n, params) in enumerate(requests())
     ]
     together = [f.result() for f in futures]
-    steps = backend.compute.steps - steps_before
-    assert (backend.compute.rows_stepped - rows_before) / steps > 2  # rows decoded side by side
+    steps = backend.compute.batch.steps - steps_before
+    assert (
+        backend.compute.batch.rows_stepped - rows_before
+    ) / steps > 2  # rows decoded side by side
     for (prompt, n, params), one, joint in zip(requests(), alone, together, strict=True):
         assert len(joint.sequences) == n
         assert [s.tokens for s in joint.sequences] == [s.tokens for s in one.sequences]
@@ -84,7 +86,7 @@ def test_prompts_arriving_together_are_prefilled_in_one_padded_forward(backend: 
     prompts = PROMPTS[:4]  # four lengths: left padding and masked positions in one forward
     gate = threading.Event()
     blocker = backend.compute.submit_call(gate.wait)  # the requests queue up behind it
-    before = backend.compute.prefills
+    before = backend.compute.batch.prefills
     params = types.SamplingParams(max_tokens=5, stop=[], seed=3)
     futures = [sampler.sample(types.ModelInput.from_ints(p), 2, params) for p in prompts]
     gate.set()
@@ -93,7 +95,7 @@ def test_prompts_arriving_together_are_prefilled_in_one_padded_forward(backend: 
         for seq in future.result().sequences:
             expected = full_forward_logprobs(backend, prompt + seq.tokens)[len(prompt) - 1 :]
             np.testing.assert_allclose(seq.logprobs, expected, atol=1e-4)
-    assert backend.compute.prefills - before == 1
+    assert backend.compute.batch.prefills - before == 1
 
 
 def test_compute_logprobs_submitted_together_are_scored_together_each_as_alone(

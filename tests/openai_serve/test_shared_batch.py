@@ -36,7 +36,7 @@ def test_concurrent_requests_share_decode_steps(tmp_path: Path) -> None:
         compute = service.backend.compute
         tokens = sum(r.json()["usage"]["completion_tokens"] for r in responses)
         # Alone, each request would take a decode step per token after its first.
-        assert compute.steps < tokens - len(responses)
-        assert compute.rows_stepped / compute.steps > 1.5
+        assert compute.batch.steps < tokens - len(responses)
+        assert compute.batch.rows_stepped / compute.batch.steps > 1.5
     finally:
         service.close()

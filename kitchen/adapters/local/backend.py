@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 
 from kitchen.adapters.local import checkpoints as ckpt
-from kitchen.adapters.local.decode_batch import ComputeThread
+from kitchen.adapters.local.compute_thread import ComputeThread
 from kitchen.adapters.local.host import LoraSnapshot, ModelHost, load_host
 from kitchen.adapters.local.lora import LoraSpec
 from kitchen.adapters.local.resolve import resolve_model
@@ -69,7 +69,7 @@ class LocalBackend:
             lora = LoraSpec(
                 rank=rank, train_attn=train_attn, train_mlp=train_mlp, train_unembed=train_unembed
             )
-        # On the compute thread: loading and wrapping a model run torch ops (see decode_batch.py).
+        # On the compute thread: loading and wrapping a model run torch ops (see compute_thread.py).
         client = self.compute.run(lambda: self._training_client(base_model, lora, seed))
         self._clients.append(client)
         return client

@@ -1,11 +1,6 @@
-"""One running decode batch per backend: every sample request in flight on the same weights decodes
-together, whichever prompt, group, env, stage or `kitchen serve` client it came from.
-
-Its thread is also the backend's one compute thread: training calls, model loads and checkpoint
-writes run on it too, between decode steps (`submit_call`, `run`). Each thread that runs torch ops
-gets its own OpenMP team, and once the teams outnumber the cores libgomp stops spinning between
-parallel regions; with a second team on 2 cores a SmolLM2 forward_backward ran 15-20% slower
-(CPU/wall 1.6 instead of 2.0).
+"""The running decode batch: every sample request in flight on the same weights decodes together,
+whichever prompt, group, env, stage or `kitchen serve` client it came from. It runs on the backend's
+compute thread (compute_thread.py), which admits requests and steps it between other calls.
 
 One step over many rows costs far less than a step per request (SmolLM2 in bf16 on 2 CPU cores:
 82 ms for 32 rows against 51 ms for 8), so requests join the running batch between decode steps
@@ -15,26 +10,15 @@ samples and concatenated to the batch's; caches of different lengths are left-pa
 padding masked, with explicit position ids, so every row still sees exactly its own prompt + sample
 and its logprobs equal a full forward pass over them (fp32: < 1e-5). Each request keeps its own stop
 rule, max_tokens, sampling params and random stream.
-
-Requests on other weights (another LoRA snapshot) wait until the batch drains; while one waits, no
-new request joins, so none starves. Other work runs between decode steps, in submission order.
-
-compute_logprobs requests are held back until one of them is looked at (result, await, done, a
-callback) or other work is submitted; then those on the same weights are scored together, in
-shared micro-batches (a DPO step's 32 reference scorings: one or two decoder passes instead of 32).
-Which requests share a batch so follows the caller's program order, never the compute thread's
-timing: a batch's composition moves the last bits of its results, and runs must repeat exactly
-(resume equals an uninterrupted run).
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 from tinker import types
@@ -49,9 +33,7 @@ from kitchen.adapters.local.sampling import (
     sampled_logprobs,
 )
 from kitchen.adapters.local.seed_stream import SeedStream
-from kitchen.engine.errors import BackendError
 
-T = TypeVar("T")
 # Padded tokens one prefill forward takes: different prompts arriving together are prefilled in one
 # forward up to this many (4 RL prompts of 35-38 tokens x 8 samples, SmolLM2 in bf16 on 2 cores:
 # 470 ms to the first tokens as 4 forwards, 140 ms as one).
@@ -84,18 +66,6 @@ class SampleJob:
 
 
 @dataclass
-class ScoreJob:
-    """One compute_logprobs request. Jobs with equal `key` (the same weights) held back together
-    are scored in one call of the first one's `score`, which takes their token sequences and
-    returns each one's logprobs, in order."""
-
-    key: Hashable
-    tokens: list[int]
-    score: Callable[[list[list[int]]], list[Any]]
-    future: Future[Any] = field(default_factory=Future)
-
-
-@dataclass
 class _Row:
     job: SampleJob
     sample: int  # index into job.results
@@ -103,152 +73,49 @@ class _Row:
     token: int  # the token fed next
 
 
-class ComputeThread:
-    """The compute thread: it owns the running batch and runs queued calls. `submit_*` and `run`
-    are safe from any thread."""
+class DecodeBatch:
+    """The rows decoding together and their KV cache; used only on the compute thread."""
 
-    def __init__(self, name: str = "kitchen-compute") -> None:
-        self._cond = threading.Condition()
-        self._pending: list[SampleJob] = []
-        self._calls: list[tuple[Callable[[], Any], Future[Any]] | list[ScoreJob]] = []
-        self._held: list[ScoreJob] = []  # score requests not yet queued (see the module docstring)
-        self._closed = False
+    def __init__(self) -> None:
         self._rows: list[_Row] = []
         self._cache: Any = None
         self._pads: list[int] = []  # left padding of each row in the cache
-        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
-        self._thread.start()
         self.steps = 0  # decode steps run, for benchmarks
         self.prefills = 0  # prefill forwards run
         self.rows_stepped = 0  # sum of batch sizes over those steps
-        self.scorings = 0  # batches of compute_logprobs requests scored
 
-    def submit_sample(self, job: SampleJob) -> Future[tuple[list[Generated], PromptScores]]:
-        self._put(lambda: self._pending.append(job))
-        return job.future
+    @property
+    def rows(self) -> list[_Row]:
+        return self._rows
 
-    def submit_call(self, fn: Callable[[], T]) -> Future[T]:
-        """Run `fn` on the compute thread between decode steps, after the calls queued before it."""
-        future: Future[T] = Future()
-        self._put(lambda: self._calls.append((fn, future)))
-        return future
+    def jobs(self) -> list[SampleJob]:
+        """The requests with rows in the batch."""
+        return list({id(r.job): r.job for r in self._rows}.values())
 
-    def submit_score(self, job: ScoreJob) -> Future[Any]:
-        """Hold `job` until `release_scores` (or other work is submitted), then score it with the
-        held requests on its weights."""
-        with self._cond:
-            if self._closed:
-                raise BackendError("the local backend is closed; it takes no more requests")
-            self._held.append(job)
-        return job.future
+    def admit(self, jobs: list[SampleJob]) -> None:
+        """Prefill `jobs` and add their rows; a request whose prefill fails fails alone."""
+        for groups in _prefill_batches(jobs):
+            try:
+                self._prefill(groups)
+            except BaseException as e:  # the requests fail; the batch goes on
+                for job in (job for group in groups for job in group):
+                    if not job.future.done():
+                        job.future.set_exception(e)
 
-    def release_scores(self) -> None:
-        """Queue the held score requests: one batch per weights, in order of first request."""
-        with self._cond:
-            self._release_held()
-            self._cond.notify()
-
-    def run(self, fn: Callable[[], T]) -> T:
-        """`fn()` on the compute thread, waiting for it (at once when already there)."""
-        return fn() if self.on_thread() else self.submit_call(fn).result()
-
-    def on_thread(self) -> bool:
-        return threading.current_thread() is self._thread
-
-    def close(self, cancel: bool = False) -> None:
-        """Stop taking requests; finish those in flight, or (`cancel`) drop them first."""
-        with self._cond:
-            self._closed = True
-            if cancel:
-                for job in self._pending + [r.job for r in self._rows]:
-                    job.future.cancel()
-                for held in self._held:
-                    held.future.cancel()
-                for call in self._calls:
-                    for future in [j.future for j in call] if isinstance(call, list) else [call[1]]:
-                        future.cancel()
-            self._release_held()
-            self._cond.notify()
-        self._thread.join()
-
-    def _put(self, add: Callable[[], None]) -> None:
-        with self._cond:
-            if self._closed:
-                raise BackendError("the local backend is closed; it takes no more requests")
-            self._release_held()  # held score requests keep their place before this work
-            add()
-            self._cond.notify()
-
-    def _release_held(self) -> None:
-        batches: dict[Hashable, list[ScoreJob]] = {}
-        for job in self._held:
-            batches.setdefault(job.key, []).append(job)
-        self._calls.extend(batches.values())
-        self._held = []
-
-    # -- on the compute thread ---------------------------------------------------------------------
-
-    def _loop(self) -> None:
-        while True:
-            with self._cond:
-                while not (self._pending or self._calls or self._rows or self._closed):
-                    self._cond.wait()
-                if self._closed and not (self._pending or self._calls or self._rows):
-                    return
-                calls, self._calls = self._calls, []
-                joining = self._admissible()
-            self._run_calls(calls)
-            self._drop_cancelled()
-            for groups in _prefill_batches([j for j in joining if not j.future.cancelled()]):
-                try:
-                    self._prefill(groups)
-                except BaseException as e:  # the requests fail; the batch goes on
-                    for job in (job for group in groups for job in group):
-                        if not job.future.done():
-                            job.future.set_exception(e)
-            if self._rows:
-                try:
-                    self._step()
-                except BaseException as e:
-                    for job in {id(r.job): r.job for r in self._rows}.values():
-                        if not job.future.done():
-                            job.future.set_exception(e)
-                    self._rows, self._cache, self._pads = [], None, []
-
-    def _run_calls(
-        self, calls: list[tuple[Callable[[], Any], Future[Any]] | list[ScoreJob]]
-    ) -> None:
-        for call in calls:
-            if isinstance(call, list):
-                self._score(call)
-            else:
-                _run_into(call[1], call[0])
-
-    def _score(self, jobs: list[ScoreJob]) -> None:
-        live = [job for job in jobs if job.future.set_running_or_notify_cancel()]
-        if not live:
-            return
-        self.scorings += 1
+    def step(self) -> None:
+        """One decode step over every row; on an error every request in the batch fails."""
         try:
-            scored = live[0].score([job.tokens for job in live])
-        except BaseException as e:  # every request of the batch fails; the thread goes on
-            for job in live:
-                job.future.set_exception(e)
-            return
-        for job, result in zip(live, scored, strict=True):
-            job.future.set_result(result)
+            self._step()
+        except BaseException as e:
+            for job in self.jobs():
+                if not job.future.done():
+                    job.future.set_exception(e)
+            self._rows, self._cache, self._pads = [], None, []
 
-    def _admissible(self) -> list[SampleJob]:
-        """Pending jobs on the batch's weights (all of them while nothing else waits)."""
-        self._pending = [j for j in self._pending if not j.future.cancelled()]
-        if not self._pending:
-            return []
-        key = self._rows[0].job.key if self._rows else self._pending[0].key
-        if self._rows and any(j.key != key for j in self._pending):
-            return []  # let the batch drain so the other weights get their turn
-        joining = [j for j in self._pending if j.key == key]
-        self._pending = [j for j in self._pending if j.key != key]
-        return joining
+    def drop_cancelled(self) -> None:
+        """Rows of cancelled requests (a client gone or a cancel_future) leave the batch now."""
+        kept = [i for i, r in enumerate(self._rows) if not r.job.future.cancelled()]
+        self._keep(kept)
 
     def _prefill(self, groups: list[list[SampleJob]]) -> None:
         """One forward over the distinct prompts of `groups` (each group shares one prompt),
@@ -413,11 +280,6 @@ class ComputeThread:
         going = {id(r) for kept_rows in self._advance(segments, step=1) for r in kept_rows}
         self._keep([i for i, r in enumerate(rows) if id(r) in going])
 
-    def _drop_cancelled(self) -> None:
-        """Rows of cancelled requests (a client gone or a cancel_future) leave the batch now."""
-        kept = [i for i, r in enumerate(self._rows) if not r.job.future.cancelled()]
-        self._keep(kept)
-
     def _keep(self, kept: list[int]) -> None:
         """Keep only the rows at indices `kept` (and their cache rows)."""
         import torch
@@ -476,12 +338,3 @@ def _device_of(cache: Any) -> Any:
 
 def _device(model: Any) -> Any:
     return next(model.parameters()).device
-
-
-def _run_into(future: Future[Any], fn: Callable[[], Any]) -> None:
-    if not future.set_running_or_notify_cancel():
-        return  # cancelled while queued
-    try:
-        future.set_result(fn())
-    except BaseException as e:
-        future.set_exception(e)

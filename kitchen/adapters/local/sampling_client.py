@@ -14,7 +14,8 @@ import numpy as np
 from tinker import types
 
 from kitchen.adapters.local.batching import check_token_ids
-from kitchen.adapters.local.decode_batch import ComputeThread, SampleJob, ScoreJob
+from kitchen.adapters.local.compute_thread import ComputeThread, ScoreJob
+from kitchen.adapters.local.decode_batch import SampleJob
 from kitchen.adapters.local.forward import score_sequences
 from kitchen.adapters.local.host import LoraSnapshot, ModelHost
 from kitchen.adapters.local.sampling import (
@@ -108,7 +109,7 @@ class LocalSamplingClient:
     ) -> APIFuture[list[float | None]]:
         """log p(token | prefix) for every prompt token; None for the first (and, with
         `prompt_logprobs_last_n`, for all but the last N). The requests submitted before any of
-        them is looked at are scored together (decode_batch.py)."""
+        them is looked at are scored together (compute_thread.py)."""
         try:
             tokens = self._scored_tokens(prompt)
         except BackendError as e:  # bad requests fail their future, as the SDK's do
@@ -249,7 +250,7 @@ class SampleFuture(APIFuture[types.SampleResponse]):
 
 class ScoreFuture(APIFuture[list[float | None]]):
     """A compute_logprobs future: looking at it in any way releases the held score requests
-    (decode_batch.py), so the work it stands for runs."""
+    (compute_thread.py), so the work it stands for runs."""
 
     def __init__(self, inner: Future[list[float | None]], release: Callable[[], None]) -> None:
         super().__init__(inner)
