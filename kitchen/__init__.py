@@ -29,7 +29,7 @@ from kitchen.engine.errors import (
     KitchenError,
     StageError,
 )
-from kitchen.engine.graph import Await, Every, Loop, When, Workflow, every
+from kitchen.engine.graph import Await, Every, Loop, When, Workflow
 from kitchen.engine.plugins import ENVS, RECIPES
 from kitchen.engine.recipe import Recipe
 from kitchen.engine.stage import Context, Metrics, Stage, stage
@@ -63,7 +63,6 @@ __all__ = [  # noqa: RUF022  (grouped by topic, as the docs present them)
     "Loop",
     "When",
     "Workflow",
-    "every",
     "validate",
     "Context",
     "Metrics",

@@ -7,7 +7,7 @@ nodes. Config branches are Python `if` at build time; state branches are `When` 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from kitchen.engine.futures import APIFuture
@@ -82,10 +82,6 @@ class Every:
         return f"every {self.n} ({self.index})" if self.n > 0 else "never (every=0)"
 
 
-def every(n: int, index: str = "batch_idx") -> Every:
-    return Every(n, index)
-
-
 @dataclass(frozen=True)
 class When:
     """Run `body` only when `predicate(state)` holds (checked at run time), else `orelse`."""
@@ -137,32 +133,15 @@ class Loop:
 Node = Any  # a stage object, Loop, When or Await
 
 
-@dataclass(init=False)
+@dataclass
 class Workflow(Generic[S]):
     """A named graph of `nodes` over one state class; `finally_` nodes always run after them."""
 
     name: str
     state: type[S]
     nodes: list[Node]
-    finally_: list[Node]
-    description: str
-
-    def __init__(
-        self,
-        name: str,
-        state: type[S],
-        nodes: list[Node] | None = None,
-        finally_: list[Node] | None = None,
-        description: str = "",
-        *,
-        steps: list[Node] | None = None,
-    ) -> None:
-        # `steps=` is the keyword's name before issue 29; a step is now only a training step.
-        if (nodes is None) == (steps is None):
-            raise TypeError(f"Workflow {name!r}: pass its nodes once, as nodes=[...]")
-        self.name, self.state, self.description = name, state, description
-        self.nodes = nodes if nodes is not None else steps or []
-        self.finally_ = finally_ if finally_ is not None else []
+    finally_: list[Node] = field(default_factory=list)
+    description: str = ""
 
     def render(self) -> str:
         from kitchen.engine.render import render

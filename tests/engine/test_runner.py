@@ -3,7 +3,7 @@ import asyncio
 import pytest
 
 from kitchen.engine.errors import StageError
-from kitchen.engine.graph import Await, Loop, When, Workflow, every
+from kitchen.engine.graph import Await, Every, Loop, When, Workflow
 from kitchen.engine.runner import BaseHook, Runner, execute
 from kitchen.engine.stage import Context, Resume, stage
 
@@ -56,7 +56,7 @@ def test_when_runs_on_schedule():
     wf = Workflow(
         "toy",
         ToyState,
-        [Loop("batch", 5, "batch_idx", [When(every(2), [Mark("even")], orelse=[Mark("odd")])])],
+        [Loop("batch", 5, "batch_idx", [When(Every(2), [Mark("even")], orelse=[Mark("odd")])])],
     )
     result, _ = run(wf)
     assert result.state.trace == ["odd", "even", "odd", "even", "odd"]

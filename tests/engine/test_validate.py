@@ -1,7 +1,7 @@
 import pytest
 
 from kitchen.engine.errors import GraphError
-from kitchen.engine.graph import Await, Loop, When, Workflow, every
+from kitchen.engine.graph import Await, Every, Loop, When, Workflow
 from kitchen.engine.stage import stage
 
 from .states import Add, Load, Mark, Submit, ToyState
@@ -41,7 +41,7 @@ def test_read_before_any_producer_names_the_would_be_producer():
 
 def test_write_inside_when_is_not_available_after_it():
     wf = Workflow(
-        "toy", ToyState, [When(every(2), [Load()]), Loop("batch", 3, "batch_idx", [Add()])]
+        "toy", ToyState, [When(Every(2), [Load()]), Loop("batch", 3, "batch_idx", [Add()])]
     )
     with pytest.raises(GraphError, match="reads 'items'"):
         wf.validate()
@@ -62,7 +62,7 @@ def test_pipelined_loop_awaiting_previous_iteration_is_valid():
 
 
 def test_pending_awaited_only_in_a_when_branch_is_reported():
-    wf = Workflow("toy", ToyState, [Submit(), When(every(2), [Await("fut")])])
+    wf = Workflow("toy", ToyState, [Submit(), When(Every(2), [Await("fut")])])
     with pytest.raises(GraphError, match="never awaited"):
         wf.validate()
 
@@ -80,7 +80,7 @@ def test_render_shows_structure_and_bound_options():
         ToyState,
         [
             Load(n=5),
-            Loop("batch", "n_items", "batch_idx", [Add(), When(every(2), [Mark("x")])], steps=True),
+            Loop("batch", "n_items", "batch_idx", [Add(), When(Every(2), [Mark("x")])], steps=True),
         ],
         finally_=[Mark("end")],
     )

@@ -36,7 +36,7 @@ def test_every_public_name_resolves():
 
 def test_the_names_the_docs_promise_are_exported():
     promised = {
-        "Workflow", "Loop", "When", "Await", "every", "Every", "stage", "Stage", "Context",
+        "Workflow", "Loop", "When", "Await", "Every", "stage", "Stage", "Context",
         "BaseState", "TrainState", "PendingQueue", "Handle", "run", "run_workflow",
         "Recipe", "TrainConfig", "RECIPES", "BACKENDS", "DATASET_STORES", "ENVS", "validate",
         "KitchenError", "ConfigError", "DataError", "BackendError", "StageError", "GraphError",

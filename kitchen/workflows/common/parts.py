@@ -22,10 +22,6 @@ class WorkflowParts(NamedTuple):
     def nodes(self) -> list[Node]:
         return [*self.client, *self.data, *self.train, *self.finish]
 
-    def steps(self) -> list[Node]:
-        """`nodes()` under its name before issue 29 (a step is now only a training step)."""
-        return self.nodes()
-
 
 def optional(condition: bool, *nodes: Node) -> list[Node]:
     """`nodes` when `condition` holds at build time, else nothing; splice it with `*`."""
