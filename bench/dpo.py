@@ -85,14 +85,15 @@ def trl_rows(
     from kitchen.workflows.preference.stages import labeled_comparison
     from train_core.preference import build_dpo_data
     from train_core.renderers import get_recommended_renderer_name, get_renderer
-    from train_core.supervised import datum_weights, full_sequence_from_datum
+    from train_core.scoring import full_sequence
+    from train_core.supervised import datum_weights
 
     renderer = get_renderer(get_recommended_renderer_name(args.model), tokenizer)
     data, stats = build_dpo_data([labeled_comparison(r) for r in rows], renderer, args.max_length)
     assert stats.num_pairs == len(rows), stats
 
     def split(datum: Any) -> tuple[list[int], list[int]]:
-        tokens = full_sequence_from_datum(datum).to_ints()
+        tokens = full_sequence(datum).to_ints()
         weighted = np.flatnonzero(datum_weights(datum) > 0)
         start, stop = int(weighted[0]) + 1, int(weighted[-1]) + 2  # target i is token i + 1
         return tokens[:start], tokens[start:stop]

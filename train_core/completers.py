@@ -87,9 +87,6 @@ class MessageCompleter:
         raise NotImplementedError
 
 
-resolve_sample = resolve_future  # its name for what `sample()` returned
-
-
 def sampled_tokens(sequence: Any, prompt_cache_hit_tokens: int = 0) -> TokensWithLogprobs:
     """One sampled sequence of a SampleResponse as TokensWithLogprobs (RL needs the logprobs)."""
     if sequence.logprobs is None:
@@ -130,7 +127,7 @@ class TinkerTokenCompleter(TokenCompleter):
                     f"TinkerTokenCompleter: prompt of {model_input.length} tokens leaves no room "
                     f"in context_window={self.context_window}; expected a shorter prompt"
                 )
-        response = await resolve_sample(
+        response = await resolve_future(
             self.sampling_client.sample(
                 prompt=model_input,
                 num_samples=1,
@@ -209,7 +206,7 @@ class GroupedTokenCompleter(TokenCompleter):
         self, model_input: types.ModelInput, stop: StopCondition, budget: int, n: int
     ) -> list[TokensWithLogprobs]:
         self.calls += 1
-        response = await resolve_sample(
+        response = await resolve_future(
             self.sampling_client.sample(
                 prompt=model_input,
                 num_samples=n,
@@ -245,7 +242,7 @@ class TinkerMessageCompleter(MessageCompleter):
 
     async def __call__(self, messages: list[Message]) -> Message:
         prompt = self.renderer.build_generation_prompt(messages)
-        response = await resolve_sample(
+        response = await resolve_future(
             self.sampling_client.sample(
                 prompt=prompt,
                 num_samples=1,

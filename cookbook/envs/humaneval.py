@@ -25,7 +25,8 @@ from cookbook.envs.sandbox_grading import grade_asserts
 from kitchen.engine.errors import ConfigError
 from kitchen.ports.sandbox import SandboxPort
 from kitchen.workflows.reinforcement.pass_at_k import PassCounts
-from train_core.completers import Message, RendererLike, resolve_sample
+from train_core.completers import Message, RendererLike
+from train_core.futures import resolve_future
 from train_core.renderers.content import get_text_content
 
 INSTRUCTION = (
@@ -120,7 +121,7 @@ class HumanEvalPassAtK:
             temperature=self.temperature,
             stop=renderer.get_stop_sequences(),
         )
-        response = await resolve_sample(
+        response = await resolve_future(
             sampling_client.sample(
                 prompt=prompt, num_samples=self.num_samples, sampling_params=params
             )

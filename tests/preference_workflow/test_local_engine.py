@@ -17,7 +17,7 @@ from kitchen.ports import BackendSettings
 from kitchen.workflows.preference.stages import labeled_comparison
 from train_core.preference import build_dpo_data, make_dpo_loss_fn
 from train_core.renderers import get_renderer
-from train_core.supervised import full_sequence_from_datum, logprobs_aligned_to_targets
+from train_core.scoring import full_sequence, target_logprobs
 
 from .helpers import comparison, write_jsonl
 
@@ -44,12 +44,7 @@ def test_dpo_steps_raise_chosen_over_rejected_log_ratio(backend: Any) -> None:
     data, stats = build_dpo_data([labeled_comparison(comparison(1))], renderer, 256)
     assert stats.num_pairs == 1
     reference = backend.create_sampling_client(base_model=TINY)
-    ref = [
-        logprobs_aligned_to_targets(
-            reference.compute_logprobs(full_sequence_from_datum(d)).result()
-        )
-        for d in data
-    ]
+    ref = [target_logprobs(reference.compute_logprobs(full_sequence(d)).result()) for d in data]
     loss_fn = make_dpo_loss_fn([ref[0]], [ref[1]], beta=0.1)
     margins, losses = [], []
     for _ in range(4):

@@ -11,10 +11,9 @@ from train_core.rl.kl import (
     compute_post_kl,
     discounted_future_sum,
     incorporate_kl_penalty,
-    training_logprobs_from_output,
 )
 from train_core.rl.types import Trajectory
-from train_core.scoring import full_sequence, target_logprobs
+from train_core.scoring import forward_logprobs, full_sequence, target_logprobs
 
 
 def make_data():
@@ -47,7 +46,7 @@ def test_kl_reads_a_forward_backward_output():
             for d in data
         ]
     )
-    m = compute_kl_sample_train(data, training_logprobs_from_output(outputs))
+    m = compute_kl_sample_train(data, forward_logprobs(outputs))
     assert m["optim/kl_sample_train_v1"] == 0.0 and m["optim/kl_sample_train_v2"] == 0.0
 
 

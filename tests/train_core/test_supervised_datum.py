@@ -2,12 +2,11 @@ import numpy as np
 import pytest
 from tinker import types
 
+from train_core.scoring import full_sequence, target_logprobs
 from train_core.supervised import (
     conversation_to_datum,
     datum_from_model_input_weights,
     datum_weights,
-    full_sequence_from_datum,
-    logprobs_aligned_to_targets,
 )
 
 
@@ -96,7 +95,7 @@ def test_conversation_to_datum_trains_on_all_assistant_messages_by_default(rende
 
 def test_full_sequence_and_logprob_alignment_round_trip():
     datum = datum_from_model_input_weights(types.ModelInput.from_ints([5, 6, 7]), [0, 1, 1])
-    assert full_sequence_from_datum(datum).to_ints() == [5, 6, 7]
-    aligned = logprobs_aligned_to_targets([None, -0.5, -1.5])
+    assert full_sequence(datum).to_ints() == [5, 6, 7]
+    aligned = target_logprobs([None, -0.5, -1.5])
     assert aligned.tolist() == [-0.5, -1.5]
     assert aligned.shape == datum_weights(datum).shape

@@ -103,7 +103,7 @@ def apply_teacher_kl(
 ) -> tuple[list[types.Datum], dict[str, float]]:
     """RL datums (loss_fn_inputs logprobs, mask, advantages) -> copies with the KL advantages added.
 
-    `teacher_logprobs_D[i]` aligns with datum i's targets (`logprobs_aligned_to_targets` of the
+    `teacher_logprobs_D[i]` aligns with datum i's targets (`target_logprobs` of the
     teacher's compute_logprobs on the full sequence, or `place_on_mask` when the teacher scored its
     own rendering of the prompt). A datum without "advantages" starts from zeros.
     """

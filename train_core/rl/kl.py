@@ -17,9 +17,6 @@ from tinker import types
 
 from train_core.arrays import as_array
 from train_core.rl.advantages import discounted_future_sum
-from train_core.scoring import forward_logprobs
-
-training_logprobs_from_output = forward_logprobs  # the name RL code used before scoring.py
 
 
 def _action_columns(datum: types.Datum) -> tuple[np.ndarray, np.ndarray]:

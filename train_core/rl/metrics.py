@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from train_core.rl.data import all_same
-from train_core.rl.kl import compute_kl_sample_train, training_logprobs_from_output
+from train_core.rl.kl import compute_kl_sample_train
 from train_core.rl.types import TrajectoryGroup
 
 __all__ = [
@@ -19,7 +19,6 @@ __all__ = [
     "compute_kl_sample_train",
     "compute_trajectory_metrics",
     "dict_mean",
-    "training_logprobs_from_output",
     "trajectory_metrics",
 ]
 

@@ -5,7 +5,4 @@ from kitchen.workflows.preference.config import PreferenceConfig
 from kitchen.workflows.preference.state import PreferenceState
 from kitchen.workflows.preference.workflow import preference, preference_parts
 
-# Its name before issue 29 (a "section" is an RLHF sub-run), importable still, no longer listed.
-preference_sections = preference_parts
-
 __all__ = ["PreferenceConfig", "PreferenceState", "preference", "preference_parts"]

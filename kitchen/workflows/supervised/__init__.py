@@ -9,9 +9,6 @@ from kitchen.workflows.supervised.workflow import (
     supervised_parts,
 )
 
-# Its name before issue 29 (a "section" is an RLHF sub-run), importable still, no longer listed.
-supervised_sections = supervised_parts
-
 __all__ = [
     "SupervisedConfig",
     "SupervisedState",
