@@ -13,7 +13,8 @@ from pathlib import Path
 
 import typer
 
-from kitchen.adapters.sandbox import BACKENDS, Limits, SandboxError, make_sandbox
+from kitchen.adapters.sandbox import BACKENDS, make_sandbox
+from kitchen.ports.sandbox import Limits, SandboxError
 
 app = typer.Typer(
     name="sandbox",

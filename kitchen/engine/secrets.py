@@ -20,7 +20,7 @@ SECRET_ENV = (
     "KITCHEN_API_KEY",
     "KITCHEN_SERVE_API_KEY",
 )
-REDACTED = "***"
+REDACTED = "<redacted>"  # in config.json, the registry's records and scrubbed log lines
 
 _SECRET_WORDS = frozenset({"secret", "secrets", "password", "passwd", "apikey", "credentials"})
 _KEY_QUALIFIERS = frozenset({"api", "access", "private", "auth", "signing", "secret"})
@@ -47,13 +47,15 @@ def is_secret_key(key: str) -> bool:
 
 
 def redact(value: Any) -> Any:
-    """A copy of a (nested) config with the values of secret keys replaced."""
+    """A deep copy of a (nested) config with every secret key's value replaced by REDACTED, in
+    nested dicts and lists (tuples become lists) too. Empty values (None, "") stay as they are: they
+    hold no secret and show that none was set."""
     if isinstance(value, dict):
         return {
             k: REDACTED if is_secret_key(str(k)) and v not in (None, "") else redact(v)
             for k, v in value.items()
         }
-    if isinstance(value, list):
+    if isinstance(value, list | tuple):
         return [redact(v) for v in value]
     return value
 

@@ -89,7 +89,7 @@ def test_the_checks_flag_a_cookbook_or_workflow_that_imports_an_adapter(tmp_path
     (tmp_path / "cookbook" / "envs").mkdir(parents=True)
     (tmp_path / "cookbook" / "envs" / "env.py").write_text(
         "from kitchen.ports.sandbox import SandboxPort\n"
-        "from kitchen.adapters.sandbox import SandboxPort\n"
+        "from kitchen.adapters.sandbox import make_sandbox\n"
     )
     (tmp_path / "kitchen" / "workflows" / "rl").mkdir(parents=True)
     (tmp_path / "kitchen" / "workflows" / "rl" / "stages.py").write_text(

@@ -157,8 +157,8 @@ def test_play_in_a_terminal_under_tmux(tmp_path):
 
 def sandbox_problem() -> str | None:
     """Why the local sandbox cannot run here (None when it can)."""
-    from kitchen.adapters.sandbox import SandboxUnavailable
     from kitchen.adapters.sandbox.local import LocalSandbox
+    from kitchen.ports.sandbox import SandboxUnavailable
 
     box = LocalSandbox(max_concurrency=1)
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kitchen.adapters.model_registry import DatasetRef, ModelDraft, ModelRef
+from kitchen.ports.model_registry import DatasetRef, ModelDraft, ModelRef
 
 
 def make_draft(name: str = "tuned", parent: ModelRef | None = None, **fields: Any) -> ModelDraft:

@@ -9,8 +9,9 @@ from tests.registry.drafts import make_draft
 pytest.importorskip("mlflow")
 pytest.importorskip("sqlalchemy")  # the SQL tracking store; mlflow-skinny does not pull it in
 
-from kitchen.adapters.model_registry import ModelNotFoundError, ModelRef, open_registry
+from kitchen.adapters.model_registry import open_registry
 from kitchen.adapters.model_registry.mlflow_store import MLflowRegistry
+from kitchen.ports.model_registry import ModelNotFoundError, ModelRef
 
 
 @pytest.fixture(scope="module")

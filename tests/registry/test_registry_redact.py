@@ -6,8 +6,9 @@ import copy
 
 import pytest
 
-from kitchen.adapters.model_registry import config_hash, is_secret_key, redact
+from kitchen.adapters.model_registry import config_hash
 from kitchen.engine.errors import ConfigError
+from kitchen.engine.secrets import is_secret_key, redact
 
 
 @pytest.mark.parametrize(

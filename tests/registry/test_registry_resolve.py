@@ -6,16 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from kitchen.adapters.model_registry import (
+from kitchen.adapters.model_registry import SQLiteRegistry, default_registry_path, open_registry
+from kitchen.engine.errors import ConfigError
+from kitchen.ports.model_registry import (
     ModelNotFoundError,
     ModelRef,
-    SQLiteRegistry,
-    default_registry_path,
     is_registry_ref,
-    open_registry,
     resolve_base_model,
 )
-from kitchen.engine.errors import ConfigError
 from tests.registry.drafts import make_draft
 
 

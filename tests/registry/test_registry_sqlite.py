@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from kitchen.adapters.model_registry import (
+from kitchen.adapters.model_registry import SQLiteRegistry
+from kitchen.engine.errors import ConfigError
+from kitchen.ports.model_registry import (
     ModelNotFoundError,
     ModelRef,
     RegistryError,
-    SQLiteRegistry,
     parse_model_ref,
 )
-from kitchen.engine.errors import ConfigError
 from tests.registry.drafts import make_draft
 
 

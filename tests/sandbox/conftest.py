@@ -2,8 +2,8 @@ import os
 
 import pytest
 
-from kitchen.adapters.sandbox import SandboxUnavailable
 from kitchen.adapters.sandbox.local import LocalSandbox
+from kitchen.ports.sandbox import SandboxUnavailable
 
 
 @pytest.fixture(scope="session")

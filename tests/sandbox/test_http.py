@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from cookbook.envs.sandbox_grading import StdioCase, grade_stdio
-from kitchen.adapters.sandbox import Limits, SandboxPort, make_sandbox
+from kitchen.adapters.sandbox import make_sandbox
 from kitchen.adapters.sandbox.http import HttpSandbox
+from kitchen.ports.sandbox import Limits, SandboxPort
 
 
 def _finished(code: int, stdout: str = "", stderr: str = "") -> dict[str, Any]:

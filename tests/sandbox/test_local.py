@@ -10,16 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from kitchen.adapters.sandbox import (
-    ExecutionResult,
-    Limits,
-    SandboxError,
-    SandboxPort,
-    make_sandbox,
-)
+from kitchen.adapters.sandbox import make_sandbox
 from kitchen.adapters.sandbox.jail import split_time_report
 from kitchen.adapters.sandbox.local import LocalSandbox
 from kitchen.adapters.sandbox.verdict import classify
+from kitchen.ports.sandbox import ExecutionResult, Limits, SandboxError, SandboxPort
 from tests.sandbox.conftest import jailed_processes
 
 REPO = Path(__file__).resolve().parents[2]

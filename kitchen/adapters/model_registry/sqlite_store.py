@@ -19,7 +19,7 @@ from urllib.parse import quote
 from pydantic import ValidationError
 
 from kitchen.adapters.model_registry.lineage import follow_lineage, missing_parent
-from kitchen.adapters.model_registry.redact import record_fields
+from kitchen.adapters.model_registry.record import record_fields
 from kitchen.ports.model_registry import (
     ModelDraft,
     ModelNotFoundError,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 
 from kitchen.engine.errors import ConfigError
+from kitchen.engine.secrets import REDACTED
 
 API_KEY_ENV = "TINKER_API_KEY"
 BASE_URL_ENV = "TINKER_BASE_URL"
@@ -44,4 +45,4 @@ def base_url(configured: str | None) -> str | None:
 
 def scrub(text: str, key: str | None) -> str:
     """`text` with the key replaced, for messages built from SDK errors."""
-    return text.replace(key, "***") if key else text
+    return text.replace(key, REDACTED) if key else text

@@ -1,11 +1,5 @@
-"""Secret redaction, the config hash, and the fields every store adds to a draft it registers.
-
-A key is secret when its words (split on `_`, `-`, `.`, spaces and camelCase) contain secret,
-password or apikey, or end in token or api/access/private/auth key (`TINKER_API_KEY`, `apiKey`,
-`hf_token`, `client_secret`, `AWS_SECRET_ACCESS_KEY`). Matching whole words, not substrings, keeps
-`max_tokens`, `tokenizer` and `sort_key` readable; special-token names (`eos_token`, `pad_token`)
-are vocabulary, not secrets.
-"""
+"""What every store adds to a draft it registers: the redacted config (`kitchen.engine.secrets`,
+the same redaction as a run's config.json), its hash, an id and the registration time."""
 
 from __future__ import annotations
 
@@ -16,27 +10,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kitchen.engine.errors import ConfigError
-from kitchen.engine.secrets import is_secret_key
+from kitchen.engine.secrets import redact
 from kitchen.ports.model_registry import ModelDraft
-
-REDACTED = "<redacted>"
-
-
-def redact(config: dict[str, Any]) -> dict[str, Any]:
-    """A deep copy of `config` with every secret key's value replaced by "<redacted>", in nested
-    dicts and lists too. Empty values (None, "") stay as they are: they hold no secret and show
-    that none was set."""
-    return {key: _redact_value(key, value) for key, value in config.items()}
-
-
-def _redact_value(key: Any, value: Any) -> Any:
-    if isinstance(key, str) and is_secret_key(key) and value not in (None, ""):
-        return REDACTED
-    if isinstance(value, dict):
-        return redact(value)
-    if isinstance(value, list | tuple):
-        return [_redact_value(None, item) for item in value]
-    return value
 
 
 def canonical_json(config: dict[str, Any]) -> str:
