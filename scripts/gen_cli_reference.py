@@ -131,18 +131,17 @@ def recipe_names() -> list[str]:
 
 def config_names_markdown() -> list[str]:
     """How a config field is spelled, and the other names that still set it (config.ALIASES)."""
-    from kitchen.workflows.common.config import ALIASES, NEGATED
+    from kitchen.workflows.common.config import ALIASES
 
     rows = [f"| {code(a)} | {code(t)} |" for a, t in ALIASES.items()]
-    rows += [f"| {code(a)}, {code('--' + a.replace('_', '-'))} | {code(t)} = not the value |"
-             for a, t in NEGATED.items()]  # fmt: skip
     return [
         "## Config names",
         "",
         "A field of a nested group has two spellings: its path, which config.json records and",
         "the code reads (`evaluation.every`, `optimizer.beta1`), and its flat name, which is its",
         "flag (`eval_every`, `--eval-every`; `adam_beta1`, `--adam-beta1`). Flags, key=value,",
-        "presets, config files and Python values take either. A bool field also takes `--no-FLAG`.",
+        "presets, config files and Python values take either. A bool field also takes `--no-FLAG`",
+        "and `no_NAME=true` (`--no-register`, `no_register=true`: register_model false).",
         "These other names set a field wherever a field name is accepted, `model` also as the flag",
         "`--model` (a name starting with `-` is a short flag only):",
         "",

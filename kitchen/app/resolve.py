@@ -3,9 +3,9 @@
 
 Precedence: the Config's defaults < --preset < --config file < Python values < flags and
 key=values. The words users type: `--dpo-beta 0.1`, `--dpo-beta=0.1`, the aliases of
-config.ALIASES and config.NEGATED (short flags `-m`, `-d`, `-e`, `-b`, `-l`, `-r`,
-crucible_kitchen's names such as `--model`, `--epochs`, old names such as `--no-register`),
-tinker-cookbook style `key=value` with dotted keys, and `--flag` / `--no-flag` for booleans;
+config.ALIASES (short flags `-m`, `-d`, `-e`, `-b`, `-l`, `-r`, crucible_kitchen's names such as
+`--model`, `--epochs`, old names such as `--log-path`), tinker-cookbook style `key=value` with
+dotted keys, and `--flag` / `--no-flag` (`no_key=true`) for booleans (`--no-register`);
 unknown names fail with a suggestion. Every layer keeps the names it was written in: which field
 a name sets is decided once, by config.nest, as the config is built.
 """
@@ -41,7 +41,7 @@ from kitchen.workflows.common.config import (
     flat_name,
     flat_values,
     group_of,
-    negated,
+    negation,
 )
 
 # The ports a run has: backend and datasets always; those kitchen opens from the config when a stage
@@ -178,14 +178,13 @@ def flag(field: str) -> str:
 
 
 def flags_of(model: type[BaseModel]) -> dict[str, str]:
-    """Every flag a recipe takes -> the key it sets: a field's flat name, or the alias or negated
-    name it spells (a short flag sets its field's flat name)."""
+    """Every flag a recipe takes -> the key it sets: a field's flat name, or the alias it spells (a
+    short flag sets its field's flat name). A bool's `--no-FLAG` is parse_overrides'."""
     out = {flag(name): name for name in _fields(model)}
     for alias, target in aliases(model).items():
         out[alias if alias.startswith("-") else flag(alias)] = (
             target if alias.startswith("-") else alias
         )
-    out.update({flag(name): name for name in negated(model)})
     return out
 
 
@@ -237,6 +236,8 @@ def _suggest(name: str, known: list[str]) -> str:
 def _annotation(model: type[BaseModel], key: str, recipe: str) -> Any:
     """The type of the field `key` sets (any spelling); a key below a dict-valued field is
     free-form (Any). An unknown name fails with a suggestion."""
+    if negation(model, key) is not None:
+        return bool
     flat = flat_name(model, key)
     if flat in _fields(model):
         return _fields(model)[flat].annotation
@@ -276,16 +277,15 @@ def parse_overrides(model: type[BaseModel], args: list[str], recipe: str) -> dic
             i += 1
             continue
         name, eq, inline = word.partition("=")
-        positive = flags.get("--" + name[5:]) if name.startswith("--no-") else None
-        if positive is not None and _is_bool(_annotation(model, positive, recipe)):
-            out[positive] = False
-            i += 1
-            continue
-        if name not in flags:
+        negative = name[2:].replace("-", "_")  # --no-FLAG of a bool: no_NAME, which nest negates
+        if name in flags:
+            key = flags[name]
+        elif negation(model, negative) is not None:
+            key = negative
+        else:
             raise ConfigError(
                 f"{name} is not an option of recipe {recipe}{_suggest(name, sorted(flags))}"
             )
-        key = flags[name]
         annotation = _annotation(model, key, recipe)
         if eq:
             raw = inline
@@ -319,9 +319,9 @@ def load_config_file(path: Path, model: type[BaseModel], recipe: str) -> dict[st
         raise ConfigError(f"config file {path}: {e}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path}: expected a table of fields")
-    known = [*model.model_fields, *_fields(model), *aliases(model), *negated(model)]
+    known = [*model.model_fields, *_fields(model), *aliases(model)]
     for key in data:
-        if key.split(".")[0] not in known:
+        if key.split(".")[0] not in known and negation(model, key) is None:
             raise ConfigError(
                 f"config file {path}: {key!r} is not a field of recipe {recipe}{_suggest(key, known)}"
             )
@@ -356,8 +356,7 @@ def recipe_options(recipe: Recipe[Any], defaults: TrainConfig) -> list[Option]:
     }
     flags: dict[str, list[str]] = {}
     for word, key in flags_of(model).items():
-        if key not in negated(model):
-            flags.setdefault(flat_name(model, key), []).append(word)
+        flags.setdefault(flat_name(model, key), []).append(word)
     return [
         Option(
             name,

@@ -7,7 +7,8 @@ A field's canonical spelling is its path, `evaluation.every`: what the code read
 records. Each field also has one flat name, its flag: the field name at the top level, the group
 field's `alias` inside a group (`evaluation.every` is `eval_every`, `--eval-every`). Flags,
 key=value, presets, config files and Python callers use either. Other names users type are the
-aliases of the ALIASES and NEGATED tables, resolved here by `nest` and nowhere else. A subclass
+ALIASES, and `no_NAME` for a bool field NAME (`no_register`), resolved here by `nest` and nowhere
+else. A subclass
 changes inherited defaults in one place, its `defaults` class variable, instead of redeclaring
 fields.
 """
@@ -44,10 +45,8 @@ ALIASES: dict[str, str] = {
     "num_rollouts": "num_batches",
     "log_path": "log_dir",  # tinker-cookbook's name
     "base_model": "registered_model",
+    "register": "register_model",  # so no_register, the field's name before it was positive, works
 }
-# Negative names of bool fields, kept from before the field was made positive: `--no-register` and
-# `no_register=true` set register_model to false.
-NEGATED: dict[str, str] = {"no_register": "register_model"}
 
 
 class ConfigGroup(BaseModel):
@@ -236,12 +235,12 @@ def flat_fields(model: type[BaseModel]) -> dict[str, tuple[str, FieldInfo]]:
 
 @cache
 def spellings(model: type[BaseModel]) -> dict[str, str]:
-    """Every key users may type (path, flat name, alias, negated name) -> the field's path, its
-    canonical spelling."""
+    """Every key users may type (path, flat name, alias) -> the field's path, its canonical
+    spelling. `no_NAME` is `negation`'s."""
     out: dict[str, str] = {}
     for flat, (dotted, _) in flat_fields(model).items():
         out[flat] = out[dotted] = dotted
-    for alias, target in {**aliases(model), **negated(model)}.items():
+    for alias, target in aliases(model).items():
         if not alias.startswith("-"):
             out[alias] = out[target]
     return out
@@ -254,11 +253,15 @@ def aliases(model: type[BaseModel]) -> dict[str, str]:
     return {a: t for a, t in ALIASES.items() if t in fields and a not in fields}
 
 
-@cache
-def negated(model: type[BaseModel]) -> dict[str, str]:
-    """The NEGATED names that apply to `model`: negative name -> flat name of its bool field."""
-    fields = flat_fields(model) if issubclass(model, TrainConfig) else {}
-    return {a: t for a, t in NEGATED.items() if t in fields and a not in fields}
+def negation(model: type[BaseModel], key: str) -> str | None:
+    """The path of the bool field that `key` = no_NAME negates (NAME any spelling of it), else
+    None: `no_register=true`, like the flag `--no-register`, sets register_model to false."""
+    known = spellings(model)
+    if not key.startswith("no_") or key in known or key[3:] not in known:
+        return None
+    path = known[key[3:]]
+    fields = {dotted: info for dotted, info in flat_fields(model).values()}
+    return path if path in fields and fields[path].annotation is bool else None
 
 
 def flat_name(model: type[BaseModel], key: str) -> str:
@@ -279,12 +282,13 @@ def nest(model: type[BaseModel], *layers: Mapping[str, Any]) -> dict[str, Any]:
     """Merge layers of config values (any spelling, flat, dotted or nested; later layers win) into
     the nested shape of `model`. Keys it does not know pass through, for pydantic to reject by
     name. A dotted key into a dict-valued field (`loss_fn_config.beta=1`) sets that one key."""
-    known, negative = spellings(model), negated(model)
+    known = spellings(model)
     out: dict[str, Any] = {}
     for layer in layers:
         for key, value in layer.items():
-            if key in negative:
-                value = _negate(key, value)
+            if (negated := negation(model, key)) is not None:
+                _put(out, negated, _negate(key, value))
+                continue
             info = model.model_fields.get(key)
             # a group given as a dict merges leaf by leaf; a group object replaces it whole
             if info is not None and group_of(info) is not None and isinstance(value, dict):
