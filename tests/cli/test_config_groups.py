@@ -1,5 +1,6 @@
-"""The regrouped configs keep every flag and every default: checked against the flags and resolved
-configs recorded on the flat configs before the regrouping (data/recipe_configs_before.json)."""
+"""Config groups: a nested field set by its flat name, its path or a nested dict alike, from flags,
+key=value and Python; recipes change inherited defaults in `defaults`, never by redeclaring. Which
+flags each recipe takes, and their defaults, are pinned by docs/cli.md (tests/docs)."""
 
 from __future__ import annotations
 
@@ -10,81 +11,10 @@ from typing import Any, ClassVar
 import pytest
 
 from kitchen.app.launch import run
-from kitchen.app.resolve import flag, get_recipe, parse_overrides, resolve_config
+from kitchen.app.resolve import get_recipe, parse_overrides, resolve_config
 from kitchen.engine.errors import ConfigError
 from kitchen.engine.plugins import RECIPES
-from kitchen.workflows.common.config import TrainConfig, all_defaults, flat_fields, flat_values
-
-BEFORE = json.loads((Path(__file__).parent / "data" / "recipe_configs_before.json").read_text())
-
-# Fields a recipe used to carry and never read (its workflow ignores them), removed on purpose.
-REMOVED = {
-    "distill_composite": {"eval_every"},
-    "on_policy_distillation": {"eval_every"},
-    "rl_loop": {"eval_every"},
-}
-# Fields a recipe gained: rl_loop now starts from load_checkpoint_path as sl_loop does; every
-# epoch-trained recipe takes n_train_samples (crucible_kitchen's) and its train split.
-EPOCH_FIELDS = {"n_train_samples", "dataset_split"}
-ADDED = {
-    "rl_loop": {"load_checkpoint_path"},
-    **{name: EPOCH_FIELDS for name in ("chat_sl", "sl_basic", "sl_loop", "prompt_distillation")},
-    "dpo": {"n_train_samples"},  # dpo had dataset_split already
-}
-# Fields every recipe gained since the recording (the trackers beside W&B).
-ADDED_EVERYWHERE = {"trackio_project", "neptune_project", "dtype"}
-# Fields that became aliases (config.ALIASES): the flag still parses, to its new meaning. code_rl's
-# num_rollouts set group_size; it is crucible_kitchen's rollout iterations, num_batches.
-NOW_ALIASES = {"code_rl": {"num_rollouts"}}
-# Fields renamed (issue 29: one name per idea), the old name an alias (no_register a negated one).
-RENAMED = {"log_path": "log_dir", "base_model": "registered_model", "no_register": "register_model"}
-# Defaults changed on purpose: distill_composite's groups_per_batch (unused; its batch is math_ +
-# chat_groups_per_batch); a held-out set follows the training set (test_dataset auto); code_rl
-# takes crucible_kitchen's PPO settings (4 epochs, GAE 0.99 / 0.95).
-CHANGED = {
-    ("distill_composite", "groups_per_batch"),
-    ("sl_basic", "test_dataset"),
-    ("chat_sl", "test_dataset"),
-    ("code_rl", "ppo_epochs"),
-    ("code_rl", "gamma"),
-    ("code_rl", "gae_lambda"),
-}
-
-
-def _json(value: Any) -> Any:
-    return json.loads(json.dumps(value, default=str))
-
-
-@pytest.mark.parametrize("name", sorted(BEFORE))
-def test_every_flag_of_before_still_parses(name: str) -> None:
-    model = get_recipe(name).Config
-    flags = {flag(f) for f in flat_fields(model)}
-    before = set(BEFORE[name]["flags"])
-    removed = {
-        flag(f) for f in REMOVED.get(name, set()) | NOW_ALIASES.get(name, set()) | set(RENAMED)
-    }
-    added = {flag(f) for f in ADDED.get(name, set()) | ADDED_EVERYWHERE | set(RENAMED.values())}
-    assert flags == (before - removed) | added
-    removed -= {flag(f) for f in NOW_ALIASES.get(name, set()) | set(RENAMED)}
-    for f in sorted(before - removed):  # the parser knows each flag (values are checked later)
-        assert parse_overrides(model, [f"{f}=1"], name)
-
-
-@pytest.mark.parametrize("name", sorted(BEFORE))
-def test_defaults_and_presets_are_unchanged(name: str) -> None:
-    rec = get_recipe(name)
-    for key, before in BEFORE[name]["values"].items():
-        now = _json(
-            flat_values(resolve_config(rec, preset=None if key == "default" else key).config)
-        )
-        before = {RENAMED.get(k, k): v for k, v in before.items()}
-        before["register_model"] = not before["register_model"]  # it was no_register
-        for field in set(before) | set(now):
-            skip = REMOVED.get(name, set()) | ADDED.get(name, set()) | NOW_ALIASES.get(name, set())
-            if field in skip | ADDED_EVERYWHERE:
-                continue
-            if (name, field) not in CHANGED:
-                assert now[field] == before[field], (name, key, field)
+from kitchen.workflows.common.config import TrainConfig, all_defaults, flat_fields
 
 
 def test_no_recipe_config_redeclares_an_inherited_field() -> None:
