@@ -38,10 +38,10 @@ def _hf(**kwargs: Any) -> Any:
     return HFDatasetStore(**kwargs)
 
 
-def _sandbox(backend: str, **kwargs: Any) -> Any:
+def _sandbox(kind: str, **kwargs: Any) -> Any:
     from kitchen.adapters.sandbox import make_sandbox
 
-    return make_sandbox(backend, **kwargs)
+    return make_sandbox(kind, **kwargs)
 
 
 for _name in ("local", "http"):  # bubblewrap on this machine, or a SandboxFusion service

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import typer
 
-from kitchen.adapters.sandbox import BACKENDS, make_sandbox
+from kitchen.adapters.sandbox import KINDS, make_sandbox
 from kitchen.ports.sandbox import Limits, SandboxError
 
 app = typer.Typer(
@@ -47,7 +47,9 @@ def run(
     stdin: Path | None = typer.Option(None, "--stdin", help="file fed to the program's stdin"),
     timeout: float = typer.Option(10.0, "--timeout", min=0.01, help="wall-clock limit, seconds"),
     memory: int = typer.Option(512, "--memory", min=1, help="address-space limit, MiB"),
-    backend: str = typer.Option("local", "--backend", help=f"one of {', '.join(BACKENDS)}"),
+    kind: str = typer.Option(
+        "local", "--sandbox", "--backend", help=f"where it runs: one of {', '.join(KINDS)}"
+    ),
     head: int = typer.Option(4000, "--head", min=0, help="characters of stdout/stderr to print"),
 ) -> None:
     """Run FILE in the sandbox; print exit code, reason, output heads, wall and CPU time and peak
@@ -55,7 +57,7 @@ def run(
     program = _read(file, "program")
     stdin_text = _read(stdin, "stdin file") if stdin is not None else ""
     try:
-        sandbox = make_sandbox(backend)
+        sandbox = make_sandbox(kind)
         result = sandbox.run(
             program, stdin=stdin_text, limits=Limits(wall_s=timeout, memory_mb=memory)
         )

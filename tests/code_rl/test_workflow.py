@@ -174,7 +174,7 @@ def test_humaneval_runs_before_and_after_and_reaches_the_registry():
         ({"humaneval_k": 5}, "humaneval_k 5"),
         ({"humaneval_samples": 4}, "humaneval_temperature"),
         ({"eval_every": 5}, "needs test problems"),
-        ({"sandbox_url": "http://x"}, "only for sandbox_backend http"),
+        ({"sandbox_url": "http://x"}, "only for sandbox http"),
         ({"gae_lambda": 1.5}, "--gae-lambda: Input should be less than or equal to 1"),
     ],
 )
@@ -187,6 +187,6 @@ def test_cookbook_preset_is_tinker_cookbooks_code_rl():
     cfg = resolve_config(get_recipe("code_rl"), preset="cookbook").config
     assert (cfg.model_name, cfg.group_size, cfg.groups_per_batch) == ("Qwen/Qwen3.5-9B", 4, 100)
     assert (cfg.optimizer.learning_rate, cfg.max_tokens, cfg.lora_rank) == (1e-5, 4096, 32)
-    assert (cfg.sandbox_backend, cfg.sandbox_timeout, cfg.max_turns) == ("http", 6.0, 2)
+    assert (cfg.sandbox, cfg.sandbox_timeout, cfg.max_turns) == ("http", 6.0, 2)
     assert (cfg.env, cfg.loss_fn, cfg.advantage_estimator) == ("deepcoder", "importance_sampling", "group_mean")  # fmt: skip
     assert cfg.effective_loss_fn_config() is None

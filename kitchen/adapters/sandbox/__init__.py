@@ -9,6 +9,6 @@ cases through either lives with the code envs, in `cookbook/envs/sandbox_grading
     result.reason, result.stdout                         # ('ok', 'cba\\n')
 """
 
-from kitchen.adapters.sandbox.factory import BACKENDS, make_sandbox
+from kitchen.adapters.sandbox.factory import KINDS, make_sandbox
 
-__all__ = ["BACKENDS", "make_sandbox"]
+__all__ = ["KINDS", "make_sandbox"]

@@ -6,25 +6,25 @@ from __future__ import annotations
 from kitchen.adapters.sandbox.bounded import BoundedSandbox
 from kitchen.ports.sandbox import Limits, SandboxError
 
-BACKENDS = ("local", "http")
+KINDS = ("local", "http")
 
 
 def make_sandbox(
-    backend: str = "local",
+    kind: str = "local",
     *,
     url: str | None = None,
     max_concurrency: int | None = None,
     limits: Limits | None = None,
 ) -> BoundedSandbox:
     """Build (but do not start) a sandbox; nothing runs until the first `run`."""
-    if backend == "local":
+    if kind == "local":
         from kitchen.adapters.sandbox.local import LocalSandbox
 
         if url is not None:
-            raise SandboxError("sandbox url is only for backend 'http'; backend is 'local'")
+            raise SandboxError("sandbox url is only for the 'http' sandbox; this one is 'local'")
         return LocalSandbox(max_concurrency=max_concurrency, limits=limits)
-    if backend == "http":
+    if kind == "http":
         from kitchen.adapters.sandbox.http import HttpSandbox
 
         return HttpSandbox(url, max_concurrency=max_concurrency, limits=limits)
-    raise SandboxError(f"sandbox backend {backend!r} is unknown; expected one of {BACKENDS}")
+    raise SandboxError(f"sandbox {kind!r} is unknown; expected one of {KINDS}")

@@ -46,6 +46,7 @@ ALIASES: dict[str, str] = {
     "log_path": "log_dir",  # tinker-cookbook's name
     "base_model": "registered_model",
     "register": "register_model",  # so no_register, the field's name before it was positive, works
+    "sandbox_backend": "sandbox",  # "backend" is the training backend's word
 }
 
 

@@ -43,7 +43,7 @@ def code_reinforcement(
     pass@k (each k in `ks`) before training (`humaneval_before/...`) and after (`humaneval/...`)."""
     start = start_point(cfg, cfg.checkpoint.load_path)
     sandbox = OpenSandbox(
-        backend=cfg.sandbox_backend,
+        kind=cfg.sandbox,
         url=cfg.sandbox_url,
         max_concurrency=cfg.sandbox_max_concurrency,
     )

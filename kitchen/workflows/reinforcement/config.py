@@ -145,7 +145,7 @@ class CodeRLWorkflowConfig(PolicyGradientConfig):
     gae_lambda: float = Field(
         1.0, ge=0, le=1, description="gae: lambda (1 = return minus baseline, 0 = one-step TD)"
     )
-    sandbox_backend: Literal["local", "http"] = Field(
+    sandbox: Literal["local", "http"] = Field(
         "local",
         description="Where programs run: local (bubblewrap jails here) | http (SandboxFusion at "
         "sandbox_url or $SANDBOX_URL)",
@@ -175,8 +175,8 @@ class CodeRLWorkflowConfig(PolicyGradientConfig):
                 raise ValueError(
                     f"clip_epsilon and loss_fn_config both set {', '.join(sorted(clash))}; keep one"
                 )
-        if self.sandbox_url is not None and self.sandbox_backend != "http":
-            raise ValueError("sandbox_url is only for sandbox_backend http")
+        if self.sandbox_url is not None and self.sandbox != "http":
+            raise ValueError("sandbox_url is only for sandbox http")
         return self
 
     def effective_loss_fn_config(self) -> dict[str, float] | None:

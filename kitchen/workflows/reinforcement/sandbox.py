@@ -16,7 +16,7 @@ class OpenSandbox:
     `check`, one trivial program runs at once, so a machine that cannot sandbox fails at the
     start rather than in the middle of the first rollout."""
 
-    backend: str = "local"
+    kind: str = "local"
     url: str | None = None
     max_concurrency: int | None = None
     check: bool = True
@@ -27,12 +27,12 @@ class OpenSandbox:
     async def __call__(self, ctx: Context[Any]) -> Metrics | None:
         from kitchen.engine.plugins import SANDBOXES
 
-        sandbox = SANDBOXES.get(self.backend)(url=self.url, max_concurrency=self.max_concurrency)
+        sandbox = SANDBOXES.get(self.kind)(url=self.url, max_concurrency=self.max_concurrency)
         ctx.state.sandbox = sandbox
         check = getattr(sandbox, "check", None)
         if self.check and check is not None:
             await asyncio.to_thread(check)
-        ctx.logger.info("sandbox %s (%d at a time)", self.backend, sandbox.max_concurrency)
+        ctx.logger.info("sandbox %s (%d at a time)", self.kind, sandbox.max_concurrency)
         return None
 
 
