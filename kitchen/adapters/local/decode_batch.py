@@ -159,7 +159,7 @@ class DecodeBatch:
             kept += going
             source += [i] * len(going)
         if kept:
-            cache = out.past_key_values
+            cache = out.cache
             cache.batch_select_indices(torch.tensor(source, device=device))
             self._join(kept, cache, width, [width - lengths[i] for i in source])
 
@@ -262,7 +262,7 @@ class DecodeBatch:
                 kwargs = {"attention_mask": mask, "position_ids": position}
             else:
                 (ids,) = to_device(device, ids_N1)
-            out = model(input_ids=ids, past_key_values=self._cache, use_cache=True, **kwargs)
+            out = model(input_ids=ids, cache=self._cache, use_cache=True, **kwargs)
         self.steps += 1
         self.rows_stepped += len(rows)
         logits_NV = out.logits[:, -1, :].float()

@@ -178,10 +178,10 @@ def _decode(decoder: Any, mb: MicroBatch) -> Any:
     group, prefix_ids, position, own, index, *masks = to_device(mb.tokens.device, *host)
     first_kwargs = {} if not masks else {"attention_mask": masks[0], "position_ids": masks[1]}
     first = decoder(input_ids=prefix_ids, use_cache=True, **first_kwargs)
-    cache = first.past_key_values
+    cache = first.cache
     cache.batch_select_indices(group)  # each row gets its group's keys and values
     own_kwargs = {"position_ids": position} | ({"attention_mask": masks[2]} if masks else {})
-    hidden = decoder(input_ids=own, past_key_values=cache, **own_kwargs).last_hidden_state
+    hidden = decoder(input_ids=own, cache=cache, **own_kwargs).last_hidden_state
     both = torch.cat([first.last_hidden_state[group], hidden], dim=1)  # [B, P + R, H]
     return both.gather(1, index[..., None].expand(-1, -1, both.shape[-1]))
 
