@@ -22,9 +22,10 @@ from typing import Any, ClassVar, Literal, NamedTuple, Self
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.fields import FieldInfo
 
-LRSchedule = Literal["constant", "linear", "cosine", "warmup_linear", "warmup_cosine"]
-# warmup_linear / warmup_cosine (crucible_kitchen's names) are linear / cosine after this many
-# warmup steps, unless warmup_steps says how many.
+from train_core.schedules import LRSchedule
+
+# warmup_linear / warmup_cosine (crucible_kitchen's names for lr_schedule) are linear / cosine
+# after this many warmup steps, unless warmup_steps says how many.
 DEFAULT_WARMUP_STEPS = 10
 
 # Other names of today's fields, one table for flags, key=value, config files and Python keys:
@@ -68,18 +69,17 @@ class OptimizerConfig(ConfigGroup):
         f"after warmup_steps (default {DEFAULT_WARMUP_STEPS}) of linear warmup",
     )
 
-    @model_validator(mode="after")
-    def _split_warmup(self) -> OptimizerConfig:
+    @model_validator(mode="before")
+    @classmethod
+    def _split_warmup(cls, data: Any) -> Any:
         """warmup_X is X with warmup steps: stored as such, so config.json says what runs."""
-        if not self.schedule.startswith("warmup_"):
-            return self
-        if "warmup_steps" not in type(self).model_fields:
-            raise ValueError(f"lr_schedule {self.schedule}: this recipe has no LR warmup")
-        warmup = getattr(self, "warmup_steps", 0) or DEFAULT_WARMUP_STEPS
-        # object.__setattr__: validate_assignment would run this validator again mid-update
-        object.__setattr__(self, "schedule", self.schedule.removeprefix("warmup_"))
-        object.__setattr__(self, "warmup_steps", warmup)
-        return self
+        schedule = data.get("schedule") if isinstance(data, dict) else None
+        if not isinstance(schedule, str) or not schedule.startswith("warmup_"):
+            return data
+        if "warmup_steps" not in cls.model_fields:
+            raise ValueError(f"lr_schedule {schedule}: this recipe has no LR warmup")
+        warmup = data.get("warmup_steps") or DEFAULT_WARMUP_STEPS
+        return {**data, "schedule": schedule.removeprefix("warmup_"), "warmup_steps": warmup}
 
 
 class AdamConfig(OptimizerConfig):
