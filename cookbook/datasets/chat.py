@@ -12,16 +12,15 @@ Messages come out as plain dicts with a string `content`; the optional keys tink
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from cookbook.datasets.fields import bad_field, field_path, missing_field, require
 from kitchen.engine.errors import DataError
+from train_core.renderers.types import Message
 
 ROLES = ("system", "user", "assistant", "tool")
 OPTIONAL_MESSAGE_KEYS = ("name", "tool_calls", "tool_call_id", "trainable", "thinking")
 MESSAGES_EXPECTED = 'a non-empty array of {"role", "content"} messages'
-
-Message = dict[str, Any]
 
 
 def validate_messages(messages: Any, where: str, key: str = "messages") -> list[Message]:
@@ -54,11 +53,11 @@ def validate_message(message: Any, where: str, key: str, i: int) -> Message:
         raise missing_field(where, field_path(key, i, "content"), "a string")
     if not isinstance(content, str):
         raise bad_field(where, field_path(key, i, "content"), content, "a string")
-    out: Message = {"role": role, "content": content}
+    out: dict[str, Any] = {"role": role, "content": content}
     for extra in OPTIONAL_MESSAGE_KEYS:
         if message.get(extra) is not None:
             out[extra] = message[extra]
-    return out
+    return cast(Message, out)  # a plain dict, as read: "thinking" is a key Message does not type
 
 
 def chat_row(row: Mapping[str, Any], where: str = "row") -> dict[str, Any]:

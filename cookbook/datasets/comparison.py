@@ -36,9 +36,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from cookbook.datasets.chat import Message, validate_messages
+from cookbook.datasets.chat import validate_messages
 from cookbook.datasets.fields import bad_field, field_path, require, require_str
 from kitchen.engine.errors import DataError
+from train_core.renderers.types import Message
 
 LABELS = ("A", "B", "Tie")
 COMPARISON_KEYS = ("prompt_conversation", "completion_A", "completion_B")

@@ -15,7 +15,8 @@ from functools import partial
 import numpy as np
 
 from cookbook.envs.synthetic import SeededBatches, SyntheticEnvs
-from train_core.completers import Message, RendererLike
+from train_core.completers import RendererLike
+from train_core.renderers.types import Message
 from train_core.rl.problem_env import ProblemEnv, ProblemGroupBuilder
 from train_core.rl.types import EnvGroupBuilder
 

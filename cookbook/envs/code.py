@@ -27,8 +27,9 @@ import numpy as np
 
 from cookbook.envs.code_grading import CodeGrader, CodeTask, code_task, extract_code, tool_feedback
 from kitchen.engine.errors import ConfigError, DataError
-from train_core.completers import Message, RendererLike
+from train_core.completers import RendererLike
 from train_core.renderers.content import get_text_content
+from train_core.renderers.types import Message
 from train_core.rl.message_env import EnvFromMessageEnv, MessageEnv, MessageStepResult
 from train_core.rl.types import (
     STOP_METRIC_PREFIX,

@@ -15,8 +15,8 @@ import numpy as np
 
 from cookbook.envs.arithmetic import extract_final_int
 from cookbook.envs.synthetic import SeededBatches, SyntheticEnvs
-from train_core.completers import Message
 from train_core.renderers.content import get_text_content
+from train_core.renderers.types import Message
 from train_core.rl.message_env import EnvFromMessageEnv, MessageEnv, MessageStepResult
 from train_core.rl.types import Env, EnvGroupBuilder, Metrics, Trajectory
 

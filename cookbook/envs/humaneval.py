@@ -25,9 +25,10 @@ from cookbook.envs.sandbox_grading import grade_asserts
 from kitchen.engine.errors import ConfigError
 from kitchen.ports.sandbox import SandboxPort
 from kitchen.workflows.reinforcement.pass_at_k import PassCounts
-from train_core.completers import Message, RendererLike
+from train_core.completers import RendererLike
 from train_core.futures import resolve_future
 from train_core.renderers.content import get_text_content
+from train_core.renderers.types import Message
 
 INSTRUCTION = (
     "Complete the following Python function. Answer with the complete function, including its "

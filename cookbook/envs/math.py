@@ -19,7 +19,8 @@ import numpy as np
 
 from cookbook.envs.math_grading import extract_boxed, grade_answer
 from kitchen.engine.errors import ConfigError, KitchenError
-from train_core.completers import Message, RendererLike
+from train_core.completers import RendererLike
+from train_core.renderers.types import Message
 from train_core.rl.problem_env import ProblemEnv, ProblemGroupBuilder
 from train_core.rl.types import EnvGroupBuilder, RLDataset, RLEnvContext
 

@@ -17,7 +17,7 @@ from typing import Any
 from tinker import types
 
 from kitchen.engine.errors import DataError
-from train_core.completers import Message, RendererLike, TinkerMessageCompleter, termination_flags
+from train_core.completers import RendererLike, TinkerMessageCompleter, termination_flags
 from train_core.preference import Comparison
 from train_core.preference.preference_model import PreferenceModel, decided
 from train_core.preference.tournament import (
@@ -25,6 +25,7 @@ from train_core.preference.tournament import (
     get_pairs_chunked,
     pairwise_group_rewards,
 )
+from train_core.renderers.types import Message
 from train_core.rl.types import (
     Action,
     ActionExtra,

@@ -16,8 +16,9 @@ from typing import Any
 from tinker import types
 
 from kitchen.engine.errors import DataError
-from train_core.completers import Message, RendererLike
+from train_core.completers import RendererLike
 from train_core.distillation import CompositeDataset, DistillationSource, TaggedItem
+from train_core.renderers.types import Message
 from train_core.rl.problem_env import ProblemEnv
 from train_core.rl.types import (
     Action,

@@ -13,13 +13,10 @@ from collections.abc import Hashable, Sequence
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 from tinker import types
 
-from train_core.arrays import as_array
+from train_core.arrays import FloatArray, as_array
 from train_core.rl.advantages import discounted_future_sum
-
-FloatArray = npt.NDArray[np.float64]
 
 
 def _aligned(student_T: Any, teacher_T: Any, mask_T: Any) -> tuple[FloatArray, ...]:

@@ -17,8 +17,9 @@ from typing import Any, Protocol
 from tinker import types
 
 from train_core.futures import resolve_future
-from train_core.preference.types import Comparison, LabeledComparison, Message
+from train_core.preference.types import Comparison, LabeledComparison
 from train_core.renderers.content import get_text_content
+from train_core.renderers.types import Message
 
 ANSWERS = ("A", "B")
 

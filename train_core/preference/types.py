@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
-Message = Any  # a chat message dict; the renderer owns its shape
+from train_core.renderers.types import Message
+
 Label = Literal["A", "B", "Tie"]
 LABELS: tuple[str, ...] = ("A", "B", "Tie")
 

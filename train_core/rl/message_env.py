@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 
 from tinker import types
 
-from train_core.completers import Message, RendererLike, StopCondition, termination_flags
+from train_core.completers import RendererLike, StopCondition, termination_flags
+from train_core.renderers.types import Message
 from train_core.rl.types import (
     STOP_METRIC_PREFIX,
     Action,

@@ -13,8 +13,9 @@ import numpy as np
 import numpy.typing as npt
 from tinker import types
 
+from train_core.renderers.types import Message
+
 Reduction = Literal["none", "mean"]
-Message = Any  # a chat message dict ({"role": ..., "content": ...}); the renderer owns its shape
 ALL_ASSISTANT_MESSAGES = "all_assistant_messages"  # TrainOnWhat.ALL_ASSISTANT_MESSAGES's value
 
 
