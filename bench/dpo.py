@@ -83,7 +83,7 @@ def trl_rows(
 ) -> list[dict[str, Any]]:
     """Kitchen's datum pairs as TRL's tokenized columns: prompt_ids + chosen_ids / rejected_ids."""
     from kitchen.workflows.preference.stages import labeled_comparison
-    from train_core.preference import build_dpo_data
+    from train_core.preference import build_dpo_data, chosen_rejected
     from train_core.renderers import get_recommended_renderer_name, get_renderer
     from train_core.scoring import full_sequence
     from train_core.supervised import datum_weights
@@ -99,7 +99,7 @@ def trl_rows(
         return tokens[:start], tokens[start:stop]
 
     out = []
-    for chosen, rejected in zip(data[0::2], data[1::2], strict=True):
+    for chosen, rejected in zip(*chosen_rejected(data), strict=True):
         prompt_ids, chosen_ids = split(chosen)
         prompt_ids_r, rejected_ids = split(rejected)
         assert prompt_ids == prompt_ids_r, "chosen and rejected share their prompt"

@@ -45,7 +45,7 @@ def test_dpo_steps_raise_chosen_over_rejected_log_ratio(backend: Any) -> None:
     assert stats.num_pairs == 1
     reference = backend.create_sampling_client(base_model=TINY)
     ref = [target_logprobs(reference.compute_logprobs(full_sequence(d)).result()) for d in data]
-    loss_fn = make_dpo_loss_fn([ref[0]], [ref[1]], beta=0.1)
+    loss_fn = make_dpo_loss_fn(ref, beta=0.1)
     margins, losses = [], []
     for _ in range(4):
         out = client.forward_backward_custom(data, loss_fn).result()

@@ -8,7 +8,7 @@ from train_core.preference import (
     dpo_loss,
     dpo_losses,
     make_dpo_loss_fn,
-    pairwise_accuracy,
+    pair_logratios,
     preference_metrics,
 )
 from train_core.supervised import datum_from_model_input_weights
@@ -111,7 +111,7 @@ def test_custom_loss_fn_matches_numpy_and_pushes_chosen_up():
     ref_sums = [float(r @ w) for r, w in zip(ref_tokens, weights, strict=True)]
     beta = 0.3
 
-    loss_fn = make_dpo_loss_fn(ref_tokens[0::2], ref_tokens[1::2], beta)
+    loss_fn = make_dpo_loss_fn(ref_tokens, beta)
     loss, metrics = loss_fn(data, policy)
     loss.backward()
 
@@ -126,16 +126,17 @@ def test_custom_loss_fn_matches_numpy_and_pushes_chosen_up():
         assert np.all(grad[w == 0] == 0)
         assert np.all(grad[w > 0] < 0) if i % 2 == 0 else np.all(grad[w > 0] > 0)
     # the same loss from precomputed reference sums
-    loss_from_sums, _ = make_dpo_loss_fn(ref_sums[0::2], ref_sums[1::2], beta)(data, policy)
+    loss_from_sums, _ = make_dpo_loss_fn(ref_sums, beta)(data, policy)
     assert loss_from_sums.item() == pytest.approx(loss.item(), rel=1e-6)
 
 
 def test_custom_loss_fn_rejects_a_batch_that_is_not_interleaved_pairs():
     torch = pytest.importorskip("torch")
     data = _pair_data()[:3]
-    loss_fn = make_dpo_loss_fn([0.0, 0.0], [0.0, 0.0], 0.1)
-    with pytest.raises(ValueError, match="interleaved"):
-        loss_fn(data, [torch.zeros(d.model_input.length) for d in data])
+    with pytest.raises(ValueError, match="interleaved"):  # a datum short of the reference
+        make_dpo_loss_fn([0.0] * 4, 0.1)(data, [torch.zeros(d.model_input.length) for d in data])
+    with pytest.raises(ValueError, match="interleaved"):  # an odd batch is not pairs
+        make_dpo_loss_fn([0.0] * 3, 0.1)(data, [torch.zeros(d.model_input.length) for d in data])
 
 
 def test_preference_metrics_report_accuracy_and_chosen_nll():
@@ -148,4 +149,14 @@ def test_preference_metrics_report_accuracy_and_chosen_nll():
     assert metrics["val/chosen_nll"] == pytest.approx(1.0)
     assert metrics["val/num_pairs"] == 2
     assert metrics["val/margin"] == pytest.approx(0.1 * (6.0 + 0.0) / 2)
-    assert pairwise_accuracy([0.0, 1.0], [-1.0, 2.0], [0.0, 0.0], [0.0, 0.0]) == 0.5
+
+
+def test_pair_logratios_split_policy_minus_reference_pair_by_pair():
+    policy_D, reference_D = np.array([-1.0, -3.0, -2.0, -2.5]), np.array([-1.5, -1.0, -2.0, -2.0])
+    chosen_B, rejected_B = pair_logratios(policy_D, reference_D)
+    np.testing.assert_array_equal(chosen_B, [0.5, 0.0])
+    np.testing.assert_array_equal(rejected_B, [-2.0, -0.5])
+    with pytest.raises(ValueError, match="interleaved"):
+        pair_logratios(policy_D[:3], reference_D[:3])
+    with pytest.raises(ValueError, match="reference"):
+        pair_logratios(policy_D, reference_D[:2])

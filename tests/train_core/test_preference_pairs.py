@@ -7,9 +7,7 @@ from train_core.preference import (
     Comparison,
     LabeledComparison,
     build_dpo_data,
-    comparison_to_datum_pair,
-    interleave_pairs,
-    split_pairs,
+    chosen_rejected,
 )
 from train_core.supervised import datum_weights
 
@@ -40,9 +38,9 @@ def test_pairs_are_interleaved_chosen_then_rejected_for_either_label(renderer):
     assert stats.num_pairs == 2 and stats.dropped == {}
     # DPO compares token-sum logprobs: weights are not mean-reduced
     assert set(datum_weights(data[0]).tolist()) == {0.0, 1.0}
-    chosen, rejected = split_pairs(data)
+    chosen, rejected = chosen_rejected(data)
     assert [_completion_text(d, renderer.tokenizer) for d in chosen] == ["good", "bad"]
-    assert interleave_pairs(chosen, rejected) == data
+    assert [_completion_text(d, renderer.tokenizer) for d in rejected] == ["bad", "good"]
 
 
 def test_ties_are_dropped_and_counted(renderer):
@@ -68,7 +66,6 @@ def test_a_prompt_longer_than_max_length_drops_the_pair_instead_of_crashing(rend
     assert stats.num_pairs == 1 and stats.dropped == {"no_completion_tokens": 1}
     assert len(data) == 2
     assert "dropped" in caplog.text
-    assert comparison_to_datum_pair(too_long, renderer, max_length=20) is None
 
 
 def test_overflow_drop_policy_drops_any_pair_that_does_not_fit(renderer):
@@ -78,13 +75,13 @@ def test_overflow_drop_policy_drops_any_pair_that_does_not_fit(renderer):
     assert stats.num_pairs == 1 and stats.dropped == {"overflow": 1}
 
 
-def test_an_odd_batch_drops_its_unpaired_last_datum(caplog):
+def test_the_split_keeps_pairs_and_refuses_an_odd_batch():
     data = [types.Datum(model_input=types.ModelInput.from_ints([i])) for i in range(5)]
-    with caplog.at_level(logging.WARNING):
-        chosen, rejected = split_pairs(data)
+    chosen, rejected = chosen_rejected(data[:4])
     assert [d.model_input.to_ints() for d in chosen] == [[0], [2]]
     assert [d.model_input.to_ints() for d in rejected] == [[1], [3]]
-    assert "odd number" in caplog.text
+    with pytest.raises(ValueError, match="5 datums; expected interleaved"):
+        chosen_rejected(data)
 
 
 def test_labeled_comparison_swap_and_label_validation():

@@ -7,25 +7,23 @@ from train_core.preference.dpo import (
     dpo_losses,
     dpo_output,
     make_dpo_loss_fn,
+    pair_logratios,
     weighted_logprob_sums,
 )
 from train_core.preference.evaluator import (
     PreferenceEvaluator,
     evaluate_preference_async,
-    pairwise_accuracy,
     preference_metrics,
 )
 from train_core.preference.judge_accuracy import JudgeAccuracyEvaluator, judge_accuracy_metrics
 from train_core.preference.pairs import (
+    PAIR,
     DatumPair,
     DropReason,
     Overflow,
     PairStats,
     build_dpo_data,
-    comparison_to_datum_pair,
-    datum_pair_or_drop_reason,
-    interleave_pairs,
-    split_pairs,
+    chosen_rejected,
 )
 from train_core.preference.preference_model import (
     GenerativePreferenceModel,
@@ -43,6 +41,7 @@ from train_core.preference.types import Comparison, Label, LabeledComparison
 from train_core.preference.win_rate import ComparisonEvaluator, comparison_score, win_rate_stats
 
 __all__ = [
+    "PAIR",
     "Comparison",
     "ComparisonEvaluator",
     "DPOOutput",
@@ -59,23 +58,20 @@ __all__ = [
     "ShorterIsBetter",
     "TournamentPattern",
     "build_dpo_data",
+    "chosen_rejected",
     "comparison_score",
-    "comparison_to_datum_pair",
-    "datum_pair_or_drop_reason",
     "dpo_loss",
     "dpo_losses",
     "dpo_output",
     "evaluate_preference_async",
     "get_pairs",
     "get_pairs_chunked",
-    "interleave_pairs",
     "judge_accuracy_metrics",
     "judge_conversation",
     "make_dpo_loss_fn",
-    "pairwise_accuracy",
+    "pair_logratios",
     "pairwise_group_rewards",
     "preference_metrics",
-    "split_pairs",
     "weighted_logprob_sums",
     "win_rate_stats",
 ]

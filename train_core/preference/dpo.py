@@ -13,13 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 from tinker import types
 
-from train_core.arrays import as_array
+from train_core.arrays import FloatArray, as_array
+from train_core.preference.pairs import chosen_rejected
 from train_core.supervised.datum import datum_weights
-
-FloatArray = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -54,6 +52,17 @@ def _check_pairs(chosen_B: FloatArray, rejected_B: FloatArray, beta: float) -> N
         raise ValueError("dpo: no pairs in the batch")
     if not beta > 0:
         raise ValueError(f"dpo: beta is {beta}; expected > 0")
+
+
+def pair_logratios(policy_D: Any, reference_D: Any) -> tuple[Any, Any]:
+    """(chosen_logratio_B, rejected_logratio_B) of an interleaved batch from its per-datum
+    sequence logprobs: policy minus reference, split pair by pair. numpy or torch alike (the loss
+    keeps its graph); the loss, the held-out metrics and the pairs transcript all read it here."""
+    if len(policy_D) != len(reference_D):
+        raise ValueError(
+            f"dpo: {len(policy_D)} policy but {len(reference_D)} reference sequence logprobs"
+        )
+    return chosen_rejected(policy_D - reference_D)
 
 
 def dpo_losses(chosen_logratio_B: Any, rejected_logratio_B: Any, beta: float) -> Any:
@@ -119,36 +128,29 @@ def _reference_sum(ref: Any, datum: types.Datum) -> float:
 CustomLossFn = Callable[[list[types.Datum], list[Any]], tuple[Any, dict[str, float]]]
 
 
-def make_dpo_loss_fn(
-    ref_chosen_logprobs: Sequence[Any], ref_rejected_logprobs: Sequence[Any], beta: float
-) -> CustomLossFn:
+def make_dpo_loss_fn(reference_D: Sequence[Any], beta: float) -> CustomLossFn:
     """A forward_backward_custom loss for an interleaved batch [chosen_0, rejected_0, ...].
 
-    Each reference entry is the reference model's weighted sequence logprob (a float) or its
-    per-target logprobs (weighted here by the datum's weights, as 0.6.1's train_dpo does). The
-    closure receives the policy's per-target logprob tensors, returns the mean DPO loss as a torch
-    scalar (autograd flows into the policy logprobs) and `dpo_output`'s metrics of the same
-    per-pair losses and logratios. torch is imported inside the closure only: it runs inside the
-    backend, which already has torch.
+    `reference_D` holds, datum by datum in the batch's order, the reference model's weighted
+    sequence logprob (a float) or its per-target logprobs (weighted here by the datum's weights,
+    as 0.6.1's train_dpo does). The closure receives the policy's per-target logprob tensors,
+    returns the mean DPO loss as a torch scalar (autograd flows into the policy logprobs) and
+    `dpo_output`'s metrics of the same per-pair losses and logratios. torch is imported inside the
+    closure only: it runs inside the backend, which already has torch.
     """
-    if len(ref_chosen_logprobs) != len(ref_rejected_logprobs):
-        raise ValueError(
-            f"dpo: {len(ref_chosen_logprobs)} reference chosen vs "
-            f"{len(ref_rejected_logprobs)} reference rejected entries"
-        )
     if not beta > 0:
         raise ValueError(f"dpo: beta is {beta}; expected > 0")
-    num_pairs = len(ref_chosen_logprobs)
 
     def dpo_loss_fn(
         data: list[types.Datum], logprobs_list: list[Any]
     ) -> tuple[Any, dict[str, float]]:
         import torch  # lazily: train_core stays importable without torch
 
-        if len(data) != 2 * num_pairs or len(logprobs_list) != len(data):
+        if len(reference_D) != len(data) or len(logprobs_list) != len(data):
             raise ValueError(
-                f"dpo loss: expected {2 * num_pairs} datums (interleaved chosen/rejected) and as "
-                f"many logprob rows, got {len(data)} datums and {len(logprobs_list)} rows"
+                f"dpo loss: {len(data)} datums, {len(logprobs_list)} logprob rows and "
+                f"{len(reference_D)} reference entries; expected one of each per datum of "
+                "interleaved (chosen, rejected) pairs"
             )
         sums = []
         for i, (datum, logprobs_T) in enumerate(zip(data, logprobs_list, strict=True)):
@@ -160,17 +162,12 @@ def make_dpo_loss_fn(
                 )
             sums.append(torch.dot(logprobs_T.float(), weights_T.float()))
         policy_D = torch.stack(sums)
-        ref_chosen_B = [_reference_sum(r, data[2 * b]) for b, r in enumerate(ref_chosen_logprobs)]
-        ref_rejected_B = [
-            _reference_sum(r, data[2 * b + 1]) for b, r in enumerate(ref_rejected_logprobs)
-        ]
         ref_D = torch.tensor(
-            [x for pair in zip(ref_chosen_B, ref_rejected_B, strict=True) for x in pair],
+            [_reference_sum(r, d) for r, d in zip(reference_D, data, strict=True)],
             dtype=policy_D.dtype,
             device=policy_D.device,
         )
-        logratio_D = policy_D - ref_D
-        chosen_B, rejected_B = logratio_D[0::2], logratio_D[1::2]
+        chosen_B, rejected_B = pair_logratios(policy_D, ref_D)
         losses_B = dpo_losses(chosen_B, rejected_B, beta)
         metrics = dpo_output(losses_B.detach(), chosen_B.detach(), rejected_B.detach(), beta)
         return losses_B.mean(), metrics.metrics()

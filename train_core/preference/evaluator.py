@@ -10,27 +10,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import numpy as np
 from tinker import types
 
-from train_core.arrays import as_array
 from train_core.evaluation.evaluator import EvaluatorClient
-from train_core.preference.dpo import dpo_loss, weighted_logprob_sums
+from train_core.preference.dpo import dpo_loss, pair_logratios, weighted_logprob_sums
+from train_core.preference.pairs import chosen_rejected
 from train_core.scoring import ForwardClient, forward_target_logprobs
 from train_core.supervised.nll import compute_mean_nll
-
-
-def pairwise_accuracy(
-    policy_chosen_B: Any, policy_rejected_B: Any, ref_chosen_B: Any, ref_rejected_B: Any
-) -> float:
-    """Fraction of pairs where (policy - reference) sequence logprob ranks chosen above rejected."""
-    chosen_B = as_array(policy_chosen_B) - as_array(ref_chosen_B)
-    rejected_B = as_array(policy_rejected_B) - as_array(ref_rejected_B)
-    if chosen_B.shape != rejected_B.shape or chosen_B.size == 0:
-        raise ValueError(
-            f"preference eval: {chosen_B.size} chosen vs {rejected_B.size} rejected; expected pairs"
-        )
-    return float(np.mean(chosen_B > rejected_B))
 
 
 def preference_metrics(
@@ -46,17 +32,14 @@ def preference_metrics(
     {name}/rejected_reward, {name}/chosen_nll (weighted mean NLL of the chosen responses under the
     policy), {name}/num_pairs.
     """
-    if len(data) % 2 or not data:
-        raise ValueError(
-            f"preference eval: {len(data)} datums; expected a non-empty even number (pairs)"
-        )
-    logratio_D = weighted_logprob_sums(policy_logprobs_D, data) - weighted_logprob_sums(
-        reference_logprobs_D, data
+    chosen_B, rejected_B = pair_logratios(
+        weighted_logprob_sums(policy_logprobs_D, data),
+        weighted_logprob_sums(reference_logprobs_D, data),
     )
-    out = dpo_loss(logratio_D[0::2], logratio_D[1::2], beta)
-    chosen_nll = compute_mean_nll(
-        list(policy_logprobs_D[0::2]), [d.loss_fn_inputs["weights"] for d in data[0::2]]
-    )
+    out = dpo_loss(chosen_B, rejected_B, beta)
+    chosen_logprobs, _ = chosen_rejected(list(policy_logprobs_D))
+    chosen_weights, _ = chosen_rejected([d.loss_fn_inputs["weights"] for d in data])
+    chosen_nll = compute_mean_nll(chosen_logprobs, chosen_weights)
     return {
         f"{name}/pairwise_accuracy": out.accuracy,
         f"{name}/dpo_loss": out.loss,

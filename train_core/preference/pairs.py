@@ -1,17 +1,20 @@
-"""LabeledComparison -> (chosen, rejected) datum pairs, interleaved as 0.6.1's DPO batches.
+"""LabeledComparison -> (chosen, rejected) datum pairs, and the one owner of their layout.
 
-A batch is [chosen_0, rejected_0, chosen_1, rejected_1, ...] (0.6.1 `DPODatasetBuilderFromComparisons`
-and `train_dpo.do_update` pair by even/odd index). Each side is rendered as prompt + completion,
-weights from the renderer, reduction "none" (DPO uses token-sum sequence logprobs, so a mean would
-add a length bias), truncated from the right to max_length like any supervised datum.
+A batch of pairs is interleaved [chosen_0, rejected_0, chosen_1, rejected_1, ...] (0.6.1
+`DPODatasetBuilderFromComparisons` and `train_dpo.do_update` pair by even/odd index), as a
+collator owns it in TRL: `build_dpo_data` lays the datums out, `PAIR` is the unit that batches
+and shuffles move together, and `chosen_rejected` is the one split of anything per datum (datums,
+logprobs, logratios) into its chosen and rejected halves. Each side is rendered as prompt +
+completion, weights from the renderer, reduction "none" (DPO uses token-sum sequence logprobs, so
+a mean would add a length bias), truncated from the right to max_length like any supervised datum.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, TypeVar
 
 from tinker import types
 
@@ -28,6 +31,15 @@ logger = logging.getLogger(__name__)
 Overflow = Literal["truncate", "drop"]
 DropReason = Literal["tie", "overflow", "no_completion_tokens", "too_short"]
 DatumPair = tuple[types.Datum, types.Datum]
+PAIR = 2  # datums per pair: a batch's unit, (chosen, rejected) side by side
+
+
+class _Sliceable(Protocol):
+    def __len__(self) -> int: ...
+    def __getitem__(self, index: slice, /) -> Any: ...
+
+
+Column = TypeVar("Column", bound=_Sliceable)  # per datum, in the batch's order: list, numpy, torch
 
 
 @dataclass
@@ -74,36 +86,6 @@ def _build_pair(
     return (pair[0], pair[1]), truncated
 
 
-def datum_pair_or_drop_reason(
-    labeled: LabeledComparison,
-    renderer: SupervisedRenderer,
-    max_length: int | None,
-    overflow: Overflow = "truncate",
-    train_on_what: Any = None,
-) -> DatumPair | DropReason:
-    """The (chosen, rejected) pair, or why it cannot be used.
-
-    overflow="truncate" cuts a side longer than max_length from the right; the pair is dropped if
-    either side then keeps no weighted token (nothing left to compare). overflow="drop" drops any
-    pair with a side longer than max_length. A Tie carries no preference for DPO: dropped.
-    `train_on_what=None` keeps the renderer's default (0.6.1 DPO: the last assistant message).
-    """
-    result = _build_pair(labeled, renderer, max_length, overflow, train_on_what)
-    return result if isinstance(result, str) else result[0]
-
-
-def comparison_to_datum_pair(
-    labeled: LabeledComparison,
-    renderer: SupervisedRenderer,
-    max_length: int | None,
-    overflow: Overflow = "truncate",
-    train_on_what: Any = None,
-) -> DatumPair | None:
-    """(chosen, rejected) datums, or None when the pair must be dropped (see the reason variant)."""
-    result = _build_pair(labeled, renderer, max_length, overflow, train_on_what)
-    return None if isinstance(result, str) else result[0]
-
-
 def build_dpo_data(
     comparisons: Iterable[LabeledComparison],
     renderer: SupervisedRenderer,
@@ -128,23 +110,13 @@ def build_dpo_data(
     return data, stats
 
 
-def split_pairs(data: Sequence[types.Datum]) -> tuple[list[types.Datum], list[types.Datum]]:
-    """Interleaved data -> (chosen list, rejected list); an odd trailing datum is dropped (warned)."""
-    if len(data) % 2:
-        logger.warning(
-            "preference batch has an odd number of datums (%d); dropping the unpaired last one",
-            len(data),
-        )
-        data = data[:-1]
-    return list(data[0::2]), list(data[1::2])
-
-
-def interleave_pairs(
-    chosen: Sequence[types.Datum], rejected: Sequence[types.Datum]
-) -> list[types.Datum]:
-    """(chosen list, rejected list) -> [chosen_0, rejected_0, chosen_1, rejected_1, ...]."""
-    if len(chosen) != len(rejected):
+def chosen_rejected(values_D: Column) -> tuple[Column, Column]:
+    """Per-datum values of an interleaved batch -> (chosen values, rejected values), pair by pair.
+    An odd count is not a batch of pairs: it fails rather than drop a datum."""
+    n = len(values_D)
+    if n % PAIR:
         raise ValueError(
-            f"preference pairs: {len(chosen)} chosen but {len(rejected)} rejected datums"
+            f"preference pairs: {n} datums; expected interleaved (chosen, rejected) pairs, an even "
+            "number"
         )
-    return [d for pair in zip(chosen, rejected, strict=True) for d in pair]
+    return values_D[0::PAIR], values_D[1::PAIR]

@@ -1,8 +1,9 @@
 """Preference (DPO) stages: comparisons -> datum pairs, reference logprobs per batch, and the DPO
 loss of the shared train step (kitchen/workflows/common/train_step.py).
 
-A batch is interleaved [chosen_0, rejected_0, chosen_1, ...] as tinker-cookbook's DPO batches are.
-The math (pairing, truncation, the loss and its metrics) is in `train_core.preference`.
+A batch is interleaved [chosen_0, rejected_0, chosen_1, ...] as tinker-cookbook's DPO batches are;
+`train_core.preference.pairs` owns that layout. The math (pairing, truncation, the loss and its
+metrics) is in `train_core.preference`.
 """
 
 from __future__ import annotations
@@ -17,13 +18,12 @@ from kitchen.engine.futures import gather
 from kitchen.engine.stage import Context, Metrics, SourceToInto
 from kitchen.workflows.preference.transcript import with_reference
 from train_core.preference import (
+    PAIR,
     Comparison,
     LabeledComparison,
     Overflow,
     build_dpo_data,
-    interleave_pairs,
     make_dpo_loss_fn,
-    split_pairs,
 )
 from train_core.scoring import score_full_sequences
 
@@ -79,7 +79,7 @@ class BuildPreferenceDataset:
                 state.test_comparisons, state.renderer, "test comparisons"
             )
             metrics.update(test_stats.metrics("data/test"))
-        n_pairs = len(train) // 2
+        n_pairs = len(train) // PAIR
         if n_pairs < self.batch_size:
             ctx.logger.warning(
                 "%d usable pairs, fewer than batch_size %d: one batch of all of them per epoch",
@@ -121,28 +121,27 @@ class ComputeReferenceLogprobs(SourceToInto):
 
 @dataclass(frozen=True, kw_only=True)
 class DPOLoss:
-    """The DPO loss of `SubmitTrainStep`: forward_backward_custom against this batch's reference
-    logprobs (an unpaired trailing datum is dropped); reports tinker-cookbook's DPO keys (pairs,
-    tokens, and the loss function's own metrics: loss, accuracy, margin, rewards). Its output
-    carries the reference logprobs beside the policy's, for the pairs transcript."""
+    """The DPO loss of `SubmitTrainStep`: forward_backward_custom on the batch as GetBatch delivers
+    it (whole pairs, interleaved) against the reference logprobs of the same datums; reports
+    tinker-cookbook's DPO keys (pairs, tokens, and the loss function's own metrics: loss,
+    accuracy, margin, rewards). Its output carries the reference logprobs beside the policy's,
+    for the pairs transcript."""
 
     beta: float
     reads: ClassVar[frozenset[str]] = frozenset({"reference_logprobs"})
     progress_after_step: ClassVar[bool] = False
 
     def submit(self, client: Any, batch: list[types.Datum], state: Any) -> tuple[list[Any], Any]:
-        chosen, rejected = split_pairs(batch)
-        data = interleave_pairs(chosen, rejected)
-        reference = state.reference_logprobs[: len(data)]
-        loss_fn = make_dpo_loss_fn(reference[0::2], reference[1::2], self.beta)
-        fb = gather(client.forward_backward_custom(data, loss_fn))
-        return data, fb.map(lambda results: with_reference(results[0], reference))
+        reference_D = state.reference_logprobs
+        loss_fn = make_dpo_loss_fn(reference_D, self.beta)
+        fb = gather(client.forward_backward_custom(batch, loss_fn))
+        return batch, fb.map(lambda results: with_reference(results[0], reference_D))
 
     def metrics(
         self, data: list[types.Datum], fb: types.ForwardBackwardOutput, tokenizer: Any
     ) -> Metrics:
         return {
-            "num_pairs": len(data) // 2,
+            "num_pairs": len(data) // PAIR,
             "num_tokens": sum(d.model_input.length for d in data),
             **fb.metrics,
         }

@@ -11,7 +11,7 @@ from kitchen.workflows.common.state import EpochTrainState
 class PreferenceState(EpochTrainState):
     """Preference learning (DPO): comparisons -> interleaved (chosen, rejected) datum pairs ->
     reference logprobs per batch -> pipelined DPO steps. train_data and each batch hold datums
-    [chosen_0, rejected_0, chosen_1, ...]: pair i is datums 2i and 2i+1; `order` permutes pairs."""
+    in train_core.preference.pairs' interleaved layout; `order` permutes pairs."""
 
     reference_client: Handle[Any]
     comparisons: list[dict[str, Any]] | None = Field(

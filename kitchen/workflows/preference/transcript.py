@@ -18,7 +18,7 @@ import numpy as np
 from tinker import types
 
 from kitchen.engine.stage import Context, Metrics
-from train_core.preference import weighted_logprob_sums
+from train_core.preference import PAIR, chosen_rejected, pair_logratios, weighted_logprob_sums
 from train_core.scoring import full_sequence
 from train_core.supervised import datum_weights
 
@@ -57,25 +57,26 @@ def pair_records(
     max_pairs: int,
 ) -> list[dict[str, Any]]:
     """The first `max_pairs` pairs of an interleaved [chosen_0, rejected_0, ...] step."""
-    n = min(len(data) // 2, max_pairs) * 2
+    n = min(len(data) // PAIR, max_pairs) * PAIR
     outputs = out.loss_fn_outputs[:n]
     if n == 0 or any(REFERENCE not in o for o in outputs):
         return []
-    policy_D = weighted_logprob_sums([o["logprobs"] for o in outputs], data[:n])
-    reference_D = weighted_logprob_sums([o[REFERENCE] for o in outputs], data[:n])
-    rewards_D = beta * (policy_D - reference_D)
+    chosen_B, rejected_B = pair_logratios(
+        weighted_logprob_sums([o["logprobs"] for o in outputs], data[:n]),
+        weighted_logprob_sums([o[REFERENCE] for o in outputs], data[:n]),
+    )
     records = []
-    for i in range(0, n, 2):
-        prompt, chosen = _split(data[i], tokenizer)
-        _, rejected = _split(data[i + 1], tokenizer)
-        chosen_reward, rejected_reward = float(rewards_D[i]), float(rewards_D[i + 1])
+    for b, (chosen, rejected) in enumerate(zip(*chosen_rejected(data[:n]), strict=True)):
+        prompt, chosen_text = _split(chosen, tokenizer)
+        _, rejected_text = _split(rejected, tokenizer)
+        chosen_reward, rejected_reward = float(beta * chosen_B[b]), float(beta * rejected_B[b])
         records.append(
             {
                 "step": step,
-                "pair": i // 2,
+                "pair": b,
                 "prompt": prompt,
-                "chosen": chosen,
-                "rejected": rejected,
+                "chosen": chosen_text,
+                "rejected": rejected_text,
                 "chosen_reward": chosen_reward,
                 "rejected_reward": rejected_reward,
                 "margin": chosen_reward - rejected_reward,

@@ -28,10 +28,8 @@ from kitchen.workflows.preference.stages import (
 )
 from kitchen.workflows.preference.state import PreferenceState
 from kitchen.workflows.preference.transcript import WritePairs
+from train_core.preference import PAIR
 from train_core.preference.evaluator import PreferenceEvaluator
-
-PAIR = 2  # a batch's unit: an interleaved (chosen, rejected) datum pair
-
 
 # crucible_kitchen's dpo_metrics: the last step's DPO loss and reward statistics.
 DPO_SUMMARY = (
