@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import numpy as np
 import pytest
 
 from cookbook.envs.arithmetic import ArithmeticEnvs
+from kitchen.adapters.fake.backend import FakeTrainingClient
 from kitchen.app.launch import run
 from kitchen.engine.recipe import Recipe
 from kitchen.workflows.reinforcement import RLConfig, reinforcement
@@ -202,6 +204,33 @@ def test_rollout_transcripts_and_checkpoints_are_written(tmp_path):
     assert [c["name"] for c in checkpoints] == ["000002", "final"]
 
 
+@pytest.mark.parametrize("mode", ["sync", "streaming", "async"])
+def test_each_transcript_turn_shows_the_advantage_it_trained_with(tmp_path, monkeypatch, mode):
+    """The transcripts read the step's advantages, not a second estimate: per step they are the
+    values forward_backward received, and each is its reward minus its group's mean."""
+    trained: dict[int, list[float]] = {}
+    original = FakeTrainingClient.forward_backward
+
+    def forward_backward(self: Any, data: Any, loss_fn: Any, loss_fn_config: Any = None) -> Any:
+        for d in data:  # one turn per datum here: its action tokens carry one advantage
+            values = {float(a) for a in d.loss_fn_inputs["advantages"].to_numpy() if a}
+            trained.setdefault(self.version, []).extend(values)
+        return original(self, data, loss_fn, loss_fn_config)
+
+    monkeypatch.setattr(FakeTrainingClient, "forward_backward", forward_backward)
+    run(ArithmeticRL(), config(mode=mode), backend=fake_backend(), log_dir=tmp_path)
+    for step in range(3):
+        lines = (tmp_path / "rollouts" / f"iter_{step:06d}.jsonl").read_text().splitlines()
+        shown = []
+        for group in map(json.loads, lines):
+            rewards = [t["reward"] for t in group["trajectories"]]
+            for traj in group["trajectories"]:
+                (turn,) = traj["turns"]
+                assert turn["advantage"] == pytest.approx(traj["reward"] - np.mean(rewards))
+                shown.append(turn["advantage"])
+        assert sorted(shown) == pytest.approx(sorted(trained[step])), step
+
+
 def test_resume_continues_from_the_checkpoint_without_replaying(tmp_path):
     fake = fake_backend()
     run(
@@ -282,7 +311,7 @@ def test_a_loop_config_runs_as_the_minimal_sync_loop():
     (loop,) = [s for s in wf.nodes if getattr(s, "name", "") == "iteration"]
     names = [getattr(s, "name", type(s).__name__) for s in loop.body]
     assert wf.name == "reinforcement_sync" and "evaluate_rl" not in wf.render()
-    assert names[:3] == ["refresh_sampler", "do_rollouts", "write_rollouts"]
+    assert names[:4] == ["refresh_sampler", "do_rollouts", "compute_advantages", "write_rollouts"]
     assert ComputeAdvantages(estimator="group_mean") in loop.body
     assert AssembleData(remove_constant_reward_groups=True) in loop.body
     registered = [s for s in wf.nodes if getattr(s, "name", "") == "register_model"]

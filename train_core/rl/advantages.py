@@ -26,7 +26,6 @@ from train_core.rl.types import TrajectoryGroup
 
 TrajectoryAdvantageFn = Callable[[TrajectoryGroup], np.ndarray]
 """fn(group) -> advantages_G, float64, one entry per trajectory of the group."""
-AdvantageEstimator = TrajectoryAdvantageFn  # the name before per-turn estimators plugged in
 
 TurnAdvantageFn = Callable[[TrajectoryGroup, float, float], list[np.ndarray]]
 """fn(group, gamma, lam) -> per trajectory of the group, advantages_T (one per turn)."""

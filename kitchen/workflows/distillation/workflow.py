@@ -28,6 +28,7 @@ from kitchen.workflows.distillation.stages import (
 )
 from kitchen.workflows.distillation.state import DistillationState, PromptDistillationState
 from kitchen.workflows.reinforcement import RLLoopConfig
+from kitchen.workflows.reinforcement.rollout import WriteRollouts
 from kitchen.workflows.reinforcement.stages import ComputeAdvantages
 from kitchen.workflows.reinforcement.train import TrainStep
 from kitchen.workflows.reinforcement.workflow import setup, sync_body
@@ -53,6 +54,7 @@ def on_policy_distillation(
     start = start_point(cfg, cfg.checkpoint.load_path)
     train = [
         ComputeAdvantages(estimator="group_mean"),
+        WriteRollouts(),
         AddTeacherKL(coef=cfg.kl.penalty_coef, discount=cfg.kl.discount_factor),
         TrainStep(
             learning_rate=cfg.optimizer.learning_rate,

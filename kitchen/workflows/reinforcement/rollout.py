@@ -179,22 +179,16 @@ def transcript_records(
 @dataclass(frozen=True, kw_only=True)
 class WriteRollouts:
     """Transcripts of this step's groups to `<log_dir>/rollouts/iter_XXXXXX.jsonl`, each turn with
-    the advantage it trains with: the run's estimator (`gamma`, `lam` for gae) over the same
-    groups, as ComputeAdvantages and the streaming step compute it (a KL penalty added later per
-    token is not in it)."""
+    the advantage it trains with, as the step computed them (ComputeAdvantages, or the streaming
+    step per minibatch); a KL penalty added later per token is not in it."""
 
-    estimator: str = "group_mean"
-    gamma: float = 1.0
-    lam: float = 1.0
     name: str = "write_rollouts"
     reads: frozenset[str] = frozenset(
-        {"trajectory_groups", "env_group_builders", "group_versions", "tokenizer"}
+        {"trajectory_groups", "env_group_builders", "group_versions", "advantages", "tokenizer"}
     )
     writes: frozenset[str] = frozenset()
 
     def __call__(self, ctx: Context[Any]) -> Metrics | None:
-        from train_core.rl import compute_turn_advantages
-
         if ctx.log_dir is None:
             return None
         state = ctx.state
@@ -204,7 +198,7 @@ class WriteRollouts:
             state.env_group_builders,
             state.group_versions,
             state.tokenizer,
-            compute_turn_advantages(state.trajectory_groups, self.estimator, self.gamma, self.lam),
+            state.advantages,
         )
         folder = Path(ctx.log_dir) / "rollouts"
         folder.mkdir(parents=True, exist_ok=True)

@@ -40,7 +40,9 @@ class RLState(TrainState):
     group_versions: list[int] | None = Field(
         None, description="Per group: the policy version its samples came from"
     )
-    advantages: list[Any] | None = Field(None, description="advantages_G per group")
+    advantages: list[Any] | None = Field(
+        None, description="Per group, per trajectory: advantages_T, one per turn (computed once)"
+    )
     train_data: list[Any] | None = Field(
         None, description="Datums with their `mask` column (stripped before forward_backward)"
     )

@@ -184,22 +184,27 @@ class MinibatchRecipe:
     kl_penalty_coef: float = 0.0
     kl_discount_factor: float = 0.0
 
-    async def datums(self, groups_P: list[Any], reference_client: Any) -> tuple[list, Metrics]:
+    async def datums(
+        self, groups_P: list[Any], reference_client: Any
+    ) -> tuple[list, list[Any], Metrics]:
+        """(datums, the groups' advantages, KL metrics)."""
         from train_core.rl import compute_turn_advantages
 
         advantages_P = compute_turn_advantages(groups_P, self.estimator)
         data_D, _ = assemble(groups_P, advantages_P, self.remove_constant_reward_groups)
         if self.kl_penalty_coef <= 0:
-            return data_D, {}
-        return await kl_penalize(
+            return data_D, advantages_P, {}
+        data_D, metrics = await kl_penalize(
             reference_client, data_D, self.kl_penalty_coef, self.kl_discount_factor
         )
+        return data_D, advantages_P, metrics
 
 
 @dataclass(frozen=True, kw_only=True)
 class StreamRolloutsAndTrain:
     """Streaming minibatches: roll out every group concurrently and submit forward_backward on
-    each `minibatch_size` groups as soon as they have finished; one optim_step per iteration."""
+    each `minibatch_size` groups as soon as they have finished; one optim_step per iteration.
+    Each group's advantages are computed once, with its minibatch, and kept for the transcripts."""
 
     sampling: RolloutSampling
     learning_rate: float
@@ -215,6 +220,7 @@ class StreamRolloutsAndTrain:
             "env_group_builders",
             "trajectory_groups",
             "group_versions",
+            "advantages",
             "train_data",
             "training_logprobs",
         }
@@ -236,6 +242,7 @@ class StreamRolloutsAndTrain:
         builders_P = list(state.dataset.get_batch(state.batch_idx))
         policy_for = self.sampling.group_policies(state.sampling_client, state.batch_idx)
         groups_P: list[Any] = [None] * len(builders_P)
+        advantages_P: list[Any] = [None] * len(builders_P)
         config = dict(self.loss_fn_config) if self.loss_fn_config else None
         fbs, data_D, waiting, metrics = [], [], [], {}
         clock = ctx.clock  # the waits for groups, reference, updates: each its own phase
@@ -244,11 +251,15 @@ class StreamRolloutsAndTrain:
                 with clock.phase("sampling"):
                     i, group = await next_done
                 groups_P[i] = group
-                waiting.append(group)
+                waiting.append(i)
                 if len(waiting) < self.minibatch_size and i_finished + 1 < len(tasks):
                     continue
                 with clock.phase("reference") if reference else contextlib.nullcontext():
-                    mb_data, mb_metrics = await self.recipe.datums(waiting, reference)
+                    mb_data, mb_advantages, mb_metrics = await self.recipe.datums(
+                        [groups_P[w] for w in waiting], reference
+                    )
+                for w, advantages in zip(waiting, mb_advantages, strict=True):
+                    advantages_P[w] = advantages
                 trained = [remove_mask(d) for d in mb_data]
                 fbs.append(
                     clock.submit(
@@ -264,6 +275,6 @@ class StreamRolloutsAndTrain:
         metrics.update((await optim).metrics or {})
         state.env_group_builders, state.trajectory_groups = builders_P, groups_P
         state.group_versions = [state.policy_version] * len(groups_P)
-        state.train_data = data_D
+        state.advantages, state.train_data = advantages_P, data_D
         metrics["num_tokens"] = sum(d.model_input.length for d in data_D)
         return {"optim/lr": lr, "learning_rate": lr, "stream/minibatches": len(fbs), **metrics}

@@ -28,12 +28,7 @@ from kitchen.workflows.reinforcement.async_pool import (
     StartRolloutPool,
     StopRolloutPool,
 )
-from kitchen.workflows.reinforcement.config import (
-    CodeRLWorkflowConfig,
-    PolicyGradientConfig,
-    RLConfig,
-    RLLoopConfig,
-)
+from kitchen.workflows.reinforcement.config import PolicyGradientConfig, RLConfig, RLLoopConfig
 from kitchen.workflows.reinforcement.rollout import (
     DoRollouts,
     EvaluateRL,
@@ -90,9 +85,11 @@ def train(
     gamma: float = 1.0,
     gae_lambda: float = 1.0,
 ) -> list[Node]:
-    """Datums from this step's groups, then the policy-gradient update (sync and async)."""
+    """This step's advantages (computed once; the transcripts show them), datums from its groups,
+    then the policy-gradient update (sync and async)."""
     nodes: list[Node] = [
         ComputeAdvantages(estimator=cfg.advantage_estimator, gamma=gamma, lam=gae_lambda),
+        WriteRollouts(),
         AssembleData(remove_constant_reward_groups=cfg.remove_constant_reward_groups),
     ]
     if cfg.kl.penalty_coef > 0:
@@ -145,25 +142,15 @@ def rollout_sampling(cfg: RLLoopConfig) -> RolloutSampling:
     return RolloutSampling(cfg.max_tokens, cfg.temperature, cfg.coalesce_samples, cfg.seed)
 
 
-def write_rollouts(cfg: RLLoopConfig) -> WriteRollouts:
-    """Transcripts whose advantages are the run's estimator's (group_mean where the config names
-    none, as distillation's ComputeAdvantages)."""
-    if not isinstance(cfg, PolicyGradientConfig):
-        return WriteRollouts()
-    if isinstance(cfg, CodeRLWorkflowConfig):
-        return WriteRollouts(estimator=cfg.advantage_estimator, gamma=cfg.gamma, lam=cfg.gae_lambda)
-    return WriteRollouts(estimator=cfg.advantage_estimator)
-
-
 def sync_body(
     cfg: RLLoopConfig, train_nodes: list[Node], *, post_kl: bool, evaluation: list[Node]
 ) -> list[Node]:
-    """One sync iteration: fresh sampler, evaluation, roll out, transcripts, train, log, save."""
+    """One sync iteration: fresh sampler, evaluation, roll out, train (from the advantages, which
+    the transcripts show), log, save."""
     return [
         RefreshSampler(),
         *evaluation,
         DoRollouts(sampling=rollout_sampling(cfg)),
-        write_rollouts(cfg),
         *train_nodes,
         *log_step(post_kl=post_kl),
         *save(cfg),
@@ -190,7 +177,7 @@ def streaming_body(cfg: RLConfig) -> list[Node]:
         RefreshSampler(),
         *periodic_eval(cfg),
         stream,
-        write_rollouts(cfg),
+        WriteRollouts(),
         *log_step(post_kl=cfg.kl.compute_post_kl),
         *save(cfg),
     ]
@@ -201,7 +188,6 @@ def async_body(cfg: RLConfig) -> list[Node]:
     return [
         *periodic_eval(cfg),
         CollectGroups(groups_per_batch=cfg.groups_per_batch),
-        write_rollouts(cfg),
         *train(cfg, loss_fn_config=cfg.loss_fn_config),
         *log_step(post_kl=cfg.kl.compute_post_kl),
         PublishSampler(),
