@@ -22,7 +22,6 @@ from cookbook.datasets.comparison import (
     preference_row,
     ultrafeedback_row,
 )
-from cookbook.datasets.fields import require_str
 from cookbook.datasets.math import gsm8k_row
 from kitchen.engine.errors import DataError
 from kitchen.ports import DatasetStore
@@ -189,23 +188,35 @@ def load_code(store: DatasetStore, source: str, split: str = "train") -> list[di
     return load_converted(store, source, "code", split).rows
 
 
-def load_prompts(store: DatasetStore, source: str, split: str = "train") -> list[str]:
-    """User prompts from rows {"prompt": str} (the bundled `prompt_distill`) or chat rows (their
-    first user message)."""
+def load_prompts(
+    store: DatasetStore, source: str, split: str = "train", limit: int | None = None
+) -> list[str]:
+    """The prompt of each row (`prompt_of`), the first `limit` of them; no rows is an error."""
     rows = store.load(resolve_source(source), split)
-    where = getattr(rows, "where", lambda i: f"row {i}")
-    prompts = []
+    where = getattr(rows, "where", lambda i: f"{source} ({split}) row {i}")
+    prompts: list[str] = []
     for i, row in enumerate(rows):
-        if "prompt" in row or "messages" not in row:
-            prompts.append(require_str(row, "prompt", where(i)))
-        else:
-            user = [
-                m for m in row["messages"] if isinstance(m, Mapping) and m.get("role") == "user"
-            ]
-            if not user or not isinstance(user[0].get("content"), str):
-                raise DataError(f'{where(i)}: field "messages" has no user message with text')
-            prompts.append(user[0]["content"])
+        if limit is not None and len(prompts) >= limit:
+            break
+        prompts.append(prompt_of(row, where(i)))
+    if not prompts:
+        raise DataError(f"prompt dataset {source} ({split}) has no rows")
     return prompts
+
+
+def prompt_of(row: Mapping[str, Any], where: str) -> str:
+    """The prompt text of a row: "prompt" (the bundled `prompt_distill`), "question" (DeepMath,
+    GSM8K) or the first user message of "messages" (Tulu3, chat data)."""
+    for key in ("prompt", "question"):
+        if isinstance(row.get(key), str) and row[key].strip():
+            return str(row[key])
+    for message in row.get("messages") or []:
+        user = isinstance(message, Mapping) and message.get("role") == "user"
+        if user and isinstance(message.get("content"), str):
+            return str(message["content"])
+    raise DataError(
+        f"{where}: no prompt; expected a string field 'prompt' or 'question', or a user message"
+    )
 
 
 def _origin(rows: Sequence[Any]) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 
 from tinker import types
 
+from cookbook.datasets.catalog import load_prompts
 from kitchen.engine.errors import DataError
 from train_core.completers import RendererLike
 from train_core.distillation import CompositeDataset, DistillationSource, TaggedItem
@@ -36,20 +37,6 @@ HUB_PROMPTS = {
     "deepmath": ("zwhe99/DeepMath-103K", "train"),
     "tulu3": ("allenai/tulu-3-sft-mixture", "train"),
 }
-
-
-def prompt_of(row: dict[str, Any], where: str) -> str:
-    """The prompt text of a row: "prompt", "question" (DeepMath, GSM8K) or the first user message
-    of "messages" (Tulu3, chat data)."""
-    for key in ("prompt", "question"):
-        if isinstance(row.get(key), str) and row[key].strip():
-            return str(row[key])
-    for message in row.get("messages") or []:
-        if message.get("role") == "user" and isinstance(message.get("content"), str):
-            return str(message["content"])
-    raise DataError(
-        f"{where}: no prompt; expected a string field 'prompt' or 'question', or a user message"
-    )
 
 
 class PromptOnlyEnv(ProblemEnv):
@@ -142,26 +129,21 @@ class PromptSource:
         return self.name or self.dataset.removeprefix("bundled:")
 
 
-def load_prompts(store: Any, source: PromptSource, max_prompt_tokens: int | None, tokenizer: Any) -> list[str]:  # fmt: skip
-    """The source's prompts, each truncated to `max_prompt_tokens` tokens (as 0.6.1 does)."""
+def source_prompts(store: Any, source: PromptSource, max_prompt_tokens: int | None, tokenizer: Any) -> list[str]:  # fmt: skip
+    """The source's prompts (`load_prompts`), each truncated to `max_prompt_tokens` tokens (as
+    0.6.1 does)."""
     if store is None:
         raise DataError(f"prompt dataset {source.dataset}: no dataset store configured")
     dataset, split = HUB_PROMPTS.get(source.dataset, (source.dataset, source.split))
-    rows = store.load(dataset, split)
-    where = getattr(rows, "where", lambda i: f"{source.dataset} ({split}) row {i}")
-    prompts: list[str] = []
-    for i, row in enumerate(rows):
-        if source.max_prompts is not None and len(prompts) >= source.max_prompts:
-            break
-        prompt = prompt_of(row, where(i))
-        if max_prompt_tokens is not None:
-            tokens = tokenizer.encode(prompt)
-            if len(tokens) > max_prompt_tokens:
-                prompt = tokenizer.decode(tokens[:max_prompt_tokens])
-        prompts.append(prompt)
-    if not prompts:
-        raise DataError(f"prompt dataset {source.dataset} ({split}) has no rows")
-    return prompts
+    prompts = load_prompts(store, dataset, split, source.max_prompts)
+    if max_prompt_tokens is None:
+        return prompts
+    return [_truncated(prompt, max_prompt_tokens, tokenizer) for prompt in prompts]
+
+
+def _truncated(prompt: str, max_tokens: int, tokenizer: Any) -> str:
+    tokens = tokenizer.encode(prompt)
+    return tokenizer.decode(tokens[:max_tokens]) if len(tokens) > max_tokens else prompt
 
 
 @dataclass(frozen=True)
@@ -179,7 +161,7 @@ class PromptDatasets:
             [
                 DistillationSource(
                     s.label,
-                    load_prompts(ctx.datasets, s, self.max_prompt_tokens, tokenizer),
+                    source_prompts(ctx.datasets, s, self.max_prompt_tokens, tokenizer),
                     teacher=i,
                     per_batch=s.groups_per_batch,
                 )

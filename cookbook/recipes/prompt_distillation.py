@@ -13,19 +13,18 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from cookbook.envs.prompt_env import prompt_of
+from cookbook.datasets.catalog import prompt_of
 from cookbook.recipes import SMOLLM2
 from cookbook.recipes.on_policy_distillation import TeacherFields
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
-from kitchen.workflows.distillation import (
-    PromptDistillationConfig as BaseConfig,
-)
-from kitchen.workflows.distillation import prompt_distillation
+from kitchen.workflows.distillation import PromptDistillationWorkflowConfig, prompt_distillation
 from kitchen.workflows.distillation.state import PromptDistillationState
 
 
-class PromptDistillationConfig(BaseConfig, TeacherFields):
+class PromptDistillationConfig(PromptDistillationWorkflowConfig, TeacherFields):
+    """The recipe's config: the workflow's fields, the teacher's, and the local defaults."""
+
     defaults: ClassVar[dict[str, Any]] = {
         "model_name": SMOLLM2,
         "teacher_max_tokens": 64,

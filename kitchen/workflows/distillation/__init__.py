@@ -1,7 +1,10 @@
 """Distillation: on-policy (the student samples, teachers score each token) and prompt
 distillation (a teacher labels prompts, then supervised fine-tuning)."""
 
-from kitchen.workflows.distillation.config import DistillationConfig, PromptDistillationConfig
+from kitchen.workflows.distillation.config import (
+    DistillationConfig,
+    PromptDistillationWorkflowConfig,
+)
 from kitchen.workflows.distillation.state import DistillationState, PromptDistillationState
 from kitchen.workflows.distillation.workflow import (
     on_policy_distillation,
@@ -13,8 +16,8 @@ from train_core.distillation.teacher import TeacherSpec
 __all__ = [
     "DistillationConfig",
     "DistillationState",
-    "PromptDistillationConfig",
     "PromptDistillationState",
+    "PromptDistillationWorkflowConfig",
     "TeacherSpec",
     "on_policy_distillation",
     "prompt_distillation",

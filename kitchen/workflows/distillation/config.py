@@ -27,7 +27,7 @@ class DistillationConfig(RLStepConfig):
         return self
 
 
-class PromptDistillationConfig(SupervisedConfig):
+class PromptDistillationWorkflowConfig(SupervisedConfig):
     """Prompt distillation: the teacher's create-data step, then supervised fine-tuning."""
 
     defaults: ClassVar[dict[str, Any]] = {

@@ -19,7 +19,10 @@ from kitchen.engine.graph import Loop, Node, Workflow
 from kitchen.workflows.common.checkpoint import SaveFinal
 from kitchen.workflows.common.setup import LoadDataset
 from kitchen.workflows.common.start import registration_nodes, start_point
-from kitchen.workflows.distillation.config import DistillationConfig, PromptDistillationConfig
+from kitchen.workflows.distillation.config import (
+    DistillationConfig,
+    PromptDistillationWorkflowConfig,
+)
 from kitchen.workflows.distillation.stages import (
     AddTeacherKL,
     InitTeacher,
@@ -80,7 +83,7 @@ def on_policy_distillation(
 
 
 def teacher_data(
-    cfg: PromptDistillationConfig,
+    cfg: PromptDistillationWorkflowConfig,
     teacher: TeacherSpec,
     convert: Callable[[dict[str, Any], str], Any],
 ) -> list[Node]:
@@ -120,7 +123,7 @@ def teacher_data(
 
 
 def prompt_distillation(
-    cfg: PromptDistillationConfig,
+    cfg: PromptDistillationWorkflowConfig,
     teacher: TeacherSpec,
     convert: Callable[[dict[str, Any], str], Any],
     recipe: str = "prompt_distillation",
