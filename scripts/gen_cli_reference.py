@@ -62,12 +62,12 @@ def type_name(annotation: Any) -> str:
 
 def config_table(recipe: Any) -> str:
     """flag | type | default | one column per preset | description, for every Config field."""
-    from kitchen.app.resolve import recipe_options, resolve_config
+    from kitchen.app.resolve import recipe_options
 
     presets = list(recipe.presets)
     head = ["flag", "type", "default", *(f"`--preset {p}`" for p in presets), "description"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for opt in recipe_options(recipe, resolve_config(recipe).config):
+    for opt in recipe_options(recipe):
         flags = ", ".join(opt.flags)
         preset_cells = [code(repr(opt.presets[p])) if p in opt.presets else "" for p in presets]
         row = [code(flags), cell(type_name(opt.annotation)), code(repr(opt.default)), *preset_cells]

@@ -11,7 +11,7 @@ has no held-out rows unless test_dataset names some.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeVar
 
 from cookbook.datasets.catalog import converter_for, known_dataset, resolve_source
 from kitchen.workflows.common.config import EpochTrainConfig
@@ -47,20 +47,14 @@ def resolve_dataset(name: str, kind: str) -> DatasetSplits:
     return DatasetSplits(source, "train", None, "test", convert)
 
 
-@dataclass(frozen=True)
-class BoundData:
-    """A recipe config's dataset fields resolved (`update`), and the converters of both sets."""
-
-    update: dict[str, Any]
-    convert: RowConverter
-    test_convert: RowConverter
+E = TypeVar("E", bound=EpochTrainConfig)
 
 
-def bind_datasets(cfg: EpochTrainConfig, kind: str) -> BoundData:
-    """cfg's dataset and test_dataset as store sources and splits; splits the user set win over
-    the datasets' own."""
+def bind_datasets(cfg: E, kind: str) -> E:
+    """cfg with its dataset and test_dataset as the store sources and splits the run loads (a
+    recipe's `bind`); splits the user set win over the datasets' own. A bound cfg binds to itself."""
     data = resolve_dataset(cfg.dataset, kind)
-    test_source, test_split, test_convert = data.test_source, data.test_split, data.convert
+    test_source, test_split = data.test_source, data.test_split
     if cfg.test_dataset is None:
         test_source = None
     elif cfg.test_dataset != "auto":
@@ -68,12 +62,18 @@ def bind_datasets(cfg: EpochTrainConfig, kind: str) -> BoundData:
         test = resolve_dataset(cfg.test_dataset, kind)
         test_source = test.test_source or test.source
         test_split = test.test_split if test.test_source else "train"
-        test_convert = test.convert
     explicit = cfg.model_fields_set
-    update: dict[str, Any] = {
-        "dataset": data.source,
-        "dataset_split": cfg.dataset_split if "dataset_split" in explicit else data.split,
-        "test_dataset": test_source,
-        "test_split": cfg.test_split if "test_split" in explicit else test_split,
-    }
-    return BoundData(update, data.convert, test_convert)
+    return cfg.model_copy(
+        update={
+            "dataset": data.source,
+            "dataset_split": cfg.dataset_split if "dataset_split" in explicit else data.split,
+            "test_dataset": test_source,
+            "test_split": cfg.test_split if "test_split" in explicit else test_split,
+        }
+    )
+
+
+def row_converters(cfg: EpochTrainConfig, kind: str) -> tuple[RowConverter, RowConverter]:
+    """The row converters of a bound cfg's train and held-out datasets."""
+    convert = converter_for(cfg.dataset, kind)
+    return convert, converter_for(cfg.test_dataset, kind) if cfg.test_dataset else convert

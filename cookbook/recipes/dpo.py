@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from cookbook.recipes import SMOLLM2
-from cookbook.recipes.dataset_splits import bind_datasets
+from cookbook.recipes.dataset_splits import bind_datasets, row_converters
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
 from kitchen.workflows.preference import PreferenceConfig, preference
@@ -32,8 +32,8 @@ class DPO(Recipe[DPOConfig]):
 
     name = "dpo"
 
+    def bind(self, cfg: DPOConfig) -> DPOConfig:
+        return bind_datasets(cfg, "comparison")
+
     def workflow(self, cfg: DPOConfig) -> Workflow[PreferenceState]:
-        data = bind_datasets(cfg, "comparison")
-        return preference(
-            cfg.model_copy(update=data.update), data.convert, data.test_convert, self.name
-        )
+        return preference(cfg, *row_converters(cfg, "comparison"), self.name)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from cookbook.recipes import SMOLLM2
-from cookbook.recipes.dataset_splits import bind_datasets
+from cookbook.recipes.dataset_splits import bind_datasets, row_converters
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
 from kitchen.workflows.supervised import SupervisedConfig, supervised
@@ -26,15 +26,17 @@ class SLBasicConfig(SupervisedConfig):
 
 
 def chat_workflow(cfg: SupervisedConfig, recipe: str) -> Workflow[SupervisedState]:
-    """The supervised workflow on cfg's chat datasets (short names and held-out splits resolved)."""
-    data = bind_datasets(cfg, "chat")
-    return supervised(cfg.model_copy(update=data.update), data.convert, recipe)
+    """The supervised workflow on cfg's chat datasets (bound by the recipe's `bind`)."""
+    return supervised(cfg, row_converters(cfg, "chat")[0], recipe)
 
 
 class SLBasic(Recipe[SLBasicConfig]):
     """Supervised fine-tuning on chat data (LoRA), pipelined, with held-out NLL."""
 
     name = "sl_basic"
+
+    def bind(self, cfg: SLBasicConfig) -> SLBasicConfig:
+        return bind_datasets(cfg, "chat")
 
     def workflow(self, cfg: SLBasicConfig) -> Workflow[SupervisedState]:
         return chat_workflow(cfg, self.name)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from cookbook.recipes import SMOLLM2
-from cookbook.recipes.dataset_splits import bind_datasets
+from cookbook.recipes.dataset_splits import bind_datasets, row_converters
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
 from kitchen.workflows.supervised import SupervisedConfig, supervised_flat
@@ -26,6 +26,8 @@ class SLLoop(Recipe[SLLoopConfig]):
 
     name = "sl_loop"
 
+    def bind(self, cfg: SLLoopConfig) -> SLLoopConfig:
+        return bind_datasets(cfg, "chat")
+
     def workflow(self, cfg: SLLoopConfig) -> Workflow[SupervisedState]:
-        data = bind_datasets(cfg, "chat")
-        return supervised_flat(cfg.model_copy(update=data.update), data.convert, self.name)
+        return supervised_flat(cfg, row_converters(cfg, "chat")[0], self.name)

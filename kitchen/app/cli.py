@@ -84,10 +84,9 @@ HELP_WORDS = ("--help", "-h")
 def _recipe_help(recipe_name: str) -> None:
     """A recipe's flags with type, default, presets and help (`kitchen show`, `kitchen help`,
     `kitchen run RECIPE --help`)."""
-    from kitchen.app.resolve import recipe_options, resolve_config
+    from kitchen.app.resolve import get_recipe, recipe_options
 
-    resolved = resolve_config(recipe_name)
-    rec = resolved.recipe
+    rec = get_recipe(recipe_name)
     presets = list(rec.presets)
     out = console if console.is_terminal else Console(width=240)  # don't wrap into a pipe
     out.print(f"[bold]{rec.name}[/bold]: {rec.summary()}")
@@ -97,7 +96,7 @@ def _recipe_help(recipe_name: str) -> None:
         highlight=False,
     )
     table = Table("flag", "type", "default", *presets, "description", box=None)
-    for opt in recipe_options(rec, resolved.config):
+    for opt in recipe_options(rec):
         preset_cols = [repr(opt.presets[p]) if p in opt.presets else "" for p in presets]
         table.add_row(
             ", ".join(opt.flags), opt.type_name, repr(opt.default), *preset_cols, opt.description

@@ -118,6 +118,7 @@ def resolve_config(
             layers.append(values)
         layers.append(parse_overrides(rec.Config, list(args), rec.name))
         cfg = build_config(rec, layers)
+    cfg = rec.bind(cfg)  # the recipe's own decisions, made here once (Recipe.bind)
     if isinstance(backend, str):
         cfg = cfg.model_copy(update={"backend": backend})  # config.json says what really ran
     if isinstance(backend or cfg.backend, str):
@@ -345,11 +346,12 @@ class Option:
         return text.replace("typing.", "").replace("NoneType", "None")
 
 
-def recipe_options(recipe: Recipe[Any], defaults: TrainConfig) -> list[Option]:
-    """Every option of a recipe by flat name, with its value in `defaults` (the config resolved
-    from nothing) and in each preset. A negated name (--no-register) is left to the description."""
+def recipe_options(recipe: Recipe[Any]) -> list[Option]:
+    """Every option of a recipe by flat name, with its default and its value in each preset, as a
+    user types them (before the recipe's `bind`: test_dataset's default is "auto", not the set it
+    picks). A negated name (--no-register) is left to the description."""
     model = recipe.Config
-    default_values = flat_values(defaults)
+    default_values = flat_values(build_config(recipe, []))
     presets = {
         p: {flat_name(model, k): v for k, v in values.items()}
         for p, values in recipe.presets.items()

@@ -39,6 +39,13 @@ class Recipe(Generic[C]):
         if "presets" not in vars(cls) and path is not None and path.exists():
             cls.presets = load_presets(path)
 
+    def bind(self, cfg: C) -> C:
+        """`cfg` with the values the recipe decides from it (a dataset's short name -> the source
+        and held-out split it loads). `resolve_config` calls it once, so config.json, the workflow
+        and the model registry's record hold the same values; `workflow(cfg)` changes nothing.
+        Binding a bound config gives it back unchanged (a run resumed from its config.json)."""
+        return cfg
+
     def workflow(self, cfg: C) -> Workflow[Any]:
         raise NotImplementedError
 

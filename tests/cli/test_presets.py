@@ -10,7 +10,7 @@ import pytest
 from pydantic import BaseModel
 
 from cookbook.recipes.sl_basic import SLBasicConfig
-from kitchen.app.resolve import get_recipe, resolve_config
+from kitchen.app.resolve import build_config, get_recipe
 from kitchen.engine.plugins import RECIPES
 from kitchen.engine.recipe import Recipe, load_presets, presets_path
 from kitchen.workflows.common.config import flat_name, flat_values
@@ -21,7 +21,7 @@ PRESETS = [(name, p) for name in RECIPES.names() for p in get_recipe(name).prese
 @pytest.mark.parametrize(("name", "preset"), PRESETS)
 def test_every_preset_builds_with_its_values(name: str, preset: str) -> None:
     rec = get_recipe(name)
-    values = flat_values(resolve_config(rec, preset=preset).config)
+    values = flat_values(build_config(rec, [rec.presets[preset]]))  # before the recipe's bind
     for key, value in rec.presets[preset].items():
         got: Any = values[flat_name(rec.Config, key)]
         assert (got, type(got)) == (value, type(value)), (key, got)

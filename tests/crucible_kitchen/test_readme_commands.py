@@ -92,7 +92,7 @@ def test_seed_python_call_builds_the_same_config_as_the_flags() -> None:
     [
         ("supervised", {"model_name": "meta-llama/Llama-3.1-8B", "batch_size": 128,
                         "max_length": 32768, "learning_rate": 2e-4}),
-        ("dpo", {"model_name": "meta-llama/Llama-3.2-1B", "dataset": "hhh", "batch_size": 256,
+        ("dpo", {"model_name": "meta-llama/Llama-3.2-1B", "dataset": "Anthropic/hh-rlhf", "batch_size": 256,
                  "learning_rate": 1e-5}),
         ("code_rl", {"model_name": "meta-llama/Llama-3.1-8B-Instruct", "groups_per_batch": 100,
                      "num_batches": 100, "max_tokens": 512, "ppo_epochs": 4}),

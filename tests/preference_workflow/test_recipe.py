@@ -70,7 +70,10 @@ def test_dry_run_validates_and_prints_the_plan() -> None:
 
 def test_cookbook_preset_holds_tinker_cookbooks_values() -> None:
     cfg = resolve_config(DPO(), preset="cookbook").config
-    assert (cfg.model_name, cfg.dataset, cfg.backend) == ("Qwen/Qwen3.5-9B-Base", "hhh", "tinker")
+    assert (cfg.model_name, cfg.backend) == ("Qwen/Qwen3.5-9B-Base", "tinker")
+    # hhh, bound at resolution to the hub set it loads and that set's own test split
+    assert (cfg.dataset, cfg.dataset_split) == ("Anthropic/hh-rlhf", "train")
+    assert (cfg.test_dataset, cfg.test_split) == ("Anthropic/hh-rlhf", "test")
     assert (cfg.optimizer.learning_rate, cfg.dpo_beta, cfg.batch_size) == (1e-5, 0.1, 256)
     assert (cfg.max_length, cfg.optimizer.schedule, cfg.checkpoint.save_every, cfg.evaluation.every) == (
         8192, "linear", 20, 10,
