@@ -2,7 +2,7 @@
 
 It records every call, the loss_fn of every forward_backward, the policy version (number of optim
 steps applied) behind every sample, and counts futures nobody awaited. Its "model" is a rule, not a
-network: logprobs rise as optim steps accumulate, so a workflow's loss falls as it should.
+network: logprobs rise as updates (optim_step calls) accumulate, so a workflow's loss falls as it should.
 
 For optim_step's gradient norm (GRAD_NORM_METRIC, defined as Tinker defines it) the rule is read as
 a model of one parameter theta that every target logprob equals: cross_entropy's loss

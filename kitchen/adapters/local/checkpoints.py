@@ -44,7 +44,7 @@ class CheckpointMeta:
     model_path: str  # the folder that name resolved to when saving
     lora: dict[str, Any] | None  # LoraSpec fields; None for full fine-tuning
     seed: int
-    step: int  # optimizer steps taken when saved
+    step: int  # updates (optim_step calls) taken when saved
 
     def write(self, folder: Path) -> None:
         (folder / META_FILE).write_text(json.dumps(asdict(self), indent=2) + "\n")

@@ -1,6 +1,6 @@
 """Preference learning with DPO, as tinker-cookbook's train_dpo: per batch, the frozen reference
-scores the (chosen, rejected) pairs, then forward_backward_custom with the DPO loss and an
-optimizer step. Steps are pipelined like the SL loop (step N+1 is submitted before step N is
+scores the (chosen, rejected) pairs, then forward_backward_custom with the DPO loss and one
+update (optim_step). Steps are pipelined like the SL loop (step N+1 is submitted before step N is
 awaited); the held-out evaluation runs before a step (pre-step weights) every eval_every steps and
 once more at the end; the pipeline is drained before each checkpoint."""
 

@@ -40,7 +40,9 @@ class RLStepConfig(RLLoopConfig):
     """An RL loop whose step is split in substeps and carries a KL term (RL, distillation)."""
 
     num_substeps: int = Field(
-        1, ge=1, description="Optimizer steps per iteration (the batch split in this many parts)"
+        1,
+        ge=1,
+        description="Updates (optim_step calls) per step: the batch split in this many parts",
     )
     kl: KLConfig = Field(
         default_factory=lambda: KLConfig.model_validate({}),
@@ -131,8 +133,8 @@ class CodeRLWorkflowConfig(PolicyGradientConfig):
     ppo_epochs: int = Field(
         1,
         ge=1,
-        description="Optimizer passes over each batch of rollouts (forward_backward + optim_step "
-        "per pass on the same datums; the sampler's logprobs stay the old policy)",
+        description="Passes over each step's batch of rollouts (each pass: forward_backward + "
+        "optim_step per substep on the same datums; the sampler's logprobs stay the old policy)",
     )
     clip_epsilon: float | None = Field(
         None,
