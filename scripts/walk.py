@@ -2,7 +2,7 @@
 engine's training call, found by running the command under a profiler, not by hand.
 
     .venv/bin/python scripts/walk.py dpo          # the files, one a line, and a summary
-    .venv/bin/python scripts/walk.py dpo --json   # {"files": [...], "lines": N, "folders": N}
+    .venv/bin/python scripts/walk.py dpo --json   # {"files": [...], "recipe_files": [...], ...}
 
 A repository file (kitchen/, train_core/, cookbook/) is on the walk when it holds
 
@@ -15,6 +15,11 @@ A repository file (kitchen/, train_core/, cookbook/) is on the walk when it hold
 3. the loss a training call names: the file of the function a `forward_backward_custom` call is
    given (DPO's loss), or of the function the engine runs, beneath its training client, for the
    built-in loss a `forward_backward` call names (`importance_sampling` in train_core/losses.py).
+
+A file on the walk *belongs to the recipe* when a reader reads it for this recipe alone: a file in
+cookbook/ (the recipe, the env or dataset it picks), or in the package of the workflow factory rule
+2 finds (kitchen/workflows/preference/ for dpo). The rest, the app, the engine, the workflow parts
+every paradigm shares, the adapters and train_core, a reader learns once for every recipe.
 
 The recipe runs as its defaults say, on the local engine with a built-in tiny model and one
 training step (`--model kitchen/tiny-llama --max-steps 1`): the model and the step count change
@@ -126,23 +131,33 @@ class Walk:
         return sorted(set().union(*self.found.values()))
 
 
-def run_kitchen(argv: list[str], tracer: Any) -> None:
-    """`kitchen ARGV` in this process with `tracer` as the trace function of every thread; a
-    non-zero exit raises."""
+def run_kitchen(args: list[str], tracer: Any) -> None:
+    """`kitchen run ARGS` in this process with `tracer` as the trace function of every thread. The
+    run writes only into a temporary directory: its run directory, and a throwaway model registry
+    in place of the user's (a run registers its model). A non-zero exit raises."""
     from kitchen.app.cli import main
 
-    saved, sys.argv = sys.argv, ["kitchen", *argv]
-    sys.settrace(tracer)
-    threading.settrace(tracer)
-    try:
-        main()
-    except SystemExit as e:
-        if e.code not in (0, None):
-            raise RuntimeError(f"kitchen {' '.join(argv)} exited {e.code}") from None
-    finally:
-        sys.settrace(None)
-        threading.settrace(None)  # type: ignore[arg-type]
-        sys.argv = saved
+    with tempfile.TemporaryDirectory() as tmp:
+        argv = ["run", *args, "--log-dir", f"{tmp}/run", "--registry", f"{tmp}/registry.db"]
+        saved, sys.argv = sys.argv, ["kitchen", *argv]
+        sys.settrace(tracer)
+        threading.settrace(tracer)
+        try:
+            main()
+        except SystemExit as e:
+            if e.code not in (0, None):
+                raise RuntimeError(f"kitchen {' '.join(argv)} exited {e.code}") from None
+        finally:
+            sys.settrace(None)
+            threading.settrace(None)  # type: ignore[arg-type]
+            sys.argv = saved
+
+
+def belongs_to_recipe(path: str, factories: set[str]) -> bool:
+    """Whether a reader reads `path` for this recipe alone: a cookbook file (the recipe, the env or
+    dataset it picks), or a file of the workflow package its workflow factory lives in."""
+    packages = {os.path.dirname(f) for f in factories if f.startswith("kitchen/workflows/")}
+    return path.startswith("cookbook/") or os.path.dirname(path) in packages
 
 
 def trace(recipe: str) -> dict[str, Any]:
@@ -153,8 +168,7 @@ def trace(recipe: str) -> dict[str, Any]:
 
     ROOT = Path(kitchen.__file__).resolve().parents[1]  # another checkout's walk: its PYTHONPATH
     walk = Walk()
-    with tempfile.TemporaryDirectory() as log_dir:
-        run_kitchen(["run", recipe, *TRACED_FLAGS, "--log-dir", log_dir], walk)
+    run_kitchen([recipe, *TRACED_FLAGS], walk)
     if not walk.training_calls:
         raise RuntimeError(
             f"kitchen run {recipe} never entered {', '.join(sorted(TRAINING_CALLS))}"
@@ -165,6 +179,7 @@ def trace(recipe: str) -> dict[str, Any]:
         "files": files,
         "lines": sum(len((ROOT / f).read_text().splitlines()) for f in files),
         "folders": len({os.path.dirname(f) for f in files}),
+        "recipe_files": [f for f in files if belongs_to_recipe(f, walk.found["factory"])],
         "found_by": {f: sorted(k for k, v in walk.found.items() if f in v) for f in files},
     }
 
@@ -179,7 +194,8 @@ def main() -> None:
         return
     for f in result["files"]:
         print(f"{f}  [{', '.join(result['found_by'][f])}]")
-    print(f"# {len(result['files'])} files, {result['folders']} folders, {result['lines']} lines")
+    print(f"# {len(result['files'])} files, {result['folders']} folders, {result['lines']} lines; "
+          f"{len(result['recipe_files'])} belong to the recipe: {', '.join(result['recipe_files'])}")  # fmt: skip
 
 
 if __name__ == "__main__":
