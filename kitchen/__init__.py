@@ -18,7 +18,13 @@ The public API, for writing your own workflows, stages and recipes:
 from __future__ import annotations
 
 import importlib
+import os
 from typing import TYPE_CHECKING, Any
+
+# Before anything can load torch: its OpenMP runtime (libgomp) reads the wait policy once, at load.
+# By default idle OpenMP threads spin, and two processes spinning on shared cores starve each other
+# (two `kitchen run` on 2 cores: steps 20-40x slower, against 2x with PASSIVE). docs/adapters.md.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 # The light core of the engine, bound eagerly (pydantic; no tinker, no torch).
 from kitchen.engine.errors import (
