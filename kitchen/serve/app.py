@@ -34,6 +34,7 @@ from kitchen.serve.hot_routes import (
     server_error_response,
     user_error_response,
 )
+from kitchen.serve.listings import add_listing_routes
 from kitchen.serve.openai import add_openai_routes
 from kitchen.serve.paths import checkpoint_ref
 from kitchen.serve.requests import idle_gaps
@@ -93,6 +94,7 @@ def create_app(service: KitchenService) -> ASGIApp:
     _training_routes(app, service)
     _sampling_routes(app, service)
     add_openai_routes(app, service)
+    add_listing_routes(app, service)
     add_checkpoint_routes(app, service)  # last: it ends with the catch-all
     outer: ASGIApp = BodyLimit(
         HotRoutes(app, hot_handlers(service)), service.settings.max_body_bytes

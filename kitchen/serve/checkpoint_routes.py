@@ -1,6 +1,6 @@
 """The RestClient's checkpoint routes (list, delete, TTL, external weights URLs), the signed
 downloads of external weights (`external_weights.py`), and a final answer for every route this
-server does not serve.
+server does not serve (publishing among them: checkpoints here are not public or private).
 
 Checkpoints are the folders `paths.py` maps tinker paths to, so listing a run is a directory scan
 and deleting one removes its folder. Any other path gets a 404 with a one-line reason and
@@ -9,10 +9,12 @@ and deleting one removes its folder. Any other path gets a 404 with a one-line r
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import shutil
 import time
 import uuid
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,10 @@ from kitchen.serve.errors import NotFound, UserError
 from kitchen.serve.hot_routes import json_response
 
 _TYPES = {"state": "training", "sampler": "sampler", "external": "external"}
+_NOT_PUBLISHED = (
+    "publishing checkpoints is not served by kitchen serve: its checkpoints are folders on the "
+    "server's disk, readable by every client of the server; nothing is public or private"
+)
 
 
 def list_checkpoints(root: Path, run_id: str) -> types.CheckpointsListResponse:
@@ -35,17 +41,38 @@ def list_checkpoints(root: Path, run_id: str) -> types.CheckpointsListResponse:
     for kind, subdir in paths.SUBDIRS.items():
         folder = root / subdir
         for path in folder.glob(f"{prefix}*") if folder.is_dir() else []:
-            ref = paths.checkpoint_ref(run_id, kind, path.name[len(prefix) :])
             found.append(
-                types.Checkpoint(
-                    checkpoint_id=f"{subdir}/{ref.name}",
-                    checkpoint_type=_TYPES[kind],  # type: ignore[arg-type]
-                    time=datetime.fromtimestamp(path.stat().st_mtime, UTC),
-                    tinker_path=ref.tinker_path,
-                    size_bytes=sum(f.stat().st_size for f in path.rglob("*") if f.is_file()),
-                )
+                _checkpoint(paths.checkpoint_ref(run_id, kind, path.name[len(prefix) :]), path)
             )
     return types.CheckpointsListResponse(checkpoints=sorted(found, key=lambda c: c.time))
+
+
+def saved_checkpoints(root: Path, run_ids: Iterable[str]) -> list[types.Checkpoint]:
+    """Every checkpoint folder under `root`, oldest first. A folder of one of `run_ids` is named by
+    that run; any other (an earlier server's, on the same folder) by its folder's run part, a run
+    id that maps back to the same folder."""
+    by_slug = {paths.run_slug(r): r for r in run_ids}
+    found = []
+    for kind, subdir in paths.SUBDIRS.items():
+        folder = root / subdir
+        for path in folder.iterdir() if folder.is_dir() else []:
+            slug, sep, name = path.name.partition("--")
+            if sep and path.is_dir():
+                with contextlib.suppress(paths.CheckpointPathError):  # not a folder serve wrote
+                    found.append(
+                        _checkpoint(paths.checkpoint_ref(by_slug.get(slug, slug), kind, name), path)
+                    )
+    return sorted(found, key=lambda c: c.time)
+
+
+def _checkpoint(ref: paths.CheckpointRef, folder: Path) -> types.Checkpoint:
+    return types.Checkpoint(
+        checkpoint_id=f"{paths.SUBDIRS[ref.kind]}/{ref.name}",
+        checkpoint_type=_TYPES[ref.kind],  # type: ignore[arg-type]
+        time=datetime.fromtimestamp(folder.stat().st_mtime, UTC),
+        tinker_path=ref.tinker_path,
+        size_bytes=sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()),
+    )
 
 
 def existing_folder(root: Path, run_id: str, checkpoint_id: str, kind: str | None = None) -> Path:
@@ -66,8 +93,14 @@ def add_checkpoint_routes(app: FastAPI, service: Any) -> None:
     async def checkpoints(run_id: str) -> Response:
         return json_response(list_checkpoints(service.checkpoint_root, run_id))
 
+    @app.post("/api/v1/training_runs/{run_id}/checkpoints/{checkpoint_id:path}/publish")
+    async def publish(run_id: str, checkpoint_id: str) -> Response:
+        raise NotFound(_NOT_PUBLISHED)
+
     @app.delete("/api/v1/training_runs/{run_id}/checkpoints/{checkpoint_id:path}")
     async def delete(run_id: str, checkpoint_id: str) -> Response:
+        if checkpoint_id.partition("/")[2].endswith("/publish"):  # unpublish: <kind>/<name>/publish
+            raise NotFound(_NOT_PUBLISHED)
         shutil.rmtree(existing_folder(service.checkpoint_root, run_id, checkpoint_id))
         return json_response({})
 

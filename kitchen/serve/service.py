@@ -90,7 +90,8 @@ class KitchenService:
     # -- sessions ---------------------------------------------------------------------------------
 
     def create_session(self, request: types.CreateSessionRequest) -> types.CreateSessionResponse:
-        return types.CreateSessionResponse(session_id=self.sessions.new_session().session_id)
+        session = self.sessions.new_session(request.user_metadata, request.display_name)
+        return types.CreateSessionResponse(session_id=session.session_id)
 
     def heartbeat(self, session_id: str) -> types.SessionHeartbeatResponse:
         self.sessions.session(session_id).last_seen = time.monotonic()
@@ -132,9 +133,15 @@ class KitchenService:
 
     # -- models -----------------------------------------------------------------------------------
 
-    def _add_model(self, model_id: str, session: Session, client: Any) -> None:
+    def _add_model(
+        self,
+        model_id: str,
+        session: Session,
+        client: Any,
+        user_metadata: dict[str, Any] | None = None,
+    ) -> None:
         try:
-            self.sessions.add_model(model_id, session, client)
+            self.sessions.add_model(model_id, session, client, user_metadata)
         except Gone:
             self._control.submit(client.close)
             raise
@@ -158,7 +165,7 @@ class KitchenService:
                 train_attn=lora.train_attn if lora else True,
                 train_unembed=lora.train_unembed if lora else True,
             )
-            self._add_model(model_id, session, client)
+            self._add_model(model_id, session, client, request.user_metadata)
             return types.CreateModelResponse(model_id=model_id)
 
         self._control.submit(_run_into, create, record.future)
@@ -186,6 +193,7 @@ class KitchenService:
             return types.UntypedAPIFuture(
                 request_id=entry.by_seq_id[seq_id], model_id=entry.model_id
             )
+        entry.run.last_request = time.time()
         record = self.requests.new(encoding, entry.session_id)
         if seq_id:
             entry.by_seq_id[seq_id] = record.request_id

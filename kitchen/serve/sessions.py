@@ -26,6 +26,20 @@ class Session:
     finished: bool = False
     models: set[str] = field(default_factory=set)
     samplers: set[str] = field(default_factory=set)
+    user_metadata: dict[str, str] | None = None
+    display_name: str | None = None
+
+
+@dataclass
+class RunRecord:
+    """What the server tells about a training run (a model), kept after its session ends."""
+
+    model_id: str
+    session_id: str
+    base_model: str
+    lora_rank: int | None  # None: full fine-tuning
+    user_metadata: dict[str, str] | None
+    last_request: float = field(default_factory=time.time)  # wall clock: the SDK shows it
 
 
 @dataclass
@@ -36,6 +50,7 @@ class ModelEntry:
     session_id: str
     client: Any  # LocalTrainingClient
     lane: ModelLane
+    run: RunRecord
     # seq_id -> request id: an SDK retry of a request (its response was lost) gets the same one.
     by_seq_id: dict[int, str] = field(default_factory=dict)
 
@@ -48,9 +63,16 @@ class SessionTable:
         self._sessions: dict[str, Session] = {}
         self._models: dict[str, ModelEntry] = {}
         self._samplers: dict[str, SamplerEntry] = {}
+        self._runs: dict[str, RunRecord] = {}  # every model created, live or not
 
-    def new_session(self) -> Session:
-        session = Session(f"kitchen-{uuid.uuid4().hex[:12]}")
+    def new_session(
+        self, user_metadata: dict[str, Any] | None = None, display_name: str | None = None
+    ) -> Session:
+        session = Session(
+            f"kitchen-{uuid.uuid4().hex[:12]}",
+            user_metadata=_as_strings(user_metadata),
+            display_name=display_name,
+        )
         with self._lock:
             self._sessions[session.session_id] = session
         return session
@@ -92,6 +114,20 @@ class SessionTable:
         with self._lock:
             return [s.session_id for s in self._sessions.values() if not s.finished]
 
+    def all_sessions(self) -> list[Session]:
+        """Every session this process opened, finished ones too, oldest first."""
+        with self._lock:
+            return list(self._sessions.values())
+
+    def known_session(self, session_id: str) -> Session:
+        """A session, live or finished; 404 if this process never opened it."""
+        return self._find(self._sessions, session_id, "session")
+
+    def runs(self) -> list[RunRecord]:
+        """Every training run this process created, live or not, oldest first."""
+        with self._lock:
+            return list(self._runs.values())
+
     def new_model_id(self, session: Session, model_seq_id: int) -> str:
         model_id = f"{session.session_id}:train:{model_seq_id}"  # the id the SDK derives itself
         with self._lock:
@@ -99,14 +135,29 @@ class SessionTable:
                 raise UserError(f"model_seq_id {model_seq_id} was already used in this session")
         return model_id
 
-    def add_model(self, model_id: str, session: Session, client: Any) -> None:
+    def add_model(
+        self,
+        model_id: str,
+        session: Session,
+        client: Any,
+        user_metadata: dict[str, Any] | None = None,
+    ) -> None:
         """Register a created model; refused (the caller closes it) if the session ended since."""
+        info = client.get_info()
+        run = RunRecord(
+            model_id,
+            session.session_id,
+            info.model_data.model_name,
+            info.lora_rank if info.is_lora else None,
+            _as_strings(user_metadata),
+        )
         with self._lock:
             if session.finished:
                 raise Gone(f"session {session.session_id} finished while {model_id} was created")
             self._models[model_id] = ModelEntry(
-                model_id, session.session_id, client, ModelLane(model_id)
+                model_id, session.session_id, client, ModelLane(model_id), run
             )
+            self._runs[model_id] = run
             session.models.add(model_id)
 
     def model(self, model_id: str) -> ModelEntry:
@@ -127,3 +178,8 @@ class SessionTable:
         if entry is None:
             raise NotFound(f"{what} {key!r} is unknown to this server (or its session ended)")
         return entry
+
+
+def _as_strings(metadata: dict[str, Any] | None) -> dict[str, str] | None:
+    """Metadata as the SDK's responses type it (str -> str); requests allow any JSON value."""
+    return {k: str(v) for k, v in metadata.items()} if metadata else None
