@@ -28,7 +28,7 @@ from kitchen.serve.sampling import (
     check_sample_request,
     submit_sample,
 )
-from kitchen.serve.sessions import ModelEntry, Session, SessionTable
+from kitchen.serve.sessions import Meta, ModelEntry, Session, SessionTable
 from kitchen.serve.settings import ServeSettings
 from kitchen.serve.wire import ForwardBackwardCall
 
@@ -133,15 +133,9 @@ class KitchenService:
 
     # -- models -----------------------------------------------------------------------------------
 
-    def _add_model(
-        self,
-        model_id: str,
-        session: Session,
-        client: Any,
-        user_metadata: dict[str, Any] | None = None,
-    ) -> None:
+    def _add_model(self, model_id: str, session: Session, client: Any, meta: Meta = None) -> None:
         try:
-            self.sessions.add_model(model_id, session, client, user_metadata)
+            self.sessions.add_model(model_id, session, client, meta)
         except Gone:
             self._control.submit(client.close)
             raise

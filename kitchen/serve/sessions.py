@@ -17,6 +17,7 @@ from kitchen.serve.requests import ModelLane
 from kitchen.serve.sampling import SamplerEntry
 
 T = TypeVar("T")
+Meta = dict[str, Any] | None  # user metadata as requests carry it
 
 
 @dataclass
@@ -65,9 +66,7 @@ class SessionTable:
         self._samplers: dict[str, SamplerEntry] = {}
         self._runs: dict[str, RunRecord] = {}  # every model created, live or not
 
-    def new_session(
-        self, user_metadata: dict[str, Any] | None = None, display_name: str | None = None
-    ) -> Session:
+    def new_session(self, user_metadata: Meta = None, display_name: str | None = None) -> Session:
         session = Session(
             f"kitchen-{uuid.uuid4().hex[:12]}",
             user_metadata=_as_strings(user_metadata),
@@ -136,11 +135,7 @@ class SessionTable:
         return model_id
 
     def add_model(
-        self,
-        model_id: str,
-        session: Session,
-        client: Any,
-        user_metadata: dict[str, Any] | None = None,
+        self, model_id: str, session: Session, client: Any, metadata: Meta = None
     ) -> None:
         """Register a created model; refused (the caller closes it) if the session ended since."""
         info = client.get_info()
@@ -149,7 +144,7 @@ class SessionTable:
             session.session_id,
             info.model_data.model_name,
             info.lora_rank if info.is_lora else None,
-            _as_strings(user_metadata),
+            _as_strings(metadata),
         )
         with self._lock:
             if session.finished:
