@@ -118,6 +118,7 @@ def run_launch(workflow: Workflow[Any], launch: Launch) -> RunResult:
     memory = MemorySink()
     sinks: list[Any] = [memory]
     handler = None
+    resuming = False
     if launch.log_dir is not None:
         log_dir = Path(launch.log_dir)
         resuming = prepare(log_dir, launch.if_exists)
@@ -128,7 +129,9 @@ def run_launch(workflow: Workflow[Any], launch: Launch) -> RunResult:
         sinks.append(JsonlSink(log_dir / "metrics.jsonl"))
         launch.settings.log_dir = log_dir
     if launch.wandb:
-        sinks.append(wandb_sink(launch.wandb[0], launch.wandb[1], launch.config))
+        project, name = launch.wandb
+        folder = Path(launch.log_dir) if launch.log_dir is not None else None
+        sinks.append(wandb_sink(project, name, launch.config, folder, resuming))
     sinks.extend(open_trackers(launch.config))
     hooks.append(MetricsHook(sinks))
     if launch.progress:

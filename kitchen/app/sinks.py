@@ -6,6 +6,7 @@ import contextlib
 import json
 import math
 import os
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -69,8 +70,9 @@ class RunSink:
         name: str | None,
         config: dict[str, Any],
         keep: Callable[[Mapping[str, Any]], dict[str, Any]] = dict,
+        **init_options: Any,
     ) -> None:
-        self._run = init(project=project, name=name, config=config)
+        self._run = init(project=project, name=name, config=config, **init_options)
         self._keep = keep
 
     def log(self, metrics: Mapping[str, Any], step: int) -> None:
@@ -80,10 +82,34 @@ class RunSink:
         self._run.finish()
 
 
-def wandb_sink(project: str, name: str | None, config: dict[str, Any]) -> RunSink:
+WANDB_ID_FILE = "wandb_run_id"
+
+
+def wandb_sink(
+    project: str,
+    name: str | None,
+    config: dict[str, Any],
+    log_dir: Path | None = None,
+    resuming: bool = False,
+) -> RunSink:
+    """A W&B run. With a run directory, the run's W&B id is kept there (`wandb_run_id`), so a
+    resumed run (`--if-exists resume`) continues the same W&B run instead of starting a second."""
     import wandb  # optional dependency
 
-    return RunSink(wandb.init, project, name, config)
+    options: dict[str, Any] = wandb_identity(log_dir, resuming) if log_dir is not None else {}
+    return RunSink(wandb.init, project, name, config, **options)
+
+
+def wandb_identity(log_dir: Path, resuming: bool) -> dict[str, str]:
+    """`wandb.init`'s id (and resume) for a run directory: on resume the id its first start kept
+    ("allow": that start may have stopped before W&B created the run); else a new one, kept."""
+    path = log_dir / WANDB_ID_FILE
+    if resuming and path.is_file():
+        return {"id": path.read_text().strip(), "resume": "allow"}
+    run_id = uuid.uuid4().hex[:16]  # W&B's own ids are letters and digits too
+    with writing(path):
+        path.write_text(run_id + "\n")
+    return {"id": run_id}
 
 
 class MemorySink:

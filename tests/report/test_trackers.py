@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -150,3 +151,55 @@ def test_a_wandb_style_run_gets_the_config_every_step_and_a_finish() -> None:
             ("log", (logged, 3)),
             ("finish", None),
         ]
+
+
+def test_a_resumed_run_continues_its_wandb_run(tmp_path: Path, monkeypatch: Any) -> None:
+    """The W&B id is kept in the run directory: `--if-exists resume` passes it back to
+    wandb.init with resume="allow" (one W&B run, not two); `--if-exists delete` starts anew."""
+    from kitchen.adapters.fake import FakeBackend
+    from kitchen.app.launch import run
+
+    inits: list[dict[str, Any]] = []
+    logged: list[tuple[str, int]] = []
+
+    class Run:
+        def __init__(self, run_id: str) -> None:
+            self.run_id = run_id
+
+        def log(self, metrics: dict[str, Any], step: int) -> None:
+            logged.append((self.run_id, step))
+
+        def finish(self) -> None:
+            pass
+
+    def init(**kwargs: Any) -> Run:
+        inits.append(kwargs)
+        return Run(kwargs.get("id", "?"))
+
+    monkeypatch.setitem(sys.modules, "wandb", SimpleNamespace(init=init))
+    overrides = {
+        "model_name": "kitchen/tiny-llama", "batch_size": 4, "save_every": 1,
+        "test_dataset": None, "num_samples_to_show": 0, "no_register": True,
+        "wandb_project": "kitchen-test", "wandb_name": "sl",
+    }  # fmt: skip
+    first = FakeBackend()
+    run("sl_basic", overrides, backend=first, log_dir=tmp_path, max_steps=2)
+    again = FakeBackend(states=first.states)
+    run("sl_basic", overrides, backend=again, log_dir=tmp_path, max_steps=4, if_exists="resume")
+    run(
+        "sl_basic",
+        overrides,
+        backend=FakeBackend(),
+        log_dir=tmp_path,
+        max_steps=1,
+        if_exists="delete",
+    )
+
+    original, resumed, fresh = inits
+    kept = (tmp_path / "wandb_run_id").read_text().strip()
+    assert original["id"] and "resume" not in original
+    assert resumed["id"] == original["id"] and resumed["resume"] == "allow"
+    assert resumed["project"] == "kitchen-test" and resumed["name"] == "sl"
+    assert fresh["id"] != original["id"] and "resume" not in fresh and kept == fresh["id"]
+    steps = [step for run_id, step in logged if run_id == original["id"]]
+    assert max(steps) == 3 and 2 in steps  # the resumed run logged steps 2 and 3 into the same run
