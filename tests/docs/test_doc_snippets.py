@@ -22,6 +22,9 @@ def restored_globals():
     (process-wide, settable once); the rest of the test session must see neither."""
     from opentelemetry import trace
 
+    # The built-in adapters register on first import: import them before the snapshot, or the
+    # restore would empty the tables for good (the module is cached, so it never registers again).
+    import kitchen.app.builtins  # noqa: F401
     from kitchen.engine import telemetry
 
     tables = {
