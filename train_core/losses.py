@@ -1,7 +1,8 @@
 """Tinker's built-in losses (cross_entropy, importance_sampling, ppo, cispo, dro, gspo,
 stable_reinforce) as elementwise functions over torch tensors; formulas and config keys from the
-Tinker docs, "Loss Functions" pages. The local engine (kitchen/adapters/local/forward.py) calls
-them.
+Tinker docs, "Loss Functions" pages. `LOSSES` is the one table of their names: the local engine
+(kitchen/adapters/local/forward.py) and the fake backend run its formulas, and the RL config's
+`loss_fn` takes a `PolicyLoss`, a name the table holds.
 
 Every function takes the learner's target logprobs `lp` (shape [B, T], or [B, T, K] for
 cross_entropy with K targets per position), the padded `loss_fn_inputs` of the batch and the
@@ -17,7 +18,7 @@ importable without torch.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Literal, get_args
 
 Tensor = Any  # torch.Tensor (not imported here: see the module doc)
 LossFn = Callable[[Tensor, Mapping[str, Tensor], Mapping[str, float]], Tensor]
@@ -147,6 +148,13 @@ LOSSES: dict[str, LossFn] = {
     "stable_reinforce": stable_reinforce,
 }
 
+# The losses an RL config names: those whose inputs the RL workflow builds from its rollouts
+# (stable_reinforce's come from the local engine's sampler records).
+PolicyLoss = Literal["importance_sampling", "ppo", "cispo", "dro", "gspo"]
+POLICY_LOSSES: tuple[PolicyLoss, ...] = get_args(PolicyLoss)
+if not set(POLICY_LOSSES) <= set(LOSSES):  # a name without a formula fails at import, not in a run
+    raise ImportError(f"PolicyLoss names losses LOSSES lacks: {set(POLICY_LOSSES) - set(LOSSES)}")
+
 _RL_INPUTS = ("target_tokens", "logprobs", "advantages")
 REQUIRED_INPUTS: dict[str, tuple[str, ...]] = {
     "cross_entropy": ("target_tokens", "weights"),
@@ -162,6 +170,13 @@ OPTIONAL_INPUTS: dict[str, tuple[str, ...]] = {
     "cispo": ("clip_low_threshold", "clip_high_threshold"),
     "gspo": ("clip_low_threshold", "clip_high_threshold"),
 }
+# The losses whose ratio is clipped to [clip_low_threshold, clip_high_threshold].
+CLIPPED_LOSSES = tuple(
+    name for name, keys in OPTIONAL_INPUTS.items() if "clip_low_threshold" in keys
+)
+# The loss_fn_input a loss reads the datum's action mask as (the RL datum's `mask`, which Tinker's
+# losses do not take under that name): gspo's sequence ratio spans the sampled tokens only.
+MASK_INPUTS: dict[str, str] = {"gspo": "sequence_ratio_mask"}
 
 
 # Per elementwise loss, the loss_fn_input whose zeros leave a position without a gradient (prompt

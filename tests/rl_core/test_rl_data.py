@@ -6,9 +6,9 @@ from tinker import types
 from train_core.completers import TokensWithLogprobs
 from train_core.rl.data import (
     assemble_training_data,
+    datum_for_loss,
     keep_informative_groups,
     remove_constant_reward_groups,
-    remove_mask,
     trajectory_to_data,
 )
 from train_core.rl.types import PARSE_ERROR_MASKED_METRIC_KEY, Trajectory, Transition
@@ -143,10 +143,10 @@ def test_keep_informative_groups_keeps_advantages_aligned():
     assert kept == all_constant[:1]
 
 
-def test_remove_mask_drops_only_the_mask():
+def test_datum_for_loss_drops_only_the_mask():
     t1 = transition([1, 2, 3], [7, 8], sequence_id="s1")
     (datum,) = trajectory_to_data(traj(t1), 1.0)
-    stripped = remove_mask(datum)
+    stripped = datum_for_loss(datum, "ppo")
     assert set(stripped.loss_fn_inputs) == {"target_tokens", "logprobs", "advantages"}
     assert stripped.loss_fn_input_spans == datum.loss_fn_input_spans
     assert "mask" in datum.loss_fn_inputs

@@ -15,6 +15,7 @@ from kitchen.app.launch import run
 from kitchen.engine.recipe import Recipe
 from kitchen.workflows.reinforcement import RLConfig, reinforcement
 from tests.rl_workflow.helpers import SlowFirstGroup, fake_backend, record_loss_configs
+from train_core.losses import POLICY_LOSSES
 
 G, N = 3, 2  # groups per batch, envs per group
 
@@ -86,16 +87,17 @@ def test_sync_logs_tinker_cookbook_metric_keys():
     assert steps[-1]["progress"] == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize(
-    ("loss_fn", "loss_fn_config"),
-    [
-        ("ppo", {"clip_low_threshold": 0.7, "clip_high_threshold": 1.3}),
-        ("cispo", {"clip_low_threshold": 0.5, "clip_high_threshold": 2.0}),
-        ("dro", {"beta": 0.1}),
-        ("importance_sampling", None),
-    ],
-)
-def test_the_configured_loss_and_its_config_are_sent(monkeypatch, loss_fn, loss_fn_config):
+LOSS_CONFIGS = {
+    "ppo": {"clip_low_threshold": 0.7, "clip_high_threshold": 1.3},
+    "cispo": {"clip_low_threshold": 0.5, "clip_high_threshold": 2.0},
+    "gspo": {"clip_low_threshold": 0.9, "clip_high_threshold": 1.1},
+    "dro": {"beta": 0.1},
+}
+
+
+@pytest.mark.parametrize("loss_fn", POLICY_LOSSES)  # every loss the config takes
+def test_the_configured_loss_and_its_config_are_sent(monkeypatch, loss_fn):
+    loss_fn_config = LOSS_CONFIGS.get(loss_fn)
     configs = record_loss_configs(monkeypatch)
     fake = fake_backend()
     run(ArithmeticRL(), config(loss_fn=loss_fn, loss_fn_config=loss_fn_config), backend=fake)

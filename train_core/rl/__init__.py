@@ -14,9 +14,9 @@ from train_core.rl.advantages import (
 )
 from train_core.rl.data import (
     assemble_training_data,
+    datum_for_loss,
     keep_informative_groups,
     remove_constant_reward_groups,
-    remove_mask,
     trajectory_to_data,
 )
 from train_core.rl.gae import gae_turn_advantages  # registers the "gae" estimator
@@ -32,6 +32,7 @@ __all__ = [
     "compute_kl_sample_train",
     "compute_trajectory_metrics",
     "compute_turn_advantages",
+    "datum_for_loss",
     "do_batch_rollouts",
     "do_group_rollout",
     "do_single_rollout",
@@ -41,7 +42,6 @@ __all__ = [
     "register_advantage_estimator",
     "register_turn_advantage_estimator",
     "remove_constant_reward_groups",
-    "remove_mask",
     "trajectory_to_data",
 ]
 __all__ += types.__all__  # every public name of rl.types, listed once there

@@ -19,6 +19,7 @@ from typing import Any, TypeAlias
 import numpy as np
 from tinker import types
 
+from train_core.losses import MASK_INPUTS
 from train_core.rl.types import PARSE_ERROR_MASKED_METRIC_KEY, Trajectory, TrajectoryGroup
 
 logger = logging.getLogger(__name__)
@@ -284,12 +285,15 @@ def keep_informative_groups(
     return [g for g, _ in pairs], [a for _, a in pairs]
 
 
-def remove_mask(datum: types.Datum) -> types.Datum:
-    """The datum without its `mask` column: Tinker's RL losses do not take one.
+def datum_for_loss(datum: types.Datum, loss_fn: str) -> types.Datum:
+    """The datum as `loss_fn` takes it: its `mask` column (the action tokens), which Tinker's RL
+    losses do not take under that name, dropped, or renamed to the input the loss reads it as
+    (gspo's sequence_ratio_mask, losses.MASK_INPUTS).
 
-    The mask stays on the assembled datums for metrics (KL over action tokens); strip it right
+    The mask stays on the assembled datums for metrics (KL over action tokens); this runs right
     before forward_backward. Provenance and other fields are kept.
     """
-    return dataclasses.replace(
-        datum, loss_fn_inputs={k: v for k, v in datum.loss_fn_inputs.items() if k != "mask"}
-    )
+    inputs = {k: v for k, v in datum.loss_fn_inputs.items() if k != "mask"}
+    if loss_fn in MASK_INPUTS and "mask" in datum.loss_fn_inputs:
+        inputs[MASK_INPUTS[loss_fn]] = datum.loss_fn_inputs["mask"]
+    return dataclasses.replace(datum, loss_fn_inputs=inputs)

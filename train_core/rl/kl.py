@@ -25,7 +25,7 @@ def _action_columns(datum: types.Datum) -> tuple[np.ndarray, np.ndarray]:
     if "mask" not in inputs:
         raise ValueError(
             "KL metrics need the datum's `mask` column; pass the datums as assembled, "
-            "before remove_mask"
+            "before datum_for_loss"
         )
     return as_array(inputs["logprobs"]), as_array(inputs["mask"]) > 0
 

@@ -4,11 +4,13 @@ It records every call, the loss_fn of every forward_backward, the policy version
 steps applied) behind every sample, and counts futures nobody awaited. Its "model" is a rule, not a
 network: logprobs rise as updates (optim_step calls) accumulate, so a workflow's loss falls as it should.
 
-For optim_step's gradient norm (GRAD_NORM_METRIC, defined as Tinker defines it) the rule is read as
-a model of one parameter theta that every target logprob equals: cross_entropy's loss
--sum(weights * theta) has gradient -sum(weights), an RL loss (the fake takes every ratio as 1) has
--sum(advantages), a custom loss the sum of its logprobs' gradients. The gradients of a step's
-forward_backward calls add up, and optim_step reports |sum|, the L2 norm of a 1-vector.
+The rule is read as a model of one parameter theta that every target logprob equals. A built-in
+loss is the local engine's formula (train_core.losses.LOSSES, the one table of loss names) summed
+over each datum's positions at lp = theta, and its gradient d(loss)/d(theta) is taken through that
+formula; a custom loss's gradient is the sum of its logprobs' gradients. A loss the table lacks, or
+a datum without an input its loss needs, is refused as the engine refuses it. The gradients of a
+step's forward_backward calls add up, and optim_step reports |sum| (GRAD_NORM_METRIC, as Tinker
+defines it: the L2 norm of a 1-vector).
 """
 
 from __future__ import annotations
@@ -26,9 +28,9 @@ from kitchen.adapters.fake.tokenizer import FakeTokenizer
 from kitchen.engine.errors import BackendError
 from kitchen.engine.futures import APIFuture
 from kitchen.ports import GRAD_NORM_METRIC, BackendSettings, CustomLossFn
+from train_core.losses import LOSSES, OPTIONAL_INPUTS, REQUIRED_INPUTS
 
 T = TypeVar("T")
-RL_LOSSES = {"importance_sampling", "ppo", "cispo", "dro"}
 
 
 class TrackedFuture(APIFuture[T]):
@@ -58,6 +60,36 @@ class TrackedFuture(APIFuture[T]):
 
 def _logprob(version: int) -> float:
     return -2.0 / (1.0 + 0.25 * version)
+
+
+def _positions(datum: types.Datum) -> int:
+    return len(datum.loss_fn_inputs["target_tokens"].tolist())
+
+
+def _loss_and_gradient(
+    loss_fn: str, datum: types.Datum, index: int, theta: float, config: Mapping[str, float]
+) -> tuple[float, float]:
+    """`loss_fn`'s formula summed over the datum's positions with every target logprob theta, and
+    its derivative in theta. Inputs are float64, so the fake's numbers are exact enough to compare
+    with a formula written out by hand."""
+    import torch
+
+    inputs = datum.loss_fn_inputs
+    missing = [k for k in REQUIRED_INPUTS[loss_fn] if k not in inputs]
+    if missing:
+        raise BackendError(f"fake backend: datum {index}: loss_fn {loss_fn!r} needs {missing}")
+    used = [
+        *REQUIRED_INPUTS[loss_fn],
+        *(k for k in OPTIONAL_INPUTS.get(loss_fn, ()) if k in inputs),
+    ]
+    tensors = {
+        k: torch.as_tensor(inputs[k].to_numpy(), dtype=torch.float64).unsqueeze(0) for k in used
+    }
+    theta_t = torch.tensor(theta, dtype=torch.float64, requires_grad=True)
+    lp = theta_t.expand(tensors["target_tokens"].shape)  # [1, T] (or [1, T, K])
+    loss = LOSSES[loss_fn](lp, tensors, config).sum()
+    loss.backward()
+    return float(loss.detach()), float(theta_t.grad) if theta_t.grad is not None else 0.0
 
 
 @dataclass
@@ -148,24 +180,31 @@ class FakeTrainingClient:
         self, data: list[types.Datum], loss_fn: str, loss_fn_config: Mapping[str, float] | None
     ) -> tuple[types.ForwardBackwardOutput, float]:
         """The output of `loss_fn` on `data`, and its gradient d(loss)/d(theta) (module doc)."""
-        lp = _logprob(self.version)
-        outputs, loss, grad = [], 0.0, 0.0
-        for datum in data:
-            n = len(datum.loss_fn_inputs["target_tokens"].tolist())
-            logprobs_T = np.full(n, lp, dtype=np.float32)
-            outputs.append({"logprobs": types.TensorData.from_numpy(logprobs_T)})
-            if loss_fn == "cross_entropy":
-                weights_T = datum.loss_fn_inputs["weights"].to_numpy()
-                loss += float(-(weights_T * logprobs_T).sum())
-                grad -= float(weights_T.sum())
-            elif loss_fn in RL_LOSSES:
-                advantages = float(datum.loss_fn_inputs["advantages"].to_numpy().sum())
-                loss -= advantages
-                grad -= advantages
+        if loss_fn not in LOSSES:
+            raise BackendError(
+                f"fake backend: loss_fn {loss_fn!r} is not one it models; expected one of "
+                f"{', '.join(LOSSES)}"
+            )
+        config = {k: float(v) for k, v in (loss_fn_config or {}).items()}
+        loss, grad = 0.0, 0.0
+        for i, datum in enumerate(data):
+            value, d_theta = _loss_and_gradient(loss_fn, datum, i, _logprob(self.version), config)
+            loss += value
+            grad += d_theta
         output = types.ForwardBackwardOutput(
-            loss_fn_output_type="ArrayRecord", loss_fn_outputs=outputs, metrics={"loss:sum": loss}
+            loss_fn_output_type="ArrayRecord",
+            loss_fn_outputs=self._logprobs(data),
+            metrics={"loss:sum": loss},
         )
         return output, grad
+
+    def _logprobs(self, data: list[types.Datum]) -> list[types.LossFnOutput]:
+        """Every datum's target logprobs: theta at each position."""
+        lp = _logprob(self.version)
+        return [
+            {"logprobs": types.TensorData.from_numpy(np.full(_positions(d), lp, np.float32))}
+            for d in data
+        ]
 
     def forward(
         self,
@@ -195,17 +234,15 @@ class FakeTrainingClient:
 
         self.backend.record("forward_backward_custom")
         self.backend.loss_fns.append("custom")
-        out, _ = self._outputs(data, "cross_entropy", None)
-        logprobs = [
-            torch.tensor(o["logprobs"].to_numpy(), requires_grad=True) for o in out.loss_fn_outputs
-        ]
+        outputs = self._logprobs(data)
+        logprobs = [torch.tensor(o["logprobs"].to_numpy(), requires_grad=True) for o in outputs]
         loss, metrics = loss_fn(data, logprobs)
         loss.backward()
         self._grad += sum(float(lp.grad.sum()) for lp in logprobs if lp.grad is not None)
         return self.backend.future(
             types.ForwardBackwardOutput(
                 loss_fn_output_type="ArrayRecord",
-                loss_fn_outputs=out.loss_fn_outputs,
+                loss_fn_outputs=outputs,
                 metrics={"loss:sum": float(loss.detach()), **metrics},
             )
         )

@@ -5,7 +5,6 @@ from kitchen.workflows.reinforcement.config import (
     CodeRLWorkflowConfig,
     RLConfig,
     RLLoopConfig,
-    RLLossFn,
     RLMode,
 )
 from kitchen.workflows.reinforcement.state import CodeRLState, RLState
@@ -16,7 +15,6 @@ __all__ = [
     "CodeRLWorkflowConfig",
     "RLConfig",
     "RLLoopConfig",
-    "RLLossFn",
     "RLMode",
     "RLState",
     "reinforcement",

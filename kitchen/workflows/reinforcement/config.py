@@ -7,11 +7,9 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator, model_validator
 
 from kitchen.workflows.common.config import EvalConfig, KLConfig, TrainConfig
+from train_core.losses import CLIPPED_LOSSES, PolicyLoss
 
 RLMode = Literal["sync", "streaming", "async"]
-
-
-RLLossFn = Literal["importance_sampling", "ppo", "cispo", "dro", "gspo"]
 
 
 class RLLoopConfig(TrainConfig):
@@ -26,7 +24,7 @@ class RLLoopConfig(TrainConfig):
     )
     max_tokens: int = Field(16, ge=1, description="Max sampled tokens per turn")
     temperature: float = Field(1.0, gt=0, description="Sampling temperature of rollouts")
-    loss_fn: RLLossFn = Field("importance_sampling", description="Policy-gradient loss")
+    loss_fn: PolicyLoss = Field("importance_sampling", description="Policy-gradient loss")
     loss_fn_config: dict[str, float] | None = Field(
         None,
         description="Loss options, e.g. clip_low_threshold / clip_high_threshold (ppo, cispo), beta (dro)",
@@ -124,9 +122,6 @@ class RLConfig(PolicyGradientConfig):
         return self
 
 
-CLIP_LOSSES = ("ppo", "cispo")
-
-
 class CodeRLWorkflowConfig(PolicyGradientConfig):
     """The sync RL loop's options, the sandbox, and the PPO-style knobs."""
 
@@ -140,8 +135,8 @@ class CodeRLWorkflowConfig(PolicyGradientConfig):
         None,
         gt=0,
         lt=1,
-        description="Clip the ppo/cispo ratio to [1 - e, 1 + e] (sets clip_low/high_threshold); "
-        "None: the loss's own defaults",
+        description="Clip the ratio of ppo, cispo or gspo to [1 - e, 1 + e] (sets "
+        "clip_low/high_threshold); None: the loss's own defaults",
     )
     gamma: float = Field(1.0, ge=0, le=1, description="gae: discount per turn (1 = undiscounted)")
     gae_lambda: float = Field(
@@ -167,9 +162,9 @@ class CodeRLWorkflowConfig(PolicyGradientConfig):
                 f"{self.advantage_estimator!r} (set advantage_estimator gae)"
             )
         if self.clip_epsilon is not None:
-            if self.loss_fn not in CLIP_LOSSES:
+            if self.loss_fn not in CLIPPED_LOSSES:
                 raise ValueError(
-                    f"clip_epsilon sets the clip thresholds of the {' / '.join(CLIP_LOSSES)} loss; "
+                    f"clip_epsilon sets the clip thresholds of {', '.join(CLIPPED_LOSSES)}; "
                     f"loss_fn is {self.loss_fn!r} (set loss_fn ppo)"
                 )
             clash = {"clip_low_threshold", "clip_high_threshold"} & set(self.loss_fn_config or {})

@@ -107,7 +107,7 @@ class TrainStep:
     writes: frozenset[str] = frozenset({"training_logprobs", "ppo_metrics"})
 
     async def __call__(self, ctx: Context[Any]) -> Metrics | None:
-        from train_core.rl import remove_mask
+        from train_core.rl import datum_for_loss
         from train_core.scoring import forward_logprobs
 
         client, state = ctx.state.training_client, ctx.state
@@ -115,7 +115,8 @@ class TrainStep:
         lr = lr_at(state.step, state.total_steps, self.learning_rate, self.lr_schedule)
         config = dict(self.loss_fn_config) if self.loss_fn_config else None
         chunks = [
-            [remove_mask(d) for d in c] for c in split_into(state.train_data, self.num_substeps)
+            [datum_for_loss(d, self.loss_fn) for d in c]
+            for c in split_into(state.train_data, self.num_substeps)
         ]
         submit = ctx.clock.submit  # each request's call and its wait count toward its phase
         submitted = [
@@ -233,7 +234,7 @@ class StreamRolloutsAndTrain:
         return frozenset({*base, "total_steps", *kl})
 
     async def __call__(self, ctx: Context[Any]) -> Metrics | None:
-        from train_core.rl import remove_mask
+        from train_core.rl import datum_for_loss
         from train_core.scoring import forward_logprobs
 
         state = ctx.state
@@ -260,7 +261,7 @@ class StreamRolloutsAndTrain:
                     )
                 for w, advantages in zip(waiting, mb_advantages, strict=True):
                     advantages_P[w] = advantages
-                trained = [remove_mask(d) for d in mb_data]
+                trained = [datum_for_loss(d, self.loss_fn) for d in mb_data]
                 fbs.append(
                     clock.submit(
                         "forward_backward", client.forward_backward, trained, self.loss_fn, config
