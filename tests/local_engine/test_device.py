@@ -201,7 +201,7 @@ def test_a_decode_step_reads_the_device_once(backend: Any, monkeypatch: pytest.M
     monkeypatch.setattr(torch.Tensor, "tolist", counted)
     reads = EngineDeviceReads()
     backend.compute.run(reads.__enter__)
-    passes = backend.compute.prefills + backend.compute.steps
+    passes = backend.compute.batch.prefills + backend.compute.batch.steps
     try:
         params = types.SamplingParams(max_tokens=5, seed=1, stop=[])
         prompts = [[1, 2, 3], [4, 5, 6, 7, 8], [9]]
@@ -209,6 +209,6 @@ def test_a_decode_step_reads_the_device_once(backend: Any, monkeypatch: pytest.M
         assert all(len(s.tokens) == 5 for f in futures for s in f.result().sequences)
     finally:
         backend.compute.run(lambda: reads.__exit__(None, None, None))
-    passes = backend.compute.prefills + backend.compute.steps - passes
+    passes = backend.compute.batch.prefills + backend.compute.batch.steps - passes
     assert not reads.sites, f"engine code waiting on the device: {reads.sites}"
     assert len(copies) == passes, copies
