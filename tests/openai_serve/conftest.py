@@ -1,13 +1,9 @@
-"""`kitchen serve` (its own process, tiny model preloaded; the Tinker tests' fixture, started once
-for this package too) and the official `openai` client on it."""
+"""The official `openai` client on `kitchen serve` (the session's server_url, tests/conftest.py,
+which the Tinker tests share)."""
 
 from __future__ import annotations
 
 import pytest
-
-from tests.tinker_backend.conftest import server_url
-
-__all__ = ["client", "server_url"]
 
 
 @pytest.fixture(scope="package")

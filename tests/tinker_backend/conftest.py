@@ -1,5 +1,6 @@
-"""A `kitchen serve` subprocess on a free loopback port, shared by this package's tests, and the
-environment the official SDK (and `--backend tinker`) reads to reach it."""
+"""A `kitchen serve` subprocess on a free loopback port (the session's one, server_url, is in
+tests/conftest.py), and the environment the official SDK (and `--backend tinker`) reads to reach
+it."""
 
 from __future__ import annotations
 
@@ -84,13 +85,6 @@ def serve_process(
     finally:
         stop(proc)
         log.close()
-
-
-@pytest.fixture(scope="package")
-def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`kitchen serve` with the tiny model preloaded, shared by this package's tests."""
-    with serve_process([TINY], tmp_path_factory.mktemp("serve-checkpoints")) as url:
-        yield url
 
 
 @pytest.fixture
