@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from cookbook.recipes import SMOLLM2
-from cookbook.recipes.dataset_splits import bind_datasets
+from cookbook.recipes.dataset_splits import DatasetBinding
 from cookbook.recipes.sl_basic import chat_workflow
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
@@ -28,8 +28,7 @@ class ChatSL(Recipe[ChatSLConfig]):
 
     name = "chat_sl"
 
-    def bind(self, cfg: ChatSLConfig) -> ChatSLConfig:
-        return bind_datasets(cfg, "chat")
+    bind = DatasetBinding("chat")
 
     def workflow(self, cfg: ChatSLConfig) -> Workflow[SupervisedState]:
         return chat_workflow(cfg, self.name)

@@ -50,27 +50,33 @@ def resolve_dataset(name: str, kind: str) -> DatasetSplits:
 E = TypeVar("E", bound=EpochTrainConfig)
 
 
-def bind_datasets(cfg: E, kind: str) -> E:
-    """cfg with its dataset and test_dataset as the store sources and splits the run loads (a
-    recipe's `bind`); splits the user set win over the datasets' own. A bound cfg binds to itself."""
-    data = resolve_dataset(cfg.dataset, kind)
-    test_source, test_split = data.test_source, data.test_split
-    if cfg.test_dataset is None:
-        test_source = None
-    elif cfg.test_dataset != "auto":
-        # a named held-out set: its own held-out split, else all of it (a local file)
-        test = resolve_dataset(cfg.test_dataset, kind)
-        test_source = test.test_source or test.source
-        test_split = test.test_split if test.test_source else "train"
-    explicit = cfg.model_fields_set
-    return cfg.model_copy(
-        update={
-            "dataset": data.source,
-            "dataset_split": cfg.dataset_split if "dataset_split" in explicit else data.split,
-            "test_dataset": test_source,
-            "test_split": cfg.test_split if "test_split" in explicit else test_split,
-        }
-    )
+@dataclass(frozen=True)
+class DatasetBinding:
+    """A recipe's `bind` (Recipe.bind): cfg with its dataset and test_dataset as the store sources
+    and splits the run loads, for rows of `kind`; splits the user set win over the datasets' own.
+    A bound cfg binds to itself."""
+
+    kind: str
+
+    def __call__(self, cfg: E) -> E:
+        data = resolve_dataset(cfg.dataset, self.kind)
+        test_source, test_split = data.test_source, data.test_split
+        if cfg.test_dataset is None:
+            test_source = None
+        elif cfg.test_dataset != "auto":
+            # a named held-out set: its own held-out split, else all of it (a local file)
+            test = resolve_dataset(cfg.test_dataset, self.kind)
+            test_source = test.test_source or test.source
+            test_split = test.test_split if test.test_source else "train"
+        explicit = cfg.model_fields_set
+        return cfg.model_copy(
+            update={
+                "dataset": data.source,
+                "dataset_split": cfg.dataset_split if "dataset_split" in explicit else data.split,
+                "test_dataset": test_source,
+                "test_split": cfg.test_split if "test_split" in explicit else test_split,
+            }
+        )
 
 
 def row_converters(cfg: EpochTrainConfig, kind: str) -> tuple[RowConverter, RowConverter]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from cookbook.recipes import SMOLLM2
-from cookbook.recipes.dataset_splits import bind_datasets, row_converters
+from cookbook.recipes.dataset_splits import DatasetBinding, row_converters
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
 from kitchen.workflows.preference import PreferenceConfig, preference
@@ -32,8 +32,7 @@ class DPO(Recipe[DPOConfig]):
 
     name = "dpo"
 
-    def bind(self, cfg: DPOConfig) -> DPOConfig:
-        return bind_datasets(cfg, "comparison")
+    bind = DatasetBinding("comparison")
 
     def workflow(self, cfg: DPOConfig) -> Workflow[PreferenceState]:
         return preference(cfg, *row_converters(cfg, "comparison"), self.name)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from cookbook.recipes import SMOLLM2
-from cookbook.recipes.dataset_splits import bind_datasets, row_converters
+from cookbook.recipes.dataset_splits import DatasetBinding, row_converters
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
 from kitchen.workflows.supervised import SupervisedConfig, supervised
@@ -35,8 +35,7 @@ class SLBasic(Recipe[SLBasicConfig]):
 
     name = "sl_basic"
 
-    def bind(self, cfg: SLBasicConfig) -> SLBasicConfig:
-        return bind_datasets(cfg, "chat")
+    bind = DatasetBinding("chat")
 
     def workflow(self, cfg: SLBasicConfig) -> Workflow[SupervisedState]:
         return chat_workflow(cfg, self.name)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from cookbook.recipes import SMOLLM2
-from cookbook.recipes.dataset_splits import bind_datasets, row_converters
+from cookbook.recipes.dataset_splits import DatasetBinding, row_converters
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
 from kitchen.workflows.supervised import SupervisedConfig, supervised_flat
@@ -26,8 +26,7 @@ class SLLoop(Recipe[SLLoopConfig]):
 
     name = "sl_loop"
 
-    def bind(self, cfg: SLLoopConfig) -> SLLoopConfig:
-        return bind_datasets(cfg, "chat")
+    bind = DatasetBinding("chat")
 
     def workflow(self, cfg: SLLoopConfig) -> Workflow[SupervisedState]:
         return supervised_flat(cfg, row_converters(cfg, "chat")[0], self.name)

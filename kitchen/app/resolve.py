@@ -30,7 +30,7 @@ import kitchen.app.builtins  # noqa: F401  (registers the built-in backends and 
 from kitchen.engine.errors import ConfigError
 from kitchen.engine.graph import Workflow
 from kitchen.engine.plugins import BACKENDS, MODEL_REGISTRIES, RECIPES
-from kitchen.engine.recipe import Recipe
+from kitchen.engine.recipe import Recipe, binding
 from kitchen.engine.stage import stage_ports
 from kitchen.engine.validate import walk
 from kitchen.ports import TrainingBackend
@@ -100,7 +100,8 @@ def resolve_config(
     """
     rec = get_recipe(recipe) if isinstance(recipe, str) else recipe
     if isinstance(values, TrainConfig) and not (config_file or args or preset):
-        cfg = values
+        bind = binding(rec)
+        cfg = bind(values) if bind else values
     else:
         layers: list[Mapping[str, Any]] = []
         if preset:
@@ -118,7 +119,6 @@ def resolve_config(
             layers.append(values)
         layers.append(parse_overrides(rec.Config, list(args), rec.name))
         cfg = build_config(rec, layers)
-    cfg = rec.bind(cfg)  # the recipe's own decisions, made here once (Recipe.bind)
     if isinstance(backend, str):
         cfg = cfg.model_copy(update={"backend": backend})  # config.json says what really ran
     if isinstance(backend or cfg.backend, str):
@@ -127,13 +127,16 @@ def resolve_config(
     return Resolved(rec, cfg, backend or cfg.backend, Path(out) if out else None)
 
 
-def build_config(recipe: Recipe[Any], layers: Sequence[Mapping[str, Any]]) -> TrainConfig:
-    """The recipe's Config from `layers` (later ones win); a bad value names its flag and the
-    constraint."""
+def build_config(
+    recipe: Recipe[Any], layers: Sequence[Mapping[str, Any]], bind: bool = True
+) -> TrainConfig:
+    """The recipe's Config from `layers` (later ones win), bound by the recipe (Recipe.bind)
+    unless `bind` is false (values as typed, as `kitchen show` lists them); a bad value names its
+    flag and the constraint."""
     if not (isinstance(recipe.Config, type) and issubclass(recipe.Config, TrainConfig)):
         raise ConfigError(f"recipe {recipe.name}: its Config must subclass kitchen.TrainConfig")
     try:
-        return recipe.Config.from_layers(*layers)
+        return recipe.Config.from_layers(*layers, then=binding(recipe) if bind else None)
     except ValidationError as e:
         raise ConfigError(
             f"recipe {recipe.name}: {format_validation_error(e, recipe.Config)}"
@@ -351,7 +354,7 @@ def recipe_options(recipe: Recipe[Any]) -> list[Option]:
     user types them (before the recipe's `bind`: test_dataset's default is "auto", not the set it
     picks). A negated name (--no-register) is left to the description."""
     model = recipe.Config
-    default_values = flat_values(build_config(recipe, []))
+    default_values = flat_values(build_config(recipe, [], bind=False))
     presets = {
         p: {flat_name(model, k): v for k, v in values.items()}
         for p, values in recipe.presets.items()

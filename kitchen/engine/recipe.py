@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar, get_args
 
@@ -41,9 +42,11 @@ class Recipe(Generic[C]):
 
     def bind(self, cfg: C) -> C:
         """`cfg` with the values the recipe decides from it (a dataset's short name -> the source
-        and held-out split it loads). `resolve_config` calls it once, so config.json, the workflow
-        and the model registry's record hold the same values; `workflow(cfg)` changes nothing.
-        Binding a bound config gives it back unchanged (a run resumed from its config.json)."""
+        and held-out split it loads). The config resolution applies it once, as it builds the
+        config, so config.json, the workflow and the model registry's record hold the same
+        values; `workflow(cfg)` changes nothing. Binding a bound config gives it back unchanged
+        (a run resumed from its config.json). A function of the config alone may stand in for
+        the method (`bind = DatasetBinding("chat")`, cookbook/recipes/dataset_splits.py)."""
         return cfg
 
     def workflow(self, cfg: C) -> Workflow[Any]:
@@ -52,6 +55,11 @@ class Recipe(Generic[C]):
     @classmethod
     def summary(cls) -> str:
         return (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+
+
+def binding(recipe: Recipe[Any]) -> Callable[[Any], Any] | None:
+    """The recipe's `bind`, or None where it decides nothing (Recipe.bind, the identity)."""
+    return None if type(recipe).bind is Recipe.bind else recipe.bind
 
 
 def presets_path(recipe: type[Recipe[Any]]) -> Path | None:

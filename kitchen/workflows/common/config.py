@@ -15,7 +15,7 @@ fields.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any, ClassVar, Literal, NamedTuple, Self
 
@@ -192,9 +192,13 @@ class TrainConfig(BaseModel):
     )
 
     @classmethod
-    def from_layers(cls, *layers: Mapping[str, Any]) -> Self:
-        """The config of defaults < layers[0] < layers[1] < ..., each layer in any spelling."""
-        return cls.model_validate(_Layers(layers))
+    def from_layers(
+        cls, *layers: Mapping[str, Any], then: Callable[[Self], Self] | None = None
+    ) -> Self:
+        """The config of defaults < layers[0] < layers[1] < ..., each layer in any spelling;
+        `then` (a recipe's bind) decides what follows from it."""
+        cfg = cls.model_validate(_Layers(layers))
+        return then(cfg) if then else cfg
 
     @model_validator(mode="before")
     @classmethod
