@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 import traceback
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,6 +19,7 @@ from rich.table import Table
 from typer._click import exceptions as click_errors  # typer vendors click: its own classes
 from typer.core import TyperGroup
 
+from kitchen.app.rundir import LogDirExists
 from kitchen.engine.errors import ConfigError, KitchenError
 
 
@@ -49,6 +51,9 @@ app = typer.Typer(
     cls=OneLineErrors,
     add_completion=False,
     no_args_is_help=True,
+    # markdown joins a paragraph's lines before wrapping them to the terminal; "rich" keeps each
+    # docstring line break, and a sentence broke mid-line wherever rich wrapped first
+    rich_markup_mode="markdown",
     help="Kitchen: LLM post-training recipes as stage pipelines.",
 )
 console = Console()
@@ -67,7 +72,7 @@ def _fail(e: BaseException) -> None:
 
 
 ConfigOpt = Annotated[
-    Path | None, typer.Option("--config", help="TOML or JSON file of config fields")
+    Path | None, typer.Option("--config", help="TOML, JSON or YAML file of config fields")
 ]
 PresetOpt = Annotated[
     str | None,
@@ -81,27 +86,46 @@ DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks")]
 HELP_WORDS = ("--help", "-h")
 
 
+HELP_WIDTH = 100  # recipe help is prose: no wider than this, also on a wide terminal
+
+
+def _help_width() -> int:
+    """The terminal's width (rich reads $COLUMNS too), at most HELP_WIDTH; a pipe gets HELP_WIDTH."""
+    return min(console.width, HELP_WIDTH) if console.is_terminal else HELP_WIDTH
+
+
 def _recipe_help(recipe_name: str) -> None:
     """A recipe's flags with type, default, presets and help (`kitchen show`, `kitchen help`,
-    `kitchen run RECIPE --help`)."""
+    `kitchen run RECIPE --help`): one entry a flag, its description wrapped beneath it, so that
+    five columns of values never make a table wider than the terminal."""
+    import textwrap
+
     from kitchen.app.resolve import get_recipe, recipe_options
 
     rec = get_recipe(recipe_name)
-    presets = list(rec.presets)
-    out = console if console.is_terminal else Console(width=240)  # don't wrap into a pipe
-    out.print(f"[bold]{rec.name}[/bold]: {rec.summary()}")
-    out.print(
-        f"usage: kitchen run {rec.name} [--FLAG VALUE | key=value]... [run options: "
-        "kitchen run --help]",
-        highlight=False,
-    )
-    table = Table("flag", "type", "default", *presets, "description", box=None)
+    width = _help_width()
+    para = partial(textwrap.fill, width=width, break_on_hyphens=False, break_long_words=False)
+    lines = [
+        para(f"{rec.name}: {rec.summary()}", subsequent_indent="  "),
+        para(
+            f"usage: kitchen run {rec.name} [--FLAG VALUE | key=value]... "
+            "[run options: kitchen run --help]",
+            subsequent_indent="  ",
+        ),
+    ]
+    if rec.presets:
+        lines.append(f"presets: {', '.join(rec.presets)} (--preset NAME)")
     for opt in recipe_options(rec):
-        preset_cols = [repr(opt.presets[p]) if p in opt.presets else "" for p in presets]
-        table.add_row(
-            ", ".join(opt.flags), opt.type_name, repr(opt.default), *preset_cols, opt.description
-        )
-    out.print(table)
+        lines.append("")
+        lines.append(para(f"{', '.join(opt.flags)}  {opt.type_name} = {opt.default!r}",
+                          initial_indent="  ", subsequent_indent="      "))  # fmt: skip
+        body = partial(para, initial_indent="      ", subsequent_indent="      ")
+        if opt.description:
+            lines.append(body(opt.description))
+        if opt.presets:
+            values = "; ".join(f"{name}: {value!r}" for name, value in opt.presets.items())
+            lines.append(body(f"presets: {values}"))
+    typer.echo("\n".join(lines))
 
 
 def _print_plan(resolved: Any) -> None:
@@ -144,11 +168,15 @@ def run(
     preset: PresetOpt = None,
     backend: Annotated[str | None, typer.Option("--backend", help="local | tinker | fake")] = None,
     log_dir: Annotated[
-        Path | None, typer.Option("--log-dir", help="Run directory (default runs/<recipe>)")
+        Path | None, typer.Option("--log-dir", help="Run directory (default runs/RECIPE)")
     ] = None,
     if_exists: Annotated[
-        str, typer.Option("--if-exists", help="When the log dir exists: delete | resume | raise")
-    ] = "raise",
+        str,
+        typer.Option(
+            "--if-exists",
+            help="When the log dir exists: ask (on a terminal; else raise) | delete | resume | raise",
+        ),
+    ] = "ask",
     resume: Annotated[bool, typer.Option("--resume", help="Same as --if-exists resume")] = False,
     dry_run: Annotated[
         bool,
@@ -171,8 +199,10 @@ def run(
         if set(HELP_WORDS) & set(ctx.args):
             _recipe_help(recipe)
             return
-        if if_exists not in ("delete", "resume", "raise"):
-            raise ConfigError(f"--if-exists: expected delete, resume or raise (got {if_exists!r})")
+        if if_exists not in ("ask", "delete", "resume", "raise"):
+            raise ConfigError(
+                f"--if-exists: expected ask, delete, resume or raise (got {if_exists!r})"
+            )
         from kitchen.app.launch import run as run_recipe
         from kitchen.app.resolve import resolve_config
 
@@ -193,6 +223,13 @@ def run(
         )
     except typer.Exit:
         raise
+    except LogDirExists as e:
+        _fail(
+            ConfigError(
+                f"log dir {e.log_dir} already exists; pass --if-exists resume to continue it or "
+                "--if-exists delete to start over, or another --log-dir"
+            )
+        )
     except BaseException as e:
         if isinstance(e, KeyboardInterrupt):
             err_console.print("interrupted; metrics and checkpoints written so far are kept")
@@ -344,6 +381,7 @@ def _mount_optional() -> None:
                 continue
             raise
         if hasattr(mod, "app"):
+            mod.app.rich_markup_mode = "markdown"
             app.add_typer(mod.app, name=name)
         elif hasattr(mod, "command"):
             app.command(name, context_settings=getattr(mod, "CONTEXT_SETTINGS", None))(mod.command)

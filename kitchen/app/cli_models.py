@@ -54,6 +54,14 @@ def _metrics_summary(record: RegisteredModel, limit: int = 4) -> str:
     return text + (f" (+{len(items) - limit})" if len(items) > limit else "") or "-"
 
 
+def _backend(record: RegisteredModel) -> str:
+    """The backend that trained it, from its config (a plain name, or a table with a name)."""
+    backend = record.config.get("backend")
+    if isinstance(backend, dict):
+        backend = backend.get("name")
+    return str(backend) if backend else "-"
+
+
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
@@ -86,14 +94,17 @@ def list_models(
         [
             str(r.ref),
             r.recipe,
+            _backend(r),
             r.base_model,
             str(r.parent) if r.parent else "-",
             r.created_at,
+            r.log_dir or "-",
             _metrics_summary(r),
         ]
         for r in records
     ]
-    typer.echo(_table(["MODEL", "RECIPE", "BASE MODEL", "PARENT", "CREATED", "EVAL"], rows))
+    header = ["MODEL", "RECIPE", "BACKEND", "BASE MODEL", "PARENT", "CREATED", "RUN DIR", "EVAL"]
+    typer.echo(_table(header, rows))
 
 
 @app.command("show")

@@ -21,6 +21,7 @@ from kitchen.app.rundir import (
     IfExists,
     attach_log_file,
     detach_log_file,
+    discard,
     prepare,
     resume_record,
     truncate_metrics,
@@ -32,8 +33,8 @@ from kitchen.app.trackers import open_trackers
 from kitchen.engine.graph import Workflow
 from kitchen.engine.plugins import BACKENDS, DATASET_STORES
 from kitchen.engine.recipe import Recipe
-from kitchen.engine.runner import Hook, Runner, RunResult
-from kitchen.engine.stage import Context, Resume
+from kitchen.engine.runner import BaseHook, Hook, Runner, RunResult
+from kitchen.engine.stage import Context, Metrics, Resume
 from kitchen.engine.validate import validate
 from kitchen.ports import BackendSettings, DatasetStore, TrainingBackend
 from kitchen.workflows.common.config import TrainConfig
@@ -110,19 +111,58 @@ class Launch:
     announce: Callable[[str], None] | None = None  # the CLI's start lines (stderr)
 
 
+class _FirstStep(BaseHook):
+    """Whether the run finished a training step: before one, a failed run has nothing to keep."""
+
+    def __init__(self) -> None:
+        self.seen = False
+
+    def on_step_end(self, step: int, metrics: Metrics) -> None:
+        self.seen = True
+
+
 def run_launch(workflow: Workflow[Any], launch: Launch) -> RunResult:
-    """Validate, prepare the run directory, create the adapters, run; the adapters are closed after."""
+    """Validate, prepare the run directory, create the adapters, run; the adapters are closed
+    after. A run that fails before its first step leaves no run directory it created behind."""
     validate(workflow, ports={"backend", "datasets", *launch.ports})
+    first_step = _FirstStep()
+    hooks: list[Hook] = [*launch.hooks, first_step]
+    fresh = created = False
+    handler = None
+    log_dir = Path(launch.log_dir) if launch.log_dir is not None else None
+    try:
+        if log_dir is not None:
+            created = not log_dir.exists()
+            resuming = prepare(log_dir, launch.if_exists)
+            created = created or not log_dir.exists()  # "delete" removed it: this run makes it
+            fresh = not resuming
+            handler = attach_log_file(log_dir)
+            return _run_in(workflow, launch, hooks, log_dir, resuming)
+        return _run_in(workflow, launch, hooks, None, False)
+    except BaseException:
+        if handler is not None:
+            detach_log_file(handler)
+            handler = None
+        if log_dir is not None and fresh and not first_step.seen:
+            discard(log_dir, created)
+        raise
+    finally:
+        if handler is not None:
+            detach_log_file(handler)
+
+
+def _run_in(
+    workflow: Workflow[Any],
+    launch: Launch,
+    hooks: list[Hook],
+    log_dir: Path | None,
+    resuming: bool,
+) -> RunResult:
+    """The run itself, into `log_dir` (prepared) or none."""
     resume: Resume | None = None
-    hooks: list[Hook] = list(launch.hooks)
     memory = MemorySink()
     sinks: list[Any] = [memory]
-    handler = None
-    resuming = False
-    if launch.log_dir is not None:
-        log_dir = Path(launch.log_dir)
-        resuming = prepare(log_dir, launch.if_exists)
-        handler = attach_log_file(log_dir)
+    if log_dir is not None:
         if resuming:
             resume = resume_folder(log_dir)
         write_plan(log_dir, workflow.render())
@@ -130,8 +170,7 @@ def run_launch(workflow: Workflow[Any], launch: Launch) -> RunResult:
         launch.settings.log_dir = log_dir
     if launch.wandb:
         project, name = launch.wandb
-        folder = Path(launch.log_dir) if launch.log_dir is not None else None
-        sinks.append(wandb_sink(project, name, launch.config, folder, resuming))
+        sinks.append(wandb_sink(project, name, launch.config, log_dir, resuming))
     sinks.extend(open_trackers(launch.config))
     hooks.append(MetricsHook(sinks))
     if launch.progress:
@@ -139,36 +178,30 @@ def run_launch(workflow: Workflow[Any], launch: Launch) -> RunResult:
 
         hooks.append(ProgressHook())
     backend = make_backend(launch.backend, launch.settings)
-    # Written once the backend exists: config.json records the dtype `--dtype auto` resolved to.
-    dtype = getattr(backend, "dtype_name", None)
-    if dtype is not None:
-        log.info("training dtype: %s", dtype)
-        if launch.announce is not None:
-            launch.announce(f"compute dtype {dtype} (--dtype {launch.settings.dtype})")
-    if launch.log_dir is not None:
-        write_config(
-            Path(launch.log_dir), launch.recipe_name or workflow.name, launch.config, dtype
-        )
-    datasets = launch.datasets or DATASET_STORES.get("hf")()
-    ctx = Context(
-        state=workflow.state(),
-        backend=backend,
-        datasets=datasets,
-        ports=launch.ports,
-        log_dir=launch.log_dir,
-        resume=resume,
-        open_folder=partial(open_folder, hooks=launch.hooks, progress=launch.progress),
-    )
     try:
+        # Written once the backend exists: config.json records the dtype `--dtype auto` resolved to.
+        dtype = getattr(backend, "dtype_name", None)
+        if dtype is not None:
+            log.info("training dtype: %s", dtype)
+            if launch.announce is not None:
+                launch.announce(f"compute dtype {dtype} (--dtype {launch.settings.dtype})")
+        if log_dir is not None:
+            write_config(log_dir, launch.recipe_name or workflow.name, launch.config, dtype)
+        datasets = launch.datasets or DATASET_STORES.get("hf")()
+        ctx = Context(
+            state=workflow.state(),
+            backend=backend,
+            datasets=datasets,
+            ports=launch.ports,
+            log_dir=launch.log_dir,
+            resume=resume,
+            open_folder=partial(open_folder, hooks=launch.hooks, progress=launch.progress),
+        )
         result = asyncio.run(Runner(workflow, ctx, hooks, launch.max_steps).run())
         result.metrics = memory.records
         return result
     finally:
-        try:
-            backend.close()
-        finally:
-            if handler is not None:
-                detach_log_file(handler)
+        backend.close()
 
 
 def run(

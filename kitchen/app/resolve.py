@@ -310,17 +310,24 @@ def parse_overrides(model: type[BaseModel], args: list[str], recipe: str) -> dic
 
 
 def load_config_file(path: Path, model: type[BaseModel], recipe: str) -> dict[str, Any]:
+    """A `--config` file's fields: TOML, JSON or YAML (the recipe presets' format)."""
     if not path.exists():
         raise ConfigError(f"config file {path} does not exist")
+    import yaml  # the presets need it too: a dependency already
+
     try:
         if path.suffix == ".toml":
             data = tomllib.loads(path.read_text())
         elif path.suffix == ".json":
             data = json.loads(path.read_text())
+        elif path.suffix in (".yaml", ".yml"):
+            data = yaml.safe_load(path.read_text())
         else:
-            raise ConfigError(f"config file {path}: expected .toml or .json")
+            raise ConfigError(f"config file {path}: expected .toml, .json, .yaml or .yml")
     except (tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
         raise ConfigError(f"config file {path}: {e}") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"config file {path}: {' '.join(str(e).split())}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path}: expected a table of fields")
     known = [*model.model_fields, *_fields(model), *aliases(model)]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -18,20 +19,75 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kitchen")
 
-IfExists = Literal["delete", "resume", "raise"]
+IfExists = Literal["ask", "delete", "resume", "raise"]
+CHOICES = {"d": "delete", "delete": "delete", "r": "resume", "resume": "resume", "q": "raise",
+           "quit": "raise", "exit": "raise"}  # fmt: skip
+
+
+class LogDirExists(ConfigError):
+    """The run directory holds an earlier run and nothing said what to do with it. The message
+    names the Python argument; the CLI says the same in flags."""
+
+    def __init__(self, log_dir: Path) -> None:
+        self.log_dir = log_dir
+        super().__init__(
+            f'log dir {log_dir} already exists; pass if_exists="resume" to continue it or '
+            f'if_exists="delete" to start over, or another log_dir'
+        )
+
+
+def on_terminal() -> bool:
+    """A person can answer a question: stdin and stderr (where it is asked) are a terminal."""
+    return sys.stdin.isatty() and sys.stderr.isatty()
+
+
+def ask_if_exists(log_dir: Path) -> IfExists:
+    """tinker-cookbook's behavior_if_exists="ask": delete, resume or quit (then the run stops as
+    with "raise"). Off a terminal nobody can answer, so it is "raise"."""
+    if not on_terminal():
+        return "raise"
+    while True:
+        print(
+            f"log dir {log_dir} already exists: [d]elete it and start over, [r]esume it, "
+            "or [q]uit? ",
+            end="",
+            file=sys.stderr,
+            flush=True,
+        )
+        answer = sys.stdin.readline()
+        if not answer:  # end of input: nobody is there to answer
+            return "raise"
+        choice = CHOICES.get(answer.strip().lower())
+        if choice is not None:
+            return choice  # type: ignore[return-value]
 
 
 def prepare(log_dir: Path, if_exists: IfExists) -> bool:
     """Create the run directory; return True when resuming into an existing one."""
+    if if_exists not in ("ask", "delete", "resume", "raise"):
+        raise ConfigError(f"if_exists: expected ask, delete, resume or raise (got {if_exists!r})")
     exists = log_dir.exists() and any(log_dir.iterdir())
+    if exists and if_exists == "ask":
+        if_exists = ask_if_exists(log_dir)
     if exists and if_exists == "raise":
-        raise ConfigError(
-            f"log dir {log_dir} already exists; pass --if-exists resume to continue it or --if-exists delete to start over"
-        )
+        raise LogDirExists(log_dir)
     if exists and if_exists == "delete":
         shutil.rmtree(log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
     return exists and if_exists == "resume"
+
+
+def discard(log_dir: Path, created: bool) -> None:
+    """Remove what a run that failed before its first step wrote, so the corrected command does
+    not meet its directory: the directory itself when the run created it, else its contents."""
+    if created:
+        shutil.rmtree(log_dir, ignore_errors=True)
+        return
+    for child in log_dir.iterdir():
+        if child.is_dir():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)
 
 
 def write_config(

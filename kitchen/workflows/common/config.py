@@ -169,8 +169,10 @@ class TrainConfig(BaseModel):
     registered_model: str | None = Field(
         None, description="registry:NAME[:VERSION]: start from a registered model's weights"
     )
-    register_model: bool = Field(
-        True, description="Register the final model in the model registry (--no-register: don't)"
+    register_model: bool | None = Field(
+        None,
+        description="Register the final model in the model registry; default: yes, except on "
+        "the fake backend, whose weights are not a model",
     )
     registry: str | None = Field(
         None,

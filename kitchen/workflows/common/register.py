@@ -4,6 +4,7 @@ paths, final eval metrics and the parent it started from (lineage)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kitchen.engine.stage import Context, Metrics
@@ -46,7 +47,8 @@ class RegisterModel:
             sampler_path=paths.get("sampler_path"),
             eval_metrics={k: float(v) for k, v in ctx.state.eval_results.items()},
             parent=parent,
-            log_dir=str(ctx.log_dir) if ctx.log_dir else None,
+            # absolute: the registry is shared by every clone on the machine
+            log_dir=str(Path(ctx.log_dir).resolve()) if ctx.log_dir else None,
         )
         record = ctx.port("registry").register(draft)
         ctx.state.registered_model = {
