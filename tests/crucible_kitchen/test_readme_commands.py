@@ -146,8 +146,9 @@ def test_every_usage_error_is_one_line_and_exit_2(args: list[str]) -> None:
 def test_recipe_help_lists_its_flags_with_types_defaults_and_help(args: list[str]) -> None:
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
-    line = next(x for x in result.output.splitlines() if x.strip().startswith("--dpo-beta"))
-    assert "float" in line and "0.1" in line and "DPO temperature" in line
+    lines = result.output.splitlines()
+    at = next(i for i, x in enumerate(lines) if x.strip().startswith("--dpo-beta"))
+    assert "float" in lines[at] and "0.1" in lines[at] and "DPO temperature" in lines[at + 1]
     assert (
         "--model-name, -m, --model" in result.output
         and "--num-epochs, -e, --epochs" in result.output

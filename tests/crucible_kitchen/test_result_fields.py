@@ -13,9 +13,9 @@ TINY = {"model": "kitchen/tiny-llama", "save_every": 0, "registry": None}
 
 
 def test_supervised_result_has_seed_eval_keys_and_registered_model(tmp_path: Path) -> None:
-    values = {**TINY, "registry": str(tmp_path / "reg.db"), "batch_size": 16, "epochs": 1,
-              "n_train_samples": 32, "eval_labels": True, "eval_every": 0,
-              "num_samples_to_show": 0}  # fmt: skip
+    values = {**TINY, "registry": str(tmp_path / "reg.db"), "register_model": True,
+              "batch_size": 16, "epochs": 1, "n_train_samples": 32, "eval_labels": True,
+              "eval_every": 0, "num_samples_to_show": 0}  # fmt: skip
     state = run("supervised", values, backend="fake").state
     assert len(state.conversations) == 32  # n_train_samples
     assert {"nll", "accuracy", "f1", "precision", "recall"} <= set(state.eval_results)

@@ -31,9 +31,11 @@ def test_list_shows_every_version_with_parent_and_metrics(db: str) -> None:
     result = runner.invoke(app, ["list", "--registry", db])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    assert lines[0].split()[:3] == ["MODEL", "RECIPE", "BASE"]
-    assert lines[1].split()[:4] == ["dpo-tuned:1", "dpo", "kitchen/tiny-llama", "sft:1"]
-    assert lines[2].split()[:4] == ["sft:1", "sl_basic", "kitchen/tiny-llama", "-"]
+    assert lines[0].split()[:4] == ["MODEL", "RECIPE", "BACKEND", "BASE"]
+    assert "RUN DIR" in lines[0]
+    assert lines[1].split()[:5] == ["dpo-tuned:1", "dpo", "tinker", "kitchen/tiny-llama", "sft:1"]
+    assert lines[2].split()[:5] == ["sft:1", "sl_basic", "tinker", "kitchen/tiny-llama", "-"]
+    assert "/runs/dpo-tuned" in lines[1] and "/runs/sft" in lines[2]  # each run's directory
     assert "accuracy=0.75" in lines[1]
     only = runner.invoke(app, ["list", "sft", "--registry", db])
     assert [line.split()[0] for line in only.output.splitlines()[1:]] == ["sft:1"]

@@ -25,7 +25,7 @@ def test_each_step_records_its_time_phases_and_throughput(tmp_path, monkeypatch,
 
 def test_the_progress_bar_shows_the_steps_tokens_per_second():
     out = io.StringIO()
-    hook = ProgressHook(Console(file=out, width=200, force_terminal=False))
+    hook = ProgressHook(Console(file=out, width=200, force_terminal=True))
     kitchen.run("sl_basic", {"no_register": True}, backend="fake", max_steps=3, hooks=[hook])
     shown = hook.progress.tasks[0].fields["metric"]
     assert "train_mean_nll=" in shown and shown.endswith(" tokens/s")

@@ -15,6 +15,9 @@ DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
 
 
 SCALE_RATIO = 4.0  # keys whose largest values differ more than this go on separate axes
+# Families whose keys share one unit (seconds, tokens/s, GiB): a phase's time is read against the
+# step's total, on one axis, however much smaller it is.
+ONE_UNIT = frozenset({"Step time", "Throughput", "Memory", "Learning rate"})
 
 
 def magnitude(points: list[tuple[int, float]]) -> float:
@@ -46,7 +49,7 @@ def figures(runs: list[RunData]) -> list[dict[str, Any]]:
             for key in keys
             if any(s.get(key) for s in series)
         }
-        left, right = split_axes(sizes)
+        left, right = (sorted(sizes), []) if family in ONE_UNIT else split_axes(sizes)
         traces = []
         for r, (run, points_by_key) in enumerate(zip(runs, series, strict=True)):
             for k, key in enumerate(keys):

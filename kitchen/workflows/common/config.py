@@ -171,8 +171,8 @@ class TrainConfig(BaseModel):
     )
     register_model: bool | None = Field(
         None,
-        description="Register the final model in the model registry; default: yes, except on "
-        "the fake backend, whose weights are not a model",
+        description="Register the final model in the model registry (--register, --no-register); "
+        "unset: yes, except on the fake backend, whose weights are no model",
     )
     registry: str | None = Field(
         None,
