@@ -268,7 +268,8 @@ def negation(model: type[BaseModel], key: str) -> str | None:
         return None
     path = known[key[3:]]
     fields = {dotted: info for dotted, info in flat_fields(model).values()}
-    return path if path in fields and fields[path].annotation is bool else None
+    bool_like = (bool, bool | None)  # register_model is unset (None) by default
+    return path if path in fields and fields[path].annotation in bool_like else None
 
 
 def flat_name(model: type[BaseModel], key: str) -> str:
