@@ -57,6 +57,7 @@ RUNS = {
 def test_config_json_equals_the_registry_record(name: str, tmp_path: Path) -> None:
     registry = tmp_path / "models.db"
     values = {**RUNS[name], "batch_size": 2, "registry": str(registry), "registry_name": name}
+    values["register_model"] = True  # a fake run registers only when asked
     run(name, values, backend="fake", log_dir=tmp_path / "run", max_steps=1)
     recorded = json.loads((tmp_path / "run" / "config.json").read_text())["config"]
     record = open_registry(str(registry)).get(name, 1)
