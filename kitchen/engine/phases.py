@@ -3,10 +3,11 @@
 
 A phase's time is the workflow's own wall time on it: submitting the requests plus waiting for
 their results. A stage that is one phase throughout declares it (`phase = "sampling"`) and the
-runner charges its whole wall time; a stage that does several times its parts with
-`ctx.clock.phase(name)`, `ctx.clock.submit(phase, fn, ...)` and `ctx.clock.track(future, ...)`,
-never both. With pipelining the wait on step N's future happens while the loop runs step N + 1;
-a tracked request remembers the step that submitted it, so that wait still counts toward step N.
+runner charges its whole wall time; a stage that does several times its parts, never both: a
+block with `ctx.clock.phase(name)`, a request with `ctx.clock.request(phase, fn, ...)`, a wait
+with `ctx.clock.track(future, phase)`, or a request and its waits with `ctx.clock.submit`.
+With pipelining the wait on step N's future happens while the loop runs step N + 1; a tracked
+request remembers the step that submitted it, so that wait still counts toward step N.
 Work overlaps (a backend computes while the loop submits the next step), so the phases of a step
 need not add up to its `time/total`.
 """
@@ -15,13 +16,14 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Generator, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from kitchen.engine.futures import APIFuture
 
 T = TypeVar("T")
+U = TypeVar("U")
 
 
 class StepClock:
@@ -74,25 +76,30 @@ class StepClock:
         finally:
             self.charge(step, name, t0, time.perf_counter())
 
+    def request(
+        self, phase: str, fn: Callable[..., APIFuture[T]], *args: Any, **kwargs: Any
+    ) -> APIFuture[T]:
+        """`fn(*args, **kwargs)`, a request to a client: the call's time goes to `phase` of this
+        step, and the request joins those in flight, so that any tracked wait that outlasts it
+        (this step's or a later one's) is split at the moment it finished."""
+        with self.phase(phase):
+            future = fn(*args, **kwargs)
+        work = _Work(self.step, phase)
+        future.add_done_callback(work.note)
+        self._in_flight.append(work)
+        return future
+
+    def track(self, future: APIFuture[T], phase: str) -> APIFuture[T]:
+        """`future` (of requests made with `request`), whose waits count toward this step: split
+        where the requests in flight finished, and what is left goes to `phase`. Its `map` stays
+        tracked."""
+        return _TrackedFuture(future, self, self.step, phase)
+
     def submit(
         self, phase: str, fn: Callable[..., APIFuture[T]], *args: Any, **kwargs: Any
     ) -> APIFuture[T]:
-        """`fn(*args, **kwargs)`, a request to a client, with the call's time and every later wait
-        on the future it returns charged to `phase` of this step."""
-        with self.phase(phase):
-            future = fn(*args, **kwargs)
-        return self.track(future, {phase: future})
-
-    def track(self, future: APIFuture[T], parts: Mapping[str, APIFuture[Any]]) -> APIFuture[T]:
-        """`future`, whose waits count toward this step's phases: `parts` (phase -> the request
-        doing that work, in submission order) join the requests in flight, so a wait is split at
-        the moments they finished; what follows the last part's end (mapping its result) goes to
-        the last. Await the returned future, not one derived from it."""
-        for phase, part in parts.items():
-            work = _Work(self.step, phase)
-            part.add_done_callback(work.note)
-            self._in_flight.append(work)
-        return _TrackedFuture(future, self, self.step, list(parts)[-1] if parts else None)
+        """A `request` whose future is tracked: its call and every later wait on it are `phase`."""
+        return self.track(self.request(phase, fn, *args, **kwargs), phase)
 
     def start(self) -> None:
         """The steps loop starts: the first step's `time/total` counts from here."""
@@ -134,14 +141,17 @@ class _TrackedFuture(APIFuture[T]):
     requests that finished meanwhile, and what is left to `phase` of the step that submitted it."""
 
     def __init__(
-        self, future: APIFuture[T], clock: StepClock, step: int | None, phase: str | None
+        self, future: APIFuture[T], clock: StepClock, step: int | None, phase: str
     ) -> None:
         super().__init__(future._inner, (future,))
         self._clock, self._step, self._phase = clock, step, phase
 
     def _charge(self, start: float, end: float) -> None:
-        if self._phase is not None:
-            self._clock.charge(self._step, self._phase, start, end)
+        self._clock.charge(self._step, self._phase, start, end)
+
+    def map(self, fn: Callable[[T], U]) -> APIFuture[U]:
+        """A future of `fn(result)` whose waits are charged as this one's."""
+        return _TrackedFuture(super().map(fn), self._clock, self._step, self._phase)
 
     def result(self, timeout: float | None = None) -> T:
         if self.done():

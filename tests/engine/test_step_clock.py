@@ -68,11 +68,10 @@ BACKEND = SerialBackend()
 @stage(reads={"fut"}, writes={"fut"})
 def submit_step(ctx: Any) -> None:
     """forward_backward then optim_step, queued behind the previous step's."""
-    fb, optim = BACKEND.request("fb"), BACKEND.request("optim")
+    fb = ctx.clock.request("forward_backward", BACKEND.request, "fb")
+    optim = ctx.clock.request("optim_step", BACKEND.request, "optim")
     step = ctx.state.step
-    tracked = ctx.clock.track(
-        gather(fb, optim).map(lambda _: step), {"forward_backward": fb, "optim_step": optim}
-    )
+    tracked = ctx.clock.track(gather(fb, optim), "optim_step").map(lambda _: step)
     ctx.state.fut = [*ctx.state.fut, tracked]
 
 

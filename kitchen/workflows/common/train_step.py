@@ -1,23 +1,60 @@
-"""The pipelined train step of SFT and DPO, with the loss as a parameter.
+"""The one way a train step submits an update, and the pipelined train step of SFT and DPO.
+
+`Update` is every train step's update (SFT, DPO, RL sync and async, streaming RL): its
+forward_backward passes, then one optim_step, each call and every later wait on its result
+charged to its phase of the step that submitted it (`time/forward_backward`,
+`time/optim_step`; kitchen/engine/phases.py), also when the wait comes a step later.
 
 `SubmitTrainStep` submits the loss's forward_backward and an optim_step for this batch without
 waiting; the step joins `step_queue`, so step N+1 is submitted before step N is awaited
 (tinker-cookbook's SL loop). `Await("step_queue", into="step_result")` collects a step and
 `LogTrainStep` reports it under its own step number, with the loss's tinker-cookbook keys.
-The submits, and the later wait on the step, count toward its forward_backward and optim_step
-phases (kitchen/engine/phases.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 from tinker import types
 
-from kitchen.engine.futures import gather
+from kitchen.engine.futures import APIFuture, gather
+from kitchen.engine.phases import StepClock
 from kitchen.engine.stage import Context, Metrics
 from kitchen.workflows.common.config import AdamConfig
+
+
+@dataclass(frozen=True)
+class Updated:
+    """What an update's requests returned: each forward_backward pass's output, in the order
+    they were submitted, and the optim_step's response."""
+
+    passes: list[types.ForwardBackwardOutput]
+    optim: types.OptimStepResponse
+
+
+class Update:
+    """One optimizer update: `forward_backward` once per pass (all queued before any wait),
+    then `optim_step`, whose future resolves to every result (`Updated`)."""
+
+    def __init__(self, clock: StepClock, client: Any) -> None:
+        self._clock, self._client = clock, client
+        self._passes: list[APIFuture[types.ForwardBackwardOutput]] = []
+
+    def forward_backward(
+        self, submit: Callable[..., APIFuture[types.ForwardBackwardOutput]], *args: Any
+    ) -> None:
+        """One pass: `submit(*args)`, the request that returns its output (the client's
+        forward_backward, or a loss's own call of it)."""
+        self._passes.append(self._clock.request("forward_backward", submit, *args))
+
+    def optim_step(self, params: types.AdamParams) -> APIFuture[Updated]:
+        """The update's optim_step; the future of the whole update, waited on as its phases."""
+        optim = self._clock.request("optim_step", self._client.optim_step, params)
+        results = gather(*self._passes, optim)
+        done = results.map(lambda r: Updated(list(r[:-1]), r[-1]))
+        return self._clock.track(done, "optim_step")
 
 
 class StepLoss(Protocol):
@@ -29,8 +66,10 @@ class StepLoss(Protocol):
     # loop before it (step / total); each loss keeps its reference's number.
     progress_after_step: ClassVar[bool]
 
-    def submit(self, client: Any, batch: list[types.Datum], state: Any) -> tuple[list[Any], Any]:
-        """Submit forward_backward; returns (the datums trained on, its future)."""
+    def submit(
+        self, client: Any, batch: list[types.Datum], state: Any
+    ) -> APIFuture[types.ForwardBackwardOutput]:
+        """Submit forward_backward on the batch; returns its future."""
         ...
 
     def metrics(
@@ -62,7 +101,7 @@ class AdamSettings:
 
 @dataclass
 class SubmittedStep:
-    """What a train step needs for its metrics once its futures resolve."""
+    """What a train step needs for its metrics once its update resolves."""
 
     step: int
     epoch: int
@@ -72,6 +111,10 @@ class SubmittedStep:
     eval_metrics: dict[str, float]
     fb: types.ForwardBackwardOutput | None = None
     optim: types.OptimStepResponse | None = None
+
+    def resolved(self, update: Updated) -> SubmittedStep:
+        (self.fb,), self.optim = update.passes, update.optim
+        return self
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,25 +138,16 @@ class SubmitTrainStep:
     def __call__(self, ctx: Context[Any]) -> Metrics | None:
         from train_core.schedules import lr_at
 
-        state = ctx.state
+        state, client = ctx.state, ctx.state.training_client
         lr = lr_at(
             state.step, state.total_steps, self.learning_rate, self.lr_schedule, self.warmup_steps
         )
-        with ctx.clock.phase("forward_backward"):
-            data, fb = self.loss.submit(state.training_client, state.batch, state)
-        with ctx.clock.phase("optim_step"):
-            optim = state.training_client.optim_step(self.adam.params(lr))
+        update = Update(ctx.clock, client)
+        update.forward_backward(self.loss.submit, client, state.batch, state)
         submitted = SubmittedStep(
-            state.step, state.epoch_idx, lr, self.loss, data, dict(state.eval_metrics)
+            state.step, state.epoch_idx, lr, self.loss, state.batch, dict(state.eval_metrics)
         )
-
-        def finish(results: tuple[Any, ...]) -> SubmittedStep:
-            submitted.fb, submitted.optim = results
-            return submitted
-
-        step = ctx.clock.track(
-            gather(fb, optim).map(finish), {"forward_backward": fb, "optim_step": optim}
-        )
+        step = update.optim_step(self.adam.params(lr)).map(submitted.resolved)
         state.step_queue = [*state.step_queue, step]
         state.eval_metrics = {}
         return None

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 from tinker import types
 
 from kitchen.engine.errors import DataError
-from kitchen.engine.futures import gather
+from kitchen.engine.futures import APIFuture, gather
 from kitchen.engine.stage import Context, Metrics, SourceToInto
 from kitchen.workflows.preference.transcript import with_reference
 from train_core.preference import (
@@ -131,11 +131,12 @@ class DPOLoss:
     reads: ClassVar[frozenset[str]] = frozenset({"reference_logprobs"})
     progress_after_step: ClassVar[bool] = False
 
-    def submit(self, client: Any, batch: list[types.Datum], state: Any) -> tuple[list[Any], Any]:
+    def submit(
+        self, client: Any, batch: list[types.Datum], state: Any
+    ) -> APIFuture[types.ForwardBackwardOutput]:
         reference_D = state.reference_logprobs
-        loss_fn = make_dpo_loss_fn(reference_D, self.beta)
-        fb = gather(client.forward_backward_custom(batch, loss_fn))
-        return batch, fb.map(lambda results: with_reference(results[0], reference_D))
+        fb = gather(client.forward_backward_custom(batch, make_dpo_loss_fn(reference_D, self.beta)))
+        return fb.map(lambda results: with_reference(results[0], reference_D))
 
     def metrics(
         self, data: list[types.Datum], fb: types.ForwardBackwardOutput, tokenizer: Any

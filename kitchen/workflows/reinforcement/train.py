@@ -14,7 +14,7 @@ import numpy as np
 from tinker import types
 
 from kitchen.engine.stage import Context, Metrics
-from kitchen.workflows.common.train_step import AdamSettings
+from kitchen.workflows.common.train_step import AdamSettings, Update
 from kitchen.workflows.reinforcement.rollout import RolloutSampling, group_rollout_tasks
 from kitchen.workflows.reinforcement.stages import assemble
 from train_core.schedules import lr_at
@@ -118,28 +118,25 @@ class TrainStep:
             [datum_for_loss(d, self.loss_fn) for d in c]
             for c in split_into(state.train_data, self.num_substeps)
         ]
-        submit = ctx.clock.submit  # each request's call and its wait count toward its phase
-        submitted = [
-            (
-                epoch,
-                submit("forward_backward", client.forward_backward, chunk, self.loss_fn, config),
-                submit("optim_step", client.optim_step, self.adam.params(lr)),
-            )
-            for epoch in range(self.ppo_epochs)
-            for chunk in chunks
-        ]
+        submitted = []
+        for epoch in range(self.ppo_epochs):
+            for chunk in chunks:
+                update = Update(ctx.clock, client)
+                update.forward_backward(client.forward_backward, chunk, self.loss_fn, config)
+                submitted.append((epoch, update.optim_step(self.adam.params(lr))))
         logprobs_D: list[Any] = []
         losses = [0.0] * self.ppo_epochs
         optim_metrics: dict[str, float] = {}
         last_pass: list[dict[str, float]] = []  # engine metrics of the last pass, per substep
-        for epoch, fb, optim in submitted:
-            output = await fb
+        for epoch, pending in submitted:
+            done = await pending
+            (output,) = done.passes
             losses[epoch] += float((output.metrics or {}).get("loss:sum", 0.0))
             if epoch == 0:
                 logprobs_D.extend(forward_logprobs(output))
             if epoch == self.ppo_epochs - 1:
                 last_pass.append(dict(output.metrics or {}))
-            optim_metrics = dict((await optim).metrics or {})
+            optim_metrics = dict(done.optim.metrics or {})
         state.training_logprobs = logprobs_D
         state.ppo_metrics = pass_summary(last_pass, losses[-1], state.train_data)
         metrics: Metrics = {
@@ -245,8 +242,9 @@ class StreamRolloutsAndTrain:
         groups_P: list[Any] = [None] * len(builders_P)
         advantages_P: list[Any] = [None] * len(builders_P)
         config = dict(self.loss_fn_config) if self.loss_fn_config else None
-        fbs, data_D, waiting, metrics = [], [], [], {}
-        clock = ctx.clock  # the waits for groups, reference, updates: each its own phase
+        update = Update(ctx.clock, client)
+        data_D, waiting, metrics = [], [], {}
+        clock = ctx.clock  # the waits for groups, reference, the update: each its own phase
         async with group_rollout_tasks(builders_P, policy_for) as tasks:
             for i_finished, next_done in enumerate(asyncio.as_completed(tasks)):
                 with clock.phase("sampling"):
@@ -262,20 +260,17 @@ class StreamRolloutsAndTrain:
                 for w, advantages in zip(waiting, mb_advantages, strict=True):
                     advantages_P[w] = advantages
                 trained = [datum_for_loss(d, self.loss_fn) for d in mb_data]
-                fbs.append(
-                    clock.submit(
-                        "forward_backward", client.forward_backward, trained, self.loss_fn, config
-                    )
-                )
+                update.forward_backward(client.forward_backward, trained, self.loss_fn, config)
                 data_D.extend(mb_data)
                 metrics.update(mb_metrics)
                 waiting = []
         lr = lr_at(state.step, state.total_steps, self.learning_rate, self.lr_schedule)
-        optim = clock.submit("optim_step", client.optim_step, self.adam.params(lr))
-        state.training_logprobs = [lp for fb in fbs for lp in forward_logprobs(await fb)]
-        metrics.update((await optim).metrics or {})
+        done = await update.optim_step(self.adam.params(lr))
+        state.training_logprobs = [lp for fb in done.passes for lp in forward_logprobs(fb)]
+        metrics.update(done.optim.metrics or {})
         state.env_group_builders, state.trajectory_groups = builders_P, groups_P
         state.group_versions = [state.policy_version] * len(groups_P)
         state.advantages, state.train_data = advantages_P, data_D
         metrics["num_tokens"] = sum(d.model_input.length for d in data_D)
-        return {"optim/lr": lr, "learning_rate": lr, "stream/minibatches": len(fbs), **metrics}
+        minibatches = len(done.passes)
+        return {"optim/lr": lr, "learning_rate": lr, "stream/minibatches": minibatches, **metrics}

@@ -10,6 +10,7 @@ import numpy as np
 from tinker import types
 
 from kitchen.engine.errors import DataError
+from kitchen.engine.futures import APIFuture
 from kitchen.engine.stage import Context, Metrics
 
 
@@ -69,8 +70,10 @@ class CrossEntropyLoss:
     reads: ClassVar[frozenset[str]] = frozenset()
     progress_after_step: ClassVar[bool] = True
 
-    def submit(self, client: Any, batch: list[types.Datum], state: Any) -> tuple[list[Any], Any]:
-        return batch, client.forward_backward(batch, "cross_entropy")
+    def submit(
+        self, client: Any, batch: list[types.Datum], state: Any
+    ) -> APIFuture[types.ForwardBackwardOutput]:
+        return client.forward_backward(batch, "cross_entropy")
 
     def metrics(
         self, data: list[types.Datum], fb: types.ForwardBackwardOutput, tokenizer: Any
