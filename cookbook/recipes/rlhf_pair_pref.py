@@ -29,6 +29,7 @@ from kitchen.engine.graph import Node, Workflow
 from kitchen.engine.recipe import Recipe
 from kitchen.workflows.common.config import TrainConfig
 from kitchen.workflows.common.parts import WorkflowParts
+from kitchen.workflows.common.register import RegisterModel
 from kitchen.workflows.common.setup import LoadDataset, RowConverter
 from kitchen.workflows.reinforcement import RLConfig
 from kitchen.workflows.reinforcement.state import RLState
@@ -141,6 +142,16 @@ def limited(
     return parts._replace(data=data_nodes).nodes()
 
 
+def recording(workflow: Workflow[RLState], cfg: RLHFPairPrefConfig) -> Workflow[RLState]:
+    """The rl section registering the run's config (config.json's), not the section's share of it:
+    the registered model is the product of all three sections."""
+    config = json.loads(cfg.model_dump_json())
+    nodes = [
+        replace(n, config=config) if isinstance(n, RegisterModel) else n for n in workflow.nodes
+    ]
+    return replace(workflow, nodes=nodes)
+
+
 def sft_section(cfg: RLHFPairPrefConfig, data: DatasetSplits) -> RunSection:
     sft = SupervisedConfig.from_layers(_common(cfg), {
         "dataset": data.source, "test_dataset": None, "batch_size": cfg.sft_batch_size,
@@ -202,7 +213,7 @@ def rl_section(cfg: RLHFPairPrefConfig, data: DatasetSplits) -> RunSection:
             max_tokens=cfg.max_tokens, max_test_prompts=cfg.num_eval_prompts, seed=cfg.seed,
             decisions=cfg.judge_decisions,
         )  # fmt: skip
-        return preference_rl(rl, make, "rlhf_pair_pref")
+        return recording(preference_rl(rl, make, "rlhf_pair_pref"), cfg)
 
     return RunSection(section="rl", build=build, needs=("sft", "preference_model"))
 
