@@ -90,7 +90,7 @@ OVERRIDES: dict[str, Any] = {
 def build_workflow() -> Workflow[Any]:
     """The plan `main` runs: the registered sl_loop recipe's workflow for these overrides."""
     recipe = kitchen.RECIPES.get("sl_loop")()
-    return recipe.workflow(recipe.Config.model_validate(OVERRIDES))
+    return recipe.workflow(recipe.bind(recipe.Config.model_validate(OVERRIDES)))
 
 
 def main(argv: list[str] | None = None) -> kitchen.RunResult:

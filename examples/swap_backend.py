@@ -83,7 +83,7 @@ def kitchen_serve(model: str) -> Generator[str]:
 def build_workflow() -> kitchen.Workflow[Any]:
     """The plan every leg runs: the same workflow, whatever the backend."""
     recipe = kitchen.RECIPES.get(RECIPE)()
-    return recipe.workflow(recipe.Config.model_validate(OVERRIDES))
+    return recipe.workflow(recipe.bind(recipe.Config.model_validate(OVERRIDES)))
 
 
 def run_on(backend: str, log_root: str) -> kitchen.RunResult:
