@@ -10,13 +10,14 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import numpy as np
 import pytest
+from click.testing import Result
 from tinker import types
 
 TINY = "kitchen/tiny-llama"
@@ -93,6 +94,72 @@ def sdk_env(server_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv("TINKER_API_KEY", TEST_KEY)
     monkeypatch.setenv("TINKER_BASE_URL", server_url)
     return server_url
+
+
+# Smaller than each recipe's own defaults where the recipe has the field: 2 steps stay quick.
+SHRINK = {
+    "batch_size": 2,
+    "group_size": 2,
+    "groups_per_batch": 2,
+    "max_tokens": 8,
+    "sample_max_tokens": 8,
+    "num_samples_to_show": 1,
+    "num_test_problems": 2,
+    "test_size": 4,
+    "max_length": 256,
+    "humaneval_limit": 1,
+    "humaneval_max_tokens": 8,
+    "max_turns": 1,
+    "teacher_model": TINY,
+    "math_teacher_model": TINY,
+    "chat_teacher_model": TINY,
+    "teacher_max_tokens": 8,
+    "max_prompts": 4,
+    "math_groups_per_batch": 1,
+    "chat_groups_per_batch": 1,
+}
+
+
+def run_two_steps(recipe: str, base_url: str, log_dir: Path) -> Result:
+    """`kitchen run RECIPE --backend tinker` on the tiny model, shrunk, for 2 steps."""
+    from typer.testing import CliRunner
+
+    from kitchen.app.cli import app
+    from kitchen.app.resolve import get_recipe
+
+    fields = get_recipe(recipe).Config.model_fields
+    overrides = [f"{k}={v}" for k, v in SHRINK.items() if k in fields]
+    args = ["run", recipe, "--backend", "tinker", f"model_name={TINY}", f"base_url={base_url}"]
+    args += [*overrides, "--max-steps", "2", "--log-dir", str(log_dir), "--no-progress"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    return result
+
+
+TwoSteps = Callable[[str], tuple[Result, Path]]
+
+
+@pytest.fixture(scope="package")
+def two_step_runs() -> dict[str, tuple[Result, Path]]:
+    return {}
+
+
+@pytest.fixture
+def two_steps(
+    sdk_env: str,
+    two_step_runs: dict[str, tuple[Result, Path]],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> TwoSteps:
+    """run_two_steps(recipe), run once per recipe for the package: test_recipes and test_step_time
+    read the same runs (each is a 2-step training run through the server)."""
+
+    def run(recipe: str) -> tuple[Result, Path]:
+        if recipe not in two_step_runs:
+            log_dir = tmp_path_factory.mktemp(f"two-steps-{recipe}")
+            two_step_runs[recipe] = (run_two_steps(recipe, sdk_env, log_dir), log_dir)
+        return two_step_runs[recipe]
+
+    return run
 
 
 def sft_datum(tokens: list[int]) -> types.Datum:

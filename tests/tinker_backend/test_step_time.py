@@ -3,13 +3,11 @@ record has its wall time, its phases and its throughput, as on the embedded back
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from tests.helpers import assert_step_times, step_records
 
-from .test_recipes import run_two_steps
+from .conftest import TwoSteps
 
 
 @pytest.mark.slow
@@ -22,9 +20,9 @@ from .test_recipes import run_two_steps
     ],
 )
 def test_steps_record_time_phases_and_throughput_on_the_tinker_backend(
-    recipe: str, phases: tuple[str, ...], sdk_env: str, tmp_path: Path
+    recipe: str, phases: tuple[str, ...], two_steps: TwoSteps
 ) -> None:
-    run_two_steps(recipe, sdk_env, tmp_path)
-    records = step_records(tmp_path)
+    _, log_dir = two_steps(recipe)
+    records = step_records(log_dir)
     assert [r["step"] for r in records] == [0, 1]
     assert_step_times(records, phases)
