@@ -51,6 +51,20 @@ def command(
     threads: Annotated[
         int, typer.Option("--threads", min=1, help="torch threads in the server process")
     ] = 1,
+    activation_checkpointing: Annotated[
+        str,
+        typer.Option(
+            "--activation-checkpointing",
+            help="auto | on | off: recompute activations in backward (auto: when a pass would not "
+            "fit otherwise)",
+        ),
+    ] = "auto",
+    packing: Annotated[
+        bool,
+        typer.Option(
+            "--packing/--no-packing", help="Pack micro-batch rows end to end instead of padding"
+        ),
+    ] = False,
     session_timeout: Annotated[
         float,
         typer.Option(
@@ -92,6 +106,8 @@ def command(
         device=device,
         dtype=dtype,
         threads=threads,
+        activation_checkpointing=activation_checkpointing,
+        packing=packing,
         session_timeout_s=session_timeout,
         log_level=log_level,
     )

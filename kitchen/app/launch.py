@@ -237,7 +237,15 @@ def run(
         hooks=hooks,
         ports=open_ports(resolved.ports, cfg.registry, ports),
         datasets=datasets,
-        settings=BackendSettings(seed=cfg.seed, base_url=cfg.base_url, dtype=cfg.dtype),
+        settings=BackendSettings(
+            seed=cfg.seed,
+            base_url=cfg.base_url,
+            dtype=cfg.dtype,
+            extra={
+                "activation_checkpointing": cfg.activation_checkpointing,
+                "packing": cfg.packing,
+            },
+        ),
         config=json.loads(cfg.model_dump_json()),
         recipe_name=resolved.recipe.name,
         wandb=(cfg.wandb_project, cfg.wandb_name) if cfg.wandb_project else None,

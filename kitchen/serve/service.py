@@ -63,7 +63,9 @@ class KitchenService:
                 from kitchen.ports import BackendSettings
 
                 s = self.settings
-                extra = {"num_threads": s.threads} if s.threads else {}
+                extra: dict[str, Any] = {"num_threads": s.threads} if s.threads else {}
+                extra |= {"activation_checkpointing": s.activation_checkpointing}
+                extra |= {"packing": s.packing}
                 self._backend = create_local_backend(
                     BackendSettings(
                         log_dir=s.checkpoint_dir,

@@ -28,6 +28,8 @@ class ServeSettings:
     # torch intra-op threads in the server process: on a small machine the server and its client
     # would otherwise fight over every core.
     threads: int | None = 1
+    activation_checkpointing: str = "auto"  # auto | on | off (adapters/local/memory.py)
+    packing: bool = False  # padding-free micro-batches (adapters/local/batching.py)
     poll_timeout_s: float = 20.0  # retrieve_future long-poll; the SDK's own timeout is 45 s
     # A session with no heartbeat for this long is finished and its queued work dropped; the SDK
     # heartbeats every 10 s, so three missed beats mean the client is gone.

@@ -1,9 +1,15 @@
-"""Datums -> padded micro-batches: token ids [B, T], targets [B, T] or [B, T, K], loss inputs [B, T].
+"""Datums -> micro-batches: token ids [B, T], targets [B, T] or [B, T, K], loss inputs [B, T].
 
 Sequences are right-padded; with a causal model padding after a sequence never changes its real
 positions, so no attention mask is needed (and SDPA keeps its fast causal path). Padded positions
 get target 0, weight 0, advantage 0, and `_mask` 0; every loss is multiplied by `_mask`.
-Data are sorted by length and packed up to `max_tokens` padded tokens per micro-batch. Rows that
+Data are sorted by length and packed up to `max_tokens` padded tokens per micro-batch.
+
+Padding-free (`packed`): the rows of a micro-batch are laid end to end in one row [1, T] instead,
+up to `max_tokens` real tokens, with position ids restarting at each row's start; transformers
+then confines attention to each row (a block-diagonal causal mask through SDPA, or a
+variable-length kernel with flash attention). No position is padding, at the price of attention
+over the whole packed row on kernels that cannot skip the masked blocks. Rows that
 start with the same tokens (an RL group's samples of one prompt) form groups whose shared prefix
 the decoder runs once (logprobs.py), when that pushes fewer tokens through it; groups share
 micro-batches of their own.
@@ -40,6 +46,18 @@ class MicroBatch:
     # (rows, prefix length) of each group of rows here that start with the same `prefix` tokens,
     # which the decoder runs once per group (empty: nothing shared). Rows index this micro-batch.
     shared: list[tuple[list[int], int]] = field(default_factory=list)
+    # (row, first position) of each datum in the layout: (i, 0) for the i-th padded row; in a
+    # packed micro-batch every datum is in row 0, one after another.
+    places: list[tuple[int, int]] = field(default_factory=list)
+    # Position ids [1, T] restarting at every packed datum's start; None when padded.
+    position_ids: Any = None
+
+    def spans(self) -> list[tuple[int, int, int, int]]:
+        """(datum index, row, first position, length) of every datum here."""
+        return [
+            (i, row, start, n)
+            for i, n, (row, start) in zip(self.indices, self.lengths, self.places, strict=True)
+        ]
 
 
 def datum_tokens(datum: types.Datum, index: int) -> list[int]:
@@ -79,10 +97,12 @@ def plan_microbatches(
     device: Any,
     vocab_size: int | None = None,
     max_context: int | None = None,
+    packed: bool = False,
 ) -> list[MicroBatch]:
     """Validate `data` and pack it. `input_keys` must be in every datum (besides target_tokens);
     `optional_keys` are used where present, `fill_values[key]` elsewhere. With `vocab_size` and
-    `max_context`, token ids and lengths the model cannot take are refused with the reason."""
+    `max_context`, token ids and lengths the model cannot take are refused with the reason.
+    `packed`: the rows outside shared-prefix groups are laid end to end, padding-free."""
     if not data:
         raise BackendError("no data: forward/backward needs at least one datum")
     tokens_N = [datum_tokens(d, i) for i, d in enumerate(data)]
@@ -102,24 +122,20 @@ def plan_microbatches(
     # Groups share micro-batches (one padded prefix pass for all, then one pass for their rows)
     # while the tokens through the decoder stay within max_tokens: small RL groups otherwise cost
     # a decoder pass each, whose per-op overhead outweighs their few tokens on a CPU.
-    packed: list[list[tuple[list[int], int]]] = []
+    group_batches: list[list[tuple[list[int], int]]] = []
     for group in shared:
-        if packed and _shared_cost(tokens_N, [*packed[-1], group]) <= max_tokens:
-            packed[-1].append(group)
+        if group_batches and _shared_cost(tokens_N, [*group_batches[-1], group]) <= max_tokens:
+            group_batches[-1].append(group)
         else:
-            packed.append([group])
+            group_batches.append([group])
     order = sorted(
         (i for i in range(len(data)) if i not in grouped), key=lambda i: -len(tokens_N[i])
     )
-    batches: list[list[int]] = []
-    for i in order:
-        # Sorted longest first, so the first row of a batch sets its padded length.
-        if batches and (len(batches[-1]) + 1) * len(tokens_N[batches[-1][0]]) <= max_tokens:
-            batches[-1].append(i)
-        else:
-            batches.append([i])
+    batches = (
+        _bins(order, tokens_N, max_tokens) if packed else _padded_bins(order, tokens_N, max_tokens)
+    )
     out = []
-    for groups in packed:
+    for groups in group_batches:
         rows = [i for group_rows, _ in groups for i in group_rows]
         mb = _pack(data, tokens_N, rows, input_keys, optional_keys, fill_values, device)
         start = 0
@@ -128,8 +144,40 @@ def plan_microbatches(
             start += len(group_rows)
         out.append(mb)
     for rows in batches:
-        out.append(_pack(data, tokens_N, rows, input_keys, optional_keys, fill_values, device))
+        out.append(
+            _pack(data, tokens_N, rows, input_keys, optional_keys, fill_values, device, packed)
+        )
     return out
+
+
+def _padded_bins(order: list[int], tokens_N: list[list[int]], max_tokens: int) -> list[list[int]]:
+    """Rows (sorted longest first) in micro-batches of at most `max_tokens` padded tokens; the
+    first row of a micro-batch sets its padded length."""
+    batches: list[list[int]] = []
+    for i in order:
+        if batches and (len(batches[-1]) + 1) * len(tokens_N[batches[-1][0]]) <= max_tokens:
+            batches[-1].append(i)
+        else:
+            batches.append([i])
+    return batches
+
+
+def _bins(order: list[int], tokens_N: list[list[int]], max_tokens: int) -> list[list[int]]:
+    """Rows (sorted longest first) packed first-fit into micro-batches of at most `max_tokens`
+    real tokens; a row longer than that has one of its own."""
+    batches: list[list[int]] = []
+    used: list[int] = []
+    for i in order:
+        n = len(tokens_N[i])
+        for b, total in enumerate(used):
+            if total + n <= max_tokens:
+                batches[b].append(i)
+                used[b] += n
+                break
+        else:
+            batches.append([i])
+            used.append(n)
+    return batches
 
 
 def _shared_cost(tokens_N: list[list[int]], groups: list[tuple[list[int], int]]) -> int:
@@ -230,10 +278,15 @@ def _pack(
     optional_keys: Sequence[str],
     fill_values: Mapping[str, float],
     device: Any,
+    packed: bool = False,
 ) -> MicroBatch:
-
     lengths = [len(tokens_N[i]) for i in rows]
-    B, T = len(rows), max(lengths)
+    if packed:
+        places = [(0, start) for start in np.cumsum([0, *lengths[:-1]]).tolist()]
+        B, T = 1, sum(lengths)
+    else:
+        places = [(row, 0) for row in range(len(rows))]
+        B, T = len(rows), max(lengths)
     tokens_BT = np.zeros((B, T), dtype=np.int64)
     mask_BT = np.zeros((B, T), dtype=np.float32)
     targets_N = [_array(data[i], "target_tokens", i) for i in rows]
@@ -248,28 +301,34 @@ def _pack(
     }
     present = [k for k in optional_keys if any(k in data[i].loss_fn_inputs for i in rows)]
     values.update({k: np.zeros((B, T), np.float32) for k in present})
-    for row, (i, n) in enumerate(zip(rows, lengths, strict=True)):
-        tokens_BT[row, :n] = tokens_N[i]
-        mask_BT[row, :n] = 1.0
-        _put(targets, row, targets_N[row], n, i, "target_tokens")
+    position_BT = np.zeros((B, T), dtype=np.int64)
+    for k, (i, n, (row, start)) in enumerate(zip(rows, lengths, places, strict=True)):
+        at = (row, slice(start, start + n))
+        tokens_BT[at] = tokens_N[i]
+        mask_BT[at] = 1.0
+        position_BT[at] = np.arange(n)
+        _put(targets, at, targets_N[k], n, i, "target_tokens")
         for key in input_keys:
-            _put(values[key], row, _array(data[i], key, i), n, i, key)
+            _put(values[key], at, _array(data[i], key, i), n, i, key)
         for key in present:
             if key in data[i].loss_fn_inputs:
                 array = _array(data[i], key, i)
                 _put(
                     values[key],
-                    row,
+                    at,
                     np.broadcast_to(array, (n,)) if array.size == 1 else array,
                     n,
                     i,
                     key,
                 )
             else:
-                values[key][row, :n] = fill_values.get(key, 1.0)
+                values[key][at] = fill_values.get(key, 1.0)
     values["_mask"] = mask_BT
     inputs = dict(zip(values, to_device(device, *values.values()), strict=True))
-    tokens, targets_dev = to_device(device, tokens_BT, targets)
+    if packed:
+        tokens, targets_dev, position_ids = to_device(device, tokens_BT, targets, position_BT)
+    else:
+        (tokens, targets_dev), position_ids = to_device(device, tokens_BT, targets), None
     return MicroBatch(
         indices=list(rows),
         lengths=lengths,
@@ -278,14 +337,18 @@ def _pack(
         inputs=inputs,
         host_tokens=tokens_BT,
         host_inputs=values,
+        places=places,
+        position_ids=position_ids,
     )
 
 
-def _put(out: np.ndarray, row: int, array: np.ndarray, n: int, index: int, key: str) -> None:
+def _put(
+    out: np.ndarray, at: tuple[int, slice], array: np.ndarray, n: int, index: int, key: str
+) -> None:
     expected = (n, *out.shape[2:])
     if array.shape != expected:
         raise BackendError(
             f"datum {index}: loss_fn_inputs[{key!r}] has shape {list(array.shape)}; expected {list(expected)} "
             f"(one entry per model_input token)"
         )
-    out[row, :n] = array
+    out[at] = array

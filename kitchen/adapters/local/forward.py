@@ -17,6 +17,11 @@ from kitchen.adapters.local.batching import MicroBatch, plan_microbatches
 from kitchen.adapters.local.host import model_limits
 from kitchen.adapters.local.logprobs import TargetLogprobs
 from kitchen.adapters.local.losses import loss_fn_named
+from kitchen.adapters.local.memory import (
+    PaddingTally,
+    activation_checkpointing,
+    plan_checkpointing,
+)
 from kitchen.engine.errors import BackendError
 from kitchen.ports import CustomLossFn
 from train_core.losses import (
@@ -48,8 +53,13 @@ def run_builtin_loss(
     loss_fn_config: Mapping[str, Any] | None,
     microbatch_tokens: int,
     backward: bool,
+    checkpointing: str = "off",
+    packed: bool = False,
+    tally: PaddingTally | None = None,
 ) -> types.ForwardBackwardOutput:
-    """Compute `loss_fn` on `data` (and its gradients if `backward`); outputs logprobs per datum."""
+    """Compute `loss_fn` on `data` (and its gradients if `backward`, with activation
+    `checkpointing` auto | on | off, memory.py); outputs logprobs per datum. `packed`: padding-free
+    micro-batches (batching.py). `tally` counts the padding of passes with gradients."""
     import torch
 
     fn = loss_fn_named(loss_fn)
@@ -60,15 +70,49 @@ def run_builtin_loss(
     low, high = clip_thresholds({}, config)
     fills = {"clip_low_threshold": float(low), "clip_high_threshold": float(high)}
     batches = plan_microbatches(
-        data, required, optional, fills, microbatch_tokens, _device(model), *model_limits(model)
+        data,
+        required,
+        optional,
+        fills,
+        microbatch_tokens,
+        _device(model),
+        *model_limits(model),
+        packed=packed,
     )
     if loss_fn != "cross_entropy" and any(mb.targets.dim() != 2 for mb in batches):
         raise BackendError(
             f"loss_fn {loss_fn!r} takes one target token per position; got 2-D target_tokens"
         )
     diagnostics = TOKEN_METRICS.get(loss_fn, {})
-    # Per micro-batch [loss, *diagnostic sums], left on the device and read once at the end, so
-    # no micro-batch waits for the one before it to finish on an accelerator.
+    recompute = backward and plan_checkpointing(model, batches, checkpointing)
+    if backward and tally is not None:
+        tally.add(batches)
+    with activation_checkpointing(model, recompute):
+        totals, lps, trained = _run_batches(
+            model, batches, loss_fn, fn, config, backward, diagnostics
+        )
+    outputs = _collect(len(data), batches, lps)
+    per_batch = torch.stack(totals).tolist()
+    loss_sum = sum(row[0] for row in per_batch)  # summed in Python, in micro-batch order
+    sums = {k: sum(row[1 + j] for row in per_batch) for j, k in enumerate(diagnostics)}
+    means = {f"{k}:mean": v / trained for k, v in sums.items()} if trained else {}
+    return _output(outputs, {"loss:sum": loss_sum, **means})
+
+
+def _run_batches(
+    model: Any,
+    batches: list[MicroBatch],
+    loss_fn: str,
+    fn: LossFn,
+    config: dict[str, float],
+    backward: bool,
+    diagnostics: Mapping[str, Any],
+) -> tuple[list[Any], list[Any], float]:
+    """Per micro-batch [loss, *diagnostic sums] and logprobs, and the count of trained sampled
+    tokens. The sums stay on the device and are read once at the end, so no micro-batch waits for
+    the one before it to finish on an accelerator."""
+    import torch
+
     totals, lps, trained = [], [], 0.0
     for mb in batches:
         mask = mb.inputs["_mask"]
@@ -88,18 +132,20 @@ def run_builtin_loss(
                 parts += [(m(lp, mb.inputs, config) * on).sum() for m in diagnostics.values()]
         totals.append(torch.stack(parts))
         lps.append(lp)
-    outputs = _collect(len(data), batches, lps)
-    per_batch = torch.stack(totals).tolist()
-    loss_sum = sum(row[0] for row in per_batch)  # summed in Python, in micro-batch order
-    sums = {k: sum(row[1 + j] for row in per_batch) for j, k in enumerate(diagnostics)}
-    means = {f"{k}:mean": v / trained for k, v in sums.items()} if trained else {}
-    return _output(outputs, {"loss:sum": loss_sum, **means})
+    return totals, lps, trained
 
 
 def run_custom_loss(
-    model: Any, data: Sequence[types.Datum], loss_fn: CustomLossFn, microbatch_tokens: int
+    model: Any,
+    data: Sequence[types.Datum],
+    loss_fn: CustomLossFn,
+    microbatch_tokens: int,
+    checkpointing: str = "off",
+    packed: bool = False,
+    tally: PaddingTally | None = None,
 ) -> types.ForwardBackwardOutput:
-    """Call `loss_fn(data, logprobs_per_datum)`, then backpropagate its gradient.
+    """Call `loss_fn(data, logprobs_per_datum)`, then backpropagate its gradient (options as
+    run_builtin_loss's).
 
     Tinker's linearisation: logprobs are computed without a graph and handed to `loss_fn` as leaf
     tensors; the loss's gradient g w.r.t. them is then pushed through the model one micro-batch at
@@ -114,8 +160,11 @@ def run_custom_loss(
     import torch
 
     batches = plan_microbatches(
-        data, (), (), {}, microbatch_tokens, _device(model), *model_limits(model)
+        data, (), (), {}, microbatch_tokens, _device(model), *model_limits(model), packed=packed
     )
+    recompute = plan_checkpointing(model, batches, checkpointing)
+    if tally is not None:
+        tally.add(batches)
     outputs = _score(model, batches)
     leaves = [torch.tensor(o, device="cpu", requires_grad=True) for o in outputs if o is not None]
     with torch.enable_grad():
@@ -126,19 +175,28 @@ def run_custom_loss(
             )
         if loss.requires_grad:
             loss.backward()
-        for mb in batches:
-            grad = torch.zeros(mb.targets.shape, device="cpu")
-            for row, (i, n) in enumerate(zip(mb.indices, mb.lengths, strict=True)):
-                leaf_grad = leaves[i].grad
-                if leaf_grad is not None:  # None: the loss did not use this datum
-                    grad[row, :n] = leaf_grad
-            on_N = _positions_with_gradient(grad.numpy())
-            if on_N.size:  # decided on the host: no device sync
-                head = TargetLogprobs(model, mb)
-                head.backprop_gradient(grad.to(_device(model)), on_N)
+        with activation_checkpointing(model, recompute):
+            _backprop_leaves(model, batches, leaves)
     return _output(
         outputs, {**{k: float(v) for k, v in metrics.items()}, "loss:sum": float(loss.detach())}
     )
+
+
+def _backprop_leaves(model: Any, batches: list[MicroBatch], leaves: list[Any]) -> None:
+    """Push the gradients the custom loss left on `leaves` through the model, a micro-batch at a
+    time (its forward run again, with grad)."""
+    import torch
+
+    for mb in batches:
+        grad = torch.zeros(mb.targets.shape, device="cpu")
+        for i, row, start, n in mb.spans():
+            leaf_grad = leaves[i].grad
+            if leaf_grad is not None:  # None: the loss did not use this datum
+                grad[row, start : start + n] = leaf_grad
+        on_N = _positions_with_gradient(grad.numpy())
+        if on_N.size:  # decided on the host: no device sync
+            head = TargetLogprobs(model, mb)
+            head.backprop_gradient(grad.to(_device(model)), on_N)
 
 
 def score_sequences(
@@ -224,8 +282,8 @@ def _collect(count: int, batches: list[MicroBatch], lps: list[Any]) -> list[np.n
     for mb, lp in zip(batches, lps, strict=True):
         block = flat[start : start + lp.numel()].reshape(mb.targets.shape)
         start += lp.numel()
-        for row, (i, n) in enumerate(zip(mb.indices, mb.lengths, strict=True)):
-            outputs[i] = block[row, :n]
+        for i, row, first, n in mb.spans():
+            outputs[i] = block[row, first : first + n]
     return outputs
 
 

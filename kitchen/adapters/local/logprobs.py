@@ -42,16 +42,19 @@ class TargetLogprobs:
         decoder = causal_lm.get_decoder()
         head = causal_lm.get_output_embeddings()
         shared = mb.shared
+        # A packed micro-batch's position ids restart per datum, which confines attention to it.
+        packed = {} if mb.position_ids is None else {"position_ids": mb.position_ids}
         if decoder is None or head is None or _has_logit_transform(causal_lm.config):
             # The logits need more than the head: they are the "hidden states", the head is identity.
-            self.hidden_NH = model(input_ids=mb.tokens, use_cache=False).logits.flatten(0, 1)
+            logits = model(input_ids=mb.tokens, use_cache=False, **packed).logits
+            self.hidden_NH = logits.flatten(0, 1)
             self.head: Callable[[Any], Any] = lambda h: h
             shared = []
         else:
             if shared:
                 hidden = _decode(decoder, mb)
             else:
-                hidden = decoder(input_ids=mb.tokens, use_cache=False).last_hidden_state
+                hidden = decoder(input_ids=mb.tokens, use_cache=False, **packed).last_hidden_state
             self.hidden_NH, self.head = hidden.flatten(0, 1), head
         self.shape = mb.targets.shape  # [B, T] or [B, T, K]
         self.targets_N = mb.targets.flatten(0, 1)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kitchen.adapters.local.memory import CHECKPOINTING
 from kitchen.engine.errors import ConfigError
 from kitchen.ports import BackendSettings
 
@@ -37,6 +38,10 @@ class EngineSettings:
     microbatch_tokens: int  # padded tokens per forward/backward pass; bounds activation memory
     num_threads: int | None  # torch intra-op threads; None = automatic (see choose_num_threads)
     cudnn_attention: bool = False  # let CUDA attention use cuDNN's kernels (attention.py)
+    # auto | on | off: recompute decoder activations in backward instead of keeping them (memory.py)
+    activation_checkpointing: str = "auto"
+    # Lay a micro-batch's rows end to end instead of padding them (batching.py)
+    packing: bool = False
 
     @property
     def dtype(self) -> Any:
@@ -51,9 +56,10 @@ class EngineSettings:
 
     @classmethod
     def from_backend_settings(cls, settings: BackendSettings) -> EngineSettings:
-        """Resolve "auto" values. `settings.extra` may hold `num_threads`, `microbatch_tokens` and
-        `cudnn_attention`; the env vars KITCHEN_NUM_THREADS, KITCHEN_MICROBATCH_TOKENS and
-        KITCHEN_CUDNN_ATTENTION are the fallbacks."""
+        """Resolve "auto" values. `settings.extra` may hold `num_threads`, `microbatch_tokens`,
+        `cudnn_attention`, `activation_checkpointing` and `packing`; the env vars
+        KITCHEN_NUM_THREADS, KITCHEN_MICROBATCH_TOKENS, KITCHEN_CUDNN_ATTENTION,
+        KITCHEN_ACTIVATION_CHECKPOINTING and KITCHEN_PACKING are the fallbacks."""
         device = resolve_device(settings.device)
         if settings.dtype == "auto":
             # bf16 autocast is fast on GPUs and on CPUs with bf16 units (LoRA SFT of SmolLM2 on a
@@ -82,6 +88,10 @@ class EngineSettings:
             ),
             num_threads=_positive_int(settings.extra, "num_threads", None),
             cudnn_attention=_flag(settings.extra, "cudnn_attention"),
+            activation_checkpointing=_choice(
+                settings.extra, "activation_checkpointing", CHECKPOINTING
+            ),
+            packing=_flag(settings.extra, "packing"),
         )
 
 
@@ -130,6 +140,15 @@ def _positive_int(extra: dict[str, Any], key: str, default: int | None) -> Any:
     if number <= 0:
         raise ConfigError(f"backend setting {key}={value!r} is not a positive integer")
     return number
+
+
+def _choice(extra: dict[str, Any], key: str, choices: tuple[str, ...]) -> str:
+    value = (
+        str(extra.get(key, os.environ.get(f"KITCHEN_{key.upper()}", choices[0]))).strip().lower()
+    )
+    if value not in choices:
+        raise ConfigError(f"backend setting {key}={value!r} is not one of {', '.join(choices)}")
+    return value
 
 
 def _flag(extra: dict[str, Any], key: str) -> bool:

@@ -27,6 +27,7 @@ from kitchen.adapters.local.lora import (
     peft_config,
     snapshot_adapter,
 )
+from kitchen.adapters.local.memory import PaddingTally
 from kitchen.adapters.local.optimizer import adam_step, make_optimizer
 from kitchen.adapters.local.sampling_client import LocalSamplingClient
 from kitchen.adapters.local.stability import with_sampler_logprobs
@@ -65,6 +66,7 @@ class LocalTrainingClient:
             host.base.requires_grad_(True)
             params = [p for p in host.base.parameters() if p.requires_grad]
         self._optimizer = make_optimizer(params)
+        self._padding = PaddingTally()  # of the forward_backward calls since the last optim_step
 
     # -- training ---------------------------------------------------------------------------------
 
@@ -189,8 +191,17 @@ class LocalTrainingClient:
         if loss_fn == "stable_reinforce":
             data = with_sampler_logprobs(data, self.backend.stability)
         with self.host.use(self.adapter) as model:
+            settings = self.backend.settings
             out = run_builtin_loss(
-                model, data, loss_fn, config, self.backend.settings.microbatch_tokens, backward
+                model,
+                data,
+                loss_fn,
+                config,
+                settings.microbatch_tokens,
+                backward,
+                settings.activation_checkpointing,
+                settings.packing,
+                self._padding,
             )
         if backward:
             self._zero_missing_grads()
@@ -211,7 +222,16 @@ class LocalTrainingClient:
         self, data: list[types.Datum], loss_fn: CustomLossFn
     ) -> types.ForwardBackwardOutput:
         with self.host.use(self.adapter) as model:
-            out = run_custom_loss(model, data, loss_fn, self.backend.settings.microbatch_tokens)
+            settings = self.backend.settings
+            out = run_custom_loss(
+                model,
+                data,
+                loss_fn,
+                settings.microbatch_tokens,
+                settings.activation_checkpointing,
+                settings.packing,
+                self._padding,
+            )
         self._zero_missing_grads()
         return out
 
@@ -219,7 +239,9 @@ class LocalTrainingClient:
         with self.host.lock:
             metrics = adam_step(self._optimizer, adam_params)
         self.step += 1
-        return types.OptimStepResponse(metrics={**metrics, **peak_memory(self.host.device)})
+        return types.OptimStepResponse(
+            metrics={**metrics, **self._padding.take(), **peak_memory(self.host.device)}
+        )
 
     def _meta(self, kind: str) -> ckpt.CheckpointMeta:
         return ckpt.CheckpointMeta(

@@ -150,6 +150,16 @@ class TrainConfig(BaseModel):
         description="Local engine compute dtype: auto = bf16 autocast (fp32 weights and Adam) where "
         "the CPU or GPU has native bf16, else float32",
     )
+    activation_checkpointing: Literal["auto", "on", "off"] = Field(
+        "auto",
+        description="Local engine: recompute decoder activations in backward instead of keeping "
+        "them; auto = on only for a pass that would not fit in free memory otherwise (docs/memory.md)",
+    )
+    packing: bool = Field(
+        False,
+        description="Local engine: lay a micro-batch's rows end to end instead of padding them, "
+        "attention confined per row (docs/memory.md)",
+    )
     log_dir: str | None = Field(None, description="Run directory; default runs/<recipe>")
     seed: int = Field(0, description="Seed for data order, LoRA init and sampling")
     lora_rank: int = Field(

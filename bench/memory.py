@@ -1,0 +1,181 @@
+"""Peak memory and tokens/s of a training step against sequence length, for each memory lever.
+
+    .venv/bin/python bench/memory.py                              # SmolLM2-135M, 1k..8k, every mode
+    .venv/bin/python bench/memory.py --lengths 1024,8192 --modes off,checkpointing
+    .venv/bin/python bench/memory.py --size 1b --device cuda --lengths 8192,16384,32768
+
+A mode is a pair of engine settings:
+    off            activation checkpointing off, micro-batches padded to their longest row
+    checkpointing  --activation-checkpointing on
+    packing        --packing on: rows packed end to end, attention confined per row
+    both           checkpointing and packing
+
+The data of one length L: a batch of rows of L, L/2, L/4 and L/4 random token ids (the mixed
+lengths an SFT batch has; --single: one row of L), trained with cross_entropy on every position under LoRA rank 32, in
+micro-batches of at most 2L tokens (so the longest row and the next share one pass). Each (mode,
+length) runs in a fresh process: the model is loaded, then the peak is reset (Linux clear_refs) and
+--steps forward_backward + optim_step run. Printed per row: the growth of peak RSS over the
+resident size before the first step (the CPU's measure; on CUDA, torch's peak allocated memory
+over what was allocated before), the engine's own estimate of the activations
+(kitchen/adapters/local/memory.py), real tokens per second of the last step, the padding
+fraction, and the step's loss (equal across modes: the levers do not change the numerics).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# glibc serves mid-sized blocks from its heap and keeps them resident after free, so the peak RSS
+# of a pass would count memory the pass no longer uses; from mmap, a freed block leaves RSS at once.
+os.environ.setdefault("MALLOC_MMAP_THRESHOLD_", "65536")
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from model_options import add_model_options, resolve_model_options  # noqa: E402
+from sides import emit, machine, peak_rss_kb, run_side  # noqa: E402
+
+MODES = {
+    "off": {"activation_checkpointing": "off", "packing": "off"},
+    "checkpointing": {"activation_checkpointing": "on", "packing": "off"},
+    "packing": {"activation_checkpointing": "off", "packing": "on"},
+    "both": {"activation_checkpointing": "on", "packing": "on"},
+}
+
+
+def row_lengths(length: int, single: bool = False) -> list[int]:
+    return [length] if single else [length, length // 2, length // 4, length // 4]
+
+
+def batch(length: int, vocab: int, single: bool, seed: int = 0) -> list[Any]:
+    from tinker import types
+
+    rng = np.random.default_rng(seed)
+    data = []
+    for n in row_lengths(length, single):
+        tokens = rng.integers(3, vocab, size=n + 1)
+        data.append(
+            types.Datum(
+                model_input=types.ModelInput.from_ints(tokens[:-1].tolist()),
+                loss_fn_inputs={
+                    "target_tokens": types.TensorData.from_numpy(tokens[1:].astype(np.int64)),
+                    "weights": types.TensorData.from_numpy(np.ones(n, dtype=np.float32)),
+                },
+            )
+        )
+    return data
+
+
+def resident_kb() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def reset_peak() -> None:
+    """Linux: VmHWM (peak RSS) starts again from the resident size now."""
+    Path("/proc/self/clear_refs").write_text("5")
+
+
+def side(args: argparse.Namespace) -> None:
+    import torch
+    from tinker import types
+
+    from kitchen.adapters.local import create_local_backend
+    from kitchen.adapters.local.memory import activation_bytes
+    from kitchen.ports import BackendSettings
+
+    length = args.side_length
+    settings = BackendSettings(
+        log_dir=Path(tempfile.mkdtemp(prefix="bench-memory-")),
+        seed=0,
+        device=args.device,
+        dtype=args.dtype,
+        extra={**MODES[args.side], "microbatch_tokens": 2 * length},
+    )
+    backend = create_local_backend(settings)
+    client = backend.create_lora_training_client(args.model, rank=32, seed=0)
+    host = client.host
+    data = batch(length, host.vocab_size, args.single)
+    cuda = host.device.type == "cuda"
+    before_kb = resident_kb()
+    reset_peak()
+    if cuda:
+        torch.cuda.reset_peak_memory_stats(host.device)
+        allocated = torch.cuda.memory_allocated(host.device)
+    seconds, loss, metrics = [], 0.0, {}
+    for _ in range(args.steps):
+        start = time.perf_counter()
+        out = client.forward_backward(data, "cross_entropy").result()
+        client.optim_step(types.AdamParams(learning_rate=0.0)).result()
+        seconds.append(time.perf_counter() - start)
+        loss, metrics = out.metrics["loss:sum"], out.metrics
+    peak_gb = (peak_rss_kb() - before_kb) / 2**20
+    if cuda:
+        peak_gb = (torch.cuda.max_memory_allocated(host.device) - allocated) / 2**30
+    compute = 2 if backend.dtype_name != "float32" else 4
+    checkpointed = MODES[args.side]["activation_checkpointing"] == "on"
+    pass_tokens = length if args.single else 2 * length
+    estimate = activation_bytes(host.base.config, pass_tokens, compute, checkpointed) / 2**30
+    real = sum(row_lengths(length, args.single))
+    backend.close()
+    emit(
+        {
+            "peak_gb": peak_gb,
+            "estimate_gb": estimate,
+            "tokens_per_s": real / seconds[-1],
+            "seconds": seconds,
+            "loss": loss,
+            "padding_fraction": metrics.get("train/padding_fraction", float("nan")),
+            "dtype": backend.dtype_name,
+            "device": str(host.device),
+        }
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_model_options(parser, default_model="smollm2-135m")
+    parser.add_argument("--lengths", default="1024,2048,4096,8192")
+    parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--steps", type=int, default=1)
+    parser.add_argument("--dtype", default="float32", help="auto | float32 | bfloat16")
+    parser.add_argument("--single", action="store_true", help="one row of L tokens per batch")
+    parser.add_argument("--side", choices=sorted(MODES), help=argparse.SUPPRESS)
+    parser.add_argument("--side-length", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.side:
+        side(args)
+        return
+    resolve_model_options(args)
+    print(f"model {args.model} on {args.device}, dtype {args.dtype}; {machine()}")
+    rows = "L" if args.single else "L, L/2, L/4, L/4"
+    print(f"rows per batch: {rows}; micro-batches of at most 2L tokens; LoRA rank 32")
+    head = f"{'L':>6s} {'mode':14s} {'peak GB':>8s} {'est. GB':>8s} {'tok/s':>7s} {'pad':>5s} {'loss':>12s}"
+    print(head)
+    argv = ["--model", args.model, "--device", args.device, "--dtype", args.dtype]
+    argv += ["--steps", str(args.steps), *(["--single"] if args.single else [])]
+    for length in (int(x) for x in args.lengths.split(",")):
+        for mode in args.modes.split(","):
+            r = run_side(__file__, mode, [*argv, "--side-length", str(length)])
+            print(
+                f"{length:6d} {mode:14s} {r['peak_gb']:8.2f} {r['estimate_gb']:8.2f} "
+                f"{r['tokens_per_s']:7.0f} {r['padding_fraction']:5.2f} {r['loss']:12.4f}",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,276 @@
+"""The memory levers change what a pass keeps, never what it computes: activation checkpointing and
+padding-free (packed) micro-batches give the plain path's losses, logprobs and gradients (LoRA on a
+frozen base, full fine-tuning, shared-prefix passes, SFT, DPO and RL losses), and a pass that
+cannot fit is refused before any work, in one line."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from tinker import types
+
+from kitchen.adapters.local import batching, create_local_backend, memory
+from kitchen.adapters.local.forward import run_builtin_loss, run_custom_loss
+from kitchen.adapters.local.lora import adapter_parameters
+from kitchen.adapters.local.settings import EngineSettings
+from kitchen.engine.errors import BackendError, ConfigError
+from kitchen.ports import BackendSettings
+from tests.helpers import engine_device, engine_generator
+from train_core.preference.dpo import make_dpo_loss_fn
+
+from .conftest import TINY, take_grads
+from .test_builtin_grads import rl_data
+from .test_shared_prefix import GROUPS, group_data
+
+# Rows of mixed lengths, as an SFT batch has: padded, the short ones carry most of a pass's padding.
+# No two share a prefix, so none runs as a shared-prefix group.
+MIXED = [
+    (list(range(50 * k + 3, 50 * k + 3 + n)), [7, 8, 9])
+    for k, n in enumerate((40, 5, 17, 2, 29, 11))
+]
+
+
+def randomised(client: Any, seed: int) -> None:
+    """A non-zero adapter (B = 0 would leave A without a gradient), the same whatever ran before."""
+    generator = engine_generator(seed)
+    with torch.no_grad():
+        for p in adapter_parameters(client.host.model, client.adapter).values():
+            p.normal_(0.0, 0.05, generator=generator)
+
+
+@contextmanager
+def counting_layer_calls(model: Any) -> Iterator[list[int]]:
+    """How many times the first decoder layer's forward ran inside the block."""
+    layer = memory.decoder_layers(model)[0]
+    calls = [0]
+    original = type(layer).forward
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if self is layer:
+            calls[0] += 1
+        return original(self, *args, **kwargs)
+
+    type(layer).forward = counted
+    try:
+        yield calls
+    finally:
+        type(layer).forward = original
+
+
+def run(client: Any, data: list[types.Datum], loss_fn: str, **options: Any) -> tuple[Any, Any]:
+    """The engine's output and the gradients it left (taken off the parameters)."""
+    with client.host.use(client.adapter) as model:
+        out = run_builtin_loss(model, data, loss_fn, None, 512, backward=True, **options)
+    return out, grads_of(client)
+
+
+def grads_of(client: Any) -> dict[str, Any]:
+    if client.adapter is not None:
+        return take_grads(client)
+    params = dict(client.host.base.named_parameters())
+    out = {k: p.grad.detach().clone() for k, p in params.items() if p.grad is not None}
+    for p in params.values():
+        p.grad = None
+    return out
+
+
+def assert_same(got: tuple[Any, Any], want: tuple[Any, Any], tol: float = 1e-6) -> None:
+    """Loss, logprobs and gradients within `tol`: absolute for logprobs, relative to the loss and to
+    each gradient tensor's largest entry (fp32 sums in another order differ in the last bits)."""
+    (out, grads), (want_out, want_grads) = got, want
+    assert out.metrics["loss:sum"] == pytest.approx(want_out.metrics["loss:sum"], rel=tol, abs=tol)
+    for o, w in zip(out.loss_fn_outputs, want_out.loss_fn_outputs, strict=True):
+        np.testing.assert_allclose(o["logprobs"].to_numpy(), w["logprobs"].to_numpy(), atol=tol)
+    assert grads.keys() == want_grads.keys() and grads
+    for key, want_grad in want_grads.items():
+        scale = max(float(want_grad.abs().max()), 1.0)
+        torch.testing.assert_close(grads[key], want_grad, rtol=0.0, atol=tol * scale)
+
+
+# -- activation checkpointing -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("loss_fn", ["cross_entropy", "importance_sampling", "ppo"])
+def test_checkpointing_gradients_equal_plain_with_lora(backend: Any, loss_fn: str) -> None:
+    client = backend.create_lora_training_client(TINY, rank=4, seed=3)
+    randomised(client, 0)
+    data = rl_data(loss_fn)
+    plain = run(client, data, loss_fn, checkpointing="off")
+    with client.host.use(client.adapter) as model, counting_layer_calls(model) as calls:
+        recomputed = run(client, data, loss_fn, checkpointing="on")
+    assert calls[0] == 2  # its forward, and again in backward: the activations were not kept
+    assert_same(recomputed, plain)
+    client.close()
+
+
+def test_checkpointing_gradients_equal_plain_in_full_fine_tuning(backend: Any) -> None:
+    client = backend.create_lora_training_client(TINY, rank=0, seed=3)
+    data = rl_data("importance_sampling")
+    plain = run(client, data, "importance_sampling", checkpointing="off")
+    recomputed = run(client, data, "importance_sampling", checkpointing="on")
+    assert len(plain[1]) > 10  # every base weight trains
+    assert_same(recomputed, plain)
+    client.close()
+
+
+@pytest.mark.parametrize("loss_fn", ["cross_entropy", "importance_sampling"])
+def test_checkpointing_gradients_equal_plain_in_shared_prefix_passes(
+    backend: Any, loss_fn: str
+) -> None:
+    """The prefix pass writes a KV cache the rows' pass reads; the recompute replays it."""
+    client = backend.create_lora_training_client(TINY, rank=4, seed=5)
+    randomised(client, 1)
+    data = group_data(loss_fn, GROUPS)
+    plain = run(client, data, loss_fn, checkpointing="off")
+    with client.host.use(client.adapter) as model, counting_layer_calls(model) as calls:
+        recomputed = run(client, data, loss_fn, checkpointing="on")
+        plan = batching.plan_microbatches(data, (), (), {}, 512, engine_device())
+    assert any(mb.shared for mb in plan)
+    assert calls[0] > 2  # the prefix and the rows' pass, each run again in backward
+    assert_same(recomputed, plain)
+    client.close()
+
+
+def test_checkpointing_leaves_passes_without_grad_alone(backend: Any) -> None:
+    client = backend.create_lora_training_client(TINY, rank=4, seed=3)
+    with client.host.use(client.adapter) as model, counting_layer_calls(model) as calls:
+        with memory.activation_checkpointing(model, True), torch.no_grad():
+            model(input_ids=torch.tensor([[5, 6, 7]], device=client.host.device))
+        assert calls[0] == 1
+        assert "forward" not in memory.decoder_layers(model)[0].__dict__  # unwrapped after
+    client.close()
+
+
+# -- padding-free micro-batches --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("loss_fn", ["cross_entropy", "importance_sampling"])
+def test_packed_equals_padded(backend: Any, loss_fn: str) -> None:
+    client = backend.create_lora_training_client(TINY, rank=4, seed=3)
+    randomised(client, 2)
+    data = rl_data(loss_fn, MIXED, seed=4)
+    padded = run(client, data, loss_fn, packed=False)
+    packed = run(client, data, loss_fn, packed=True)
+    assert_same(packed, padded, tol=1e-5)
+    both = run(client, data, loss_fn, packed=True, checkpointing="on")
+    assert_same(both, padded, tol=1e-5)
+    client.close()
+
+
+def test_packed_plan_lays_rows_end_to_end_with_positions_restarting() -> None:
+    data = rl_data("cross_entropy", MIXED)
+    lengths = [len(d.model_input.to_ints()) for d in data]
+    plan = batching.plan_microbatches(data, ("weights",), (), {}, 64, "cpu", packed=True)
+    assert all(mb.host_tokens.shape[0] == 1 for mb in plan)
+    assert all(mb.host_tokens.size <= 64 for mb in plan if len(mb.indices) > 1)
+    assert sorted(i for mb in plan for i in mb.indices) == list(range(len(data)))
+    for mb in plan:
+        positions = mb.position_ids.cpu().numpy()[0]
+        for i, row, start, n in mb.spans():
+            assert row == 0 and n == lengths[i]
+            np.testing.assert_array_equal(positions[start : start + n], np.arange(n))
+            np.testing.assert_array_equal(
+                mb.host_tokens[0, start : start + n], data[i].model_input.to_ints()
+            )
+    padded = batching.plan_microbatches(data, ("weights",), (), {}, 64, "cpu")
+    tally_packed, tally_padded = memory.PaddingTally(), memory.PaddingTally()
+    tally_packed.add(plan)
+    tally_padded.add(padded)
+    assert tally_packed.take() == {"train/padding_fraction": 0.0}
+    assert tally_padded.take()["train/padding_fraction"] > 0.1
+
+
+def test_packed_dpo_equals_padded(backend: Any) -> None:
+    """DPO's custom loss: its gradients go back through packed micro-batches as through padded."""
+    client = backend.create_lora_training_client(TINY, rank=4, seed=3)
+    randomised(client, 3)
+    data = rl_data("cross_entropy", MIXED[:4], seed=5)  # [chosen_0, rejected_0, chosen_1, ...]
+    loss = make_dpo_loss_fn([-3.0, -20.0], [-4.0, -1.0], beta=0.5)
+    outs = {}
+    for packed in (False, True):
+        with client.host.use(client.adapter) as model:
+            out = run_custom_loss(model, data, loss, 512, packed=packed)
+        outs[packed] = (out, grads_of(client))
+    assert_same(outs[True], outs[False], tol=1e-5)
+    client.close()
+
+
+def test_optim_step_reports_the_padding_fraction(tmp_path: Any) -> None:
+    fractions = {}
+    for packing in ("off", "on"):
+        settings = BackendSettings(
+            log_dir=tmp_path / packing,
+            seed=0,
+            device=engine_device(),
+            dtype="float32",
+            extra={"packing": packing},
+        )
+        engine = create_local_backend(settings)
+        try:
+            client = engine.create_lora_training_client(TINY, rank=4, seed=0)
+            client.forward_backward(rl_data("cross_entropy", MIXED), "cross_entropy").result()
+            step = client.optim_step(types.AdamParams(learning_rate=1e-4)).result()
+            fractions[packing] = step.metrics["train/padding_fraction"]
+        finally:
+            engine.close()
+    assert fractions["on"] == 0.0 and fractions["off"] > 0.1
+
+
+# -- planning what fits ----------------------------------------------------------------------------
+
+
+def test_auto_turns_checkpointing_on_only_when_the_pass_would_not_fit() -> None:
+    config = smollm2_config()
+    plain = memory.activation_bytes(config, 4096, 4, checkpointed=False)
+    saved = memory.activation_bytes(config, 4096, 4, checkpointed=True)
+    assert saved * 4 < plain
+    passes = [(0, 100), (3, 4096)]
+    assert not memory.choose_checkpointing(config, "auto", passes, 4, budget=plain + 1)
+    assert memory.choose_checkpointing(config, "auto", passes, 4, budget=plain - 1)
+    assert memory.choose_checkpointing(config, "on", passes, 4, budget=plain + 1)
+
+
+def test_a_pass_that_cannot_fit_is_refused_in_one_line_naming_the_way_out() -> None:
+    config = smollm2_config()
+    plain = memory.activation_bytes(config, 4096, 4, checkpointed=False)
+    saved = memory.activation_bytes(config, 4096, 4, checkpointed=True)
+    with pytest.raises(BackendError) as off:
+        memory.choose_checkpointing(config, "off", [(3, 4096)], 4, budget=plain - 1)
+    message = str(off.value)
+    assert "\n" not in message and "datum 3" in message and "4096 tokens" in message
+    assert "budget" in message and "--activation-checkpointing auto or on" in message
+    with pytest.raises(BackendError, match="--max-length of at most ~") as on:
+        memory.choose_checkpointing(config, "auto", [(3, 4096)], 4, budget=saved // 2)
+    assert "\n" not in str(on.value) and "with activation checkpointing" in str(on.value)
+
+
+def test_the_engine_refuses_before_any_work(backend: Any, monkeypatch: Any) -> None:
+    client = backend.create_lora_training_client(TINY, rank=4, seed=3)
+    monkeypatch.setattr(memory, "free_memory", lambda device: 1000)
+    refused = pytest.raises(BackendError, match="datum 0: a pass of 27 tokens")
+    with client.host.use(client.adapter) as model, counting_layer_calls(model) as calls, refused:
+        run(client, rl_data("cross_entropy"), "cross_entropy", checkpointing="auto")
+    assert calls[0] == 0
+    client.close()
+
+
+def test_settings_take_the_levers() -> None:
+    def engine(**extra: Any) -> EngineSettings:
+        return EngineSettings.from_backend_settings(BackendSettings(device="cpu", extra=extra))
+
+    assert engine().activation_checkpointing == "auto" and engine().packing is False
+    assert engine(activation_checkpointing="on", packing="1").packing is True
+    with pytest.raises(ConfigError, match="activation_checkpointing='sometimes'"):
+        engine(activation_checkpointing="sometimes")
+
+
+def smollm2_config() -> Any:
+    from transformers import LlamaConfig
+
+    shape = {"hidden_size": 576, "intermediate_size": 1536, "num_hidden_layers": 30}
+    return LlamaConfig(**shape, num_attention_heads=9, num_key_value_heads=3)
