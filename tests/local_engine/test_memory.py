@@ -190,7 +190,7 @@ def test_packed_dpo_equals_padded(backend: Any) -> None:
     client = backend.create_lora_training_client(TINY, rank=4, seed=3)
     randomised(client, 3)
     data = rl_data("cross_entropy", MIXED[:4], seed=5)  # [chosen_0, rejected_0, chosen_1, ...]
-    loss = make_dpo_loss_fn([-3.0, -20.0], [-4.0, -1.0], beta=0.5)
+    loss = make_dpo_loss_fn([-3.0, -4.0, -20.0, -1.0], beta=0.5)
     outs = {}
     for packed in (False, True):
         with client.host.use(client.adapter) as model:
