@@ -42,6 +42,7 @@ install: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/kitchen run sl_basic --if-exists delete
+	@echo 'next: source .venv/bin/activate  (puts kitchen on your PATH), then: kitchen report runs/sl_basic'
 
 lint: $(STAMP)
 	$(BIN)/ruff check kitchen train_core cookbook tests bench examples scripts
