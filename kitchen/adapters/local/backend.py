@@ -13,6 +13,7 @@ from pathlib import Path
 
 from kitchen.adapters.local import checkpoints as ckpt
 from kitchen.adapters.local.compute_thread import ComputeThread
+from kitchen.adapters.local.distributed.world import world
 from kitchen.adapters.local.host import LoraSnapshot, ModelHost, load_host
 from kitchen.adapters.local.lora import LoraSpec
 from kitchen.adapters.local.resolve import resolve_model
@@ -41,6 +42,9 @@ class LocalBackend:
         # What samplers recorded for stable_reinforce, by sequence id (stability.py).
         self.stability = StabilityRecords()
         self._clients: list[LocalTrainingClient] = []
+        self.world = world()  # None unless launched with --nproc > 1 (distributed/world.py)
+        if self.world is not None and self.world.leader:
+            self.world.send("backend", self.backend_settings)
 
     @property
     def dtype_name(self) -> str:
@@ -77,9 +81,17 @@ class LocalBackend:
     def _training_client(
         self, base_model: str, lora: LoraSpec | None, seed: int
     ) -> LocalTrainingClient:
+        if lora is None and self.world is not None:
+            raise ConfigError(
+                "full fine-tuning (LoRA rank 0) does not run with --nproc > 1 yet; "
+                "use a LoRA rank or --nproc 1"
+            )
         # Full fine-tuning (no LoRA) gets a private copy: it changes the base weights.
         host = self._load(base_model) if lora is None else self.shared_host(base_model)
-        return LocalTrainingClient(self, host, lora, seed)
+        client = LocalTrainingClient(self, host, lora, seed)
+        if self.world is not None and self.world.leader:
+            self.world.send("client", client.model_id, base_model, lora, seed)
+        return client
 
     def create_training_client_from_state(self, path: str) -> LocalTrainingClient:
         """A client rebuilt from a save_state folder: same model and LoRA, its weights, fresh optimizer."""
@@ -122,8 +134,13 @@ class LocalBackend:
         with self._lock:
             host = self._hosts.get(str(path))
             if host is None:
+                if self.world is not None and self.world.leader:
+                    self.world.send("host", base_model)
                 host = self._load(base_model, model_path=path)
-                host.freeze()
+                if self.world is None:
+                    host.freeze()
+                else:  # freeze's cast copies would be of the whole base, on every rank
+                    self.world.shard(host.base)
                 self._hosts[str(path)] = host
         return host
 

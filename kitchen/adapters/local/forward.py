@@ -8,7 +8,8 @@ bounded; a custom loss is linearised (see run_custom_loss), so it is bounded the
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from contextlib import nullcontext
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from tinker import types
@@ -33,6 +34,9 @@ from train_core.losses import (
     clip_thresholds,
 )
 
+if TYPE_CHECKING:
+    from kitchen.adapters.local.distributed.world import Deal
+
 OUTPUT_TYPE = "ArrayRecord"
 
 
@@ -56,10 +60,14 @@ def run_builtin_loss(
     checkpointing: str = "off",
     packed: bool = False,
     tally: PaddingTally | None = None,
+    share: Deal | None = None,
 ) -> types.ForwardBackwardOutput:
     """Compute `loss_fn` on `data` (and its gradients if `backward`, with activation
     `checkpointing` auto | on | off, memory.py); outputs logprobs per datum. `packed`: padding-free
-    micro-batches (batching.py). `tally` counts the padding of passes with gradients."""
+    micro-batches (batching.py). `tally` counts the padding of passes with gradients.
+    With `share` (a --nproc N run) every rank plans the same micro-batches and runs its deal of
+    them; gradients reach every rank and results rank 0, in plan order (the other ranks return
+    nothing)."""
     import torch
 
     fn = loss_fn_named(loss_fn)
@@ -88,11 +96,20 @@ def run_builtin_loss(
     if backward and tally is not None:
         tally.add(batches)
     with activation_checkpointing(model, recompute):
-        totals, lps, trained = _run_batches(
-            model, batches, loss_fn, fn, config, backward, diagnostics
+        totals, lps = _run_batches(
+            model, batches, loss_fn, fn, config, backward, diagnostics, share
         )
+    per_batch = torch.stack(totals).tolist() if totals else []
+    if share is not None:
+        per_batch, lps = _gather_results(share, len(batches), per_batch, lps)
+        if not share.leader:
+            return _output([], {})
     outputs = _collect(len(data), batches, lps)
-    per_batch = torch.stack(totals).tolist()
+    trained = 0.0  # sampled tokens trained on, the denominator of the diagnostics' means
+    if diagnostics:
+        for mb in batches:
+            host = mb.host_inputs
+            trained += float((host["_mask"] * (host["logprobs"] != 0)).sum())
     loss_sum = sum(row[0] for row in per_batch)  # summed in Python, in micro-batch order
     sums = {k: sum(row[1 + j] for row in per_batch) for j, k in enumerate(diagnostics)}
     means = {f"{k}:mean": v / trained for k, v in sums.items()} if trained else {}
@@ -107,16 +124,21 @@ def _run_batches(
     config: dict[str, float],
     backward: bool,
     diagnostics: Mapping[str, Any],
-) -> tuple[list[Any], list[Any], float]:
-    """Per micro-batch [loss, *diagnostic sums] and logprobs, and the count of trained sampled
-    tokens. The sums stay on the device and are read once at the end, so no micro-batch waits for
-    the one before it to finish on an accelerator."""
+    share: Deal | None = None,
+) -> tuple[list[Any], list[Any]]:
+    """Per micro-batch [loss, *diagnostic sums] and logprobs (of this rank's deal with `share`).
+    The sums stay on the device and are read once at the end, so no micro-batch waits for the one
+    before it to finish on an accelerator."""
     import torch
 
-    totals, lps, trained = [], [], 0.0
-    for mb in batches:
+    totals, lps = [], []
+    for i in range(len(batches)) if share is None else share.deal(len(batches)):
+        mb = batches[i]
         mask = mb.inputs["_mask"]
-        with torch.enable_grad() if backward else torch.inference_mode():
+        with (
+            torch.enable_grad() if backward else torch.inference_mode(),
+            share.own_grads(i) if share is not None and backward else nullcontext(),
+        ):
             head = TargetLogprobs(model, mb)
             lp = _train(head, loss_fn, fn, mb, config) if backward else head.values()
             lp = lp.view(mb.targets.shape)
@@ -127,12 +149,30 @@ def _run_batches(
         if diagnostics:
             with torch.no_grad():
                 on = mask * (mb.inputs["logprobs"] != 0)  # sampled tokens: prompt q is 0
-                host = mb.host_inputs
-                trained += float((host["_mask"] * (host["logprobs"] != 0)).sum())
                 parts += [(m(lp, mb.inputs, config) * on).sum() for m in diagnostics.values()]
         totals.append(torch.stack(parts))
         lps.append(lp)
-    return totals, lps, trained
+    if share is not None and backward:
+        share.merge_grads(len(batches))
+    return totals, lps
+
+
+def _gather_results(
+    share: Deal, count: int, per_batch: list[Any], lps: list[Any]
+) -> tuple[list[Any], list[Any]]:
+    """Every rank's per-micro-batch sums and logprobs on rank 0, in plan order (empty elsewhere)."""
+    import torch
+
+    mine = [lp.detach().float().cpu().numpy() for lp in lps]
+    parts = share.gather((share.deal(count), per_batch, mine))
+    if parts is None:
+        return [], []
+    rows: list[Any] = [None] * count
+    out: list[Any] = [None] * count
+    for indices, sums, arrays in parts:
+        for i, row, array in zip(indices, sums, arrays, strict=True):
+            rows[i], out[i] = row, torch.from_numpy(array)
+    return rows, out
 
 
 def run_custom_loss(

@@ -8,6 +8,7 @@ awaiting batch N, as tinker-cookbook's loops do.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import threading
 from collections.abc import Callable, Mapping
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from tinker import types
 
 from kitchen.adapters.local import checkpoints as ckpt
+from kitchen.adapters.local.distributed.world import Deal
 from kitchen.adapters.local.forward import run_builtin_loss, run_custom_loss
 from kitchen.adapters.local.host import LoraSnapshot, ModelHost
 from kitchen.adapters.local.lora import (
@@ -40,6 +42,8 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 _client_ids = itertools.count(1)
+# The calls every rank of a --nproc N run makes too (each its share); the rest run on rank 0 alone.
+_ON_EVERY_RANK = ("_run_builtin", "_optim_step", "_load_state")
 
 
 class LocalTrainingClient:
@@ -172,10 +176,21 @@ class LocalTrainingClient:
             wait(queued)
         if self.adapter is not None:
             self.host.remove_adapter(self.adapter)
+        world = self.backend.world
+        if world is not None and world.leader:
+            self.backend.compute.run(lambda: world.send("close", self.model_id))
 
     # -- work run on the backend's compute thread --------------------------------------------------
 
     def _submit(self, fn: Callable[..., T], *args: Any) -> APIFuture[T]:
+        world = self.backend.world
+        if world is not None and fn.__name__ in _ON_EVERY_RANK:
+            inner = fn
+
+            def fn(*args: Any) -> T:
+                world.send("call", self.model_id, inner.__name__, args)
+                return inner(*args)
+
         with self._queue_lock:
             future = self.backend.compute.submit_call(lambda: fn(*args))
             self._queued = [f for f in self._queued if not f.done()] + [future]
@@ -189,8 +204,10 @@ class LocalTrainingClient:
         backward: bool,
     ) -> types.ForwardBackwardOutput:
         if loss_fn == "stable_reinforce":
+            if self.backend.world is not None:  # its sampler records are on rank 0 alone
+                raise BackendError("loss_fn stable_reinforce does not run with --nproc > 1 yet")
             data = with_sampler_logprobs(data, self.backend.stability)
-        with self.host.use(self.adapter) as model:
+        with self.host.use(self.adapter) as model, self._gathered():
             settings = self.backend.settings
             out = run_builtin_loss(
                 model,
@@ -202,6 +219,7 @@ class LocalTrainingClient:
                 settings.activation_checkpointing,
                 settings.packing,
                 self._padding,
+                share=self._deal(),
             )
         if backward:
             self._zero_missing_grads()
@@ -218,9 +236,22 @@ class LocalTrainingClient:
                 if p.grad is None:
                     p.grad = torch.zeros_like(p)
 
+    def _deal(self) -> Deal | None:
+        world = self.backend.world
+        if world is None:
+            return None
+        return Deal(world, [p for g in self._optimizer.param_groups for p in g["params"]])
+
+    def _gathered(self) -> contextlib.AbstractContextManager[None]:
+        """The sharded base whole on every rank for one call (--nproc > 1; else nothing to do)."""
+        world = self.backend.world
+        return contextlib.nullcontext() if world is None else world.gathered(self.host.base)
+
     def _run_custom(
         self, data: list[types.Datum], loss_fn: CustomLossFn
     ) -> types.ForwardBackwardOutput:
+        if self.backend.world is not None:
+            raise BackendError("forward_backward_custom does not run with --nproc > 1 yet")
         with self.host.use(self.adapter) as model:
             settings = self.backend.settings
             out = run_custom_loss(

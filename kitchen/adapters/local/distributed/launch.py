@@ -1,0 +1,79 @@
+"""`--nproc N` (and --nnodes, --node-rank, --rdzv-endpoint): the same command again, as N ranks
+started by torch.distributed.run, which ends every rank when one fails."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass
+
+from kitchen.adapters.local.distributed.world import ENV_FLAG
+
+ARGV_ENV = "KITCHEN_RANK_ARGV"
+
+
+@dataclass(frozen=True)
+class Launch:
+    nproc: int = 1
+    nnodes: int = 1
+    node_rank: int = 0
+    rdzv_endpoint: str | None = None
+
+    @property
+    def distributed(self) -> bool:
+        return self.nproc * self.nnodes > 1
+
+
+def relaunched() -> bool:
+    """True in a rank that launch started (it must not launch again)."""
+    return bool(os.environ.get(ENV_FLAG))
+
+
+def relaunch(launch: Launch, argv: list[str]) -> int:
+    """Run `kitchen *argv` as launch.nproc ranks on this machine; the exit code of the run. A rank
+    that fails is named in one line."""
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.run import parse_args, run
+
+    args = [f"--nproc-per-node={launch.nproc}", f"--nnodes={launch.nnodes}"]
+    if launch.rdzv_endpoint is None and launch.nnodes == 1:
+        args.append("--standalone")
+    else:
+        args += [f"--node-rank={launch.node_rank}", f"--rdzv-endpoint={launch.rdzv_endpoint}"]
+    # Ranks on one machine split its cores (each would otherwise take them all).
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    env = {
+        ENV_FLAG: str(launch.nproc),
+        # The command goes by the environment: torch.distributed.run's parser would take flags
+        # of ours that abbreviate or repeat its own (--nproc, --log-dir) after the module name.
+        ARGV_ENV: json.dumps(argv),
+        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")
+        or str(max(1, (cores or 1) // launch.nproc)),
+    }
+    saved = {key: os.environ.get(key) for key in env}
+    os.environ.update(env)  # the ranks inherit this process's environment
+    try:
+        run(parse_args([*args, "-m", __name__]))
+    except ChildFailedError as e:
+        rank, failure = e.get_first_failure()
+        print(
+            f"error: rank {rank} of {launch.nproc * launch.nnodes} failed "
+            f"(exit code {failure.exitcode}); every rank was stopped",
+            file=sys.stderr,
+        )
+        return 1
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    return 0
+
+
+if __name__ == "__main__":  # one rank, as torch.distributed.run starts it
+    from kitchen.app.cli import main
+
+    sys.argv = ["kitchen", *json.loads(os.environ[ARGV_ENV])]
+    main()

@@ -1,0 +1,57 @@
+"""`kitchen run RECIPE --nproc 2`: two gloo ranks on this CPU, the base sharded with FSDP2, give the
+run one process gives: the same metrics.jsonl losses and the same final adapter."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from safetensors.numpy import load_file
+from typer.testing import CliRunner
+
+from kitchen.app.cli import app
+from tests.helpers import chat_files
+
+pytestmark = pytest.mark.slow
+
+LOSS_KEYS = ("train_mean_nll", "unclipped_grad_l2:mean")
+
+
+def _sl_basic_args(data: str, log_dir: Path) -> list[str]:
+    # 3 steps of 8 chats in 64-token micro-batches: several passes a step, dealt to both ranks.
+    return ["run", "sl_basic", "-m", "kitchen/tiny-llama", "-d", data, "-b", "8",
+            "--max-steps", "3", "--log-dir", str(log_dir), "--no-progress", "--no-register",
+            "--test-dataset", "None", "--learning-rate", "1e-2", "--save-every", "3"]  # fmt: skip
+
+
+def _losses(log_dir: Path) -> list[dict[str, float]]:
+    rows = [json.loads(line) for line in (log_dir / "metrics.jsonl").read_text().splitlines()]
+    return [{k: r[k] for k in LOSS_KEYS if k in r} for r in rows if "train_mean_nll" in r]
+
+
+def test_sl_basic_on_two_ranks_equals_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("KITCHEN_MICROBATCH_TOKENS", "64")
+    data, _ = chat_files(tmp_path)
+    one, two = tmp_path / "nproc1", tmp_path / "nproc2"
+    result = CliRunner().invoke(app, _sl_basic_args(data, one))
+    assert result.exit_code == 0, result.output
+    launched = subprocess.run(
+        [sys.executable, "-m", "kitchen.app.cli", *_sl_basic_args(data, two), "--nproc", "2"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert launched.returncode == 0, launched.stderr[-3000:]
+    assert "done: 3 steps" in launched.stdout
+    expected, got = _losses(one), _losses(two)
+    assert len(expected) == 3 and [r.keys() for r in got] == [r.keys() for r in expected]
+    for want, have in zip(expected, got, strict=True):
+        for key in want:
+            assert have[key] == pytest.approx(want[key], rel=1e-5), key
+    final = "checkpoints/weights/final/adapter_model.safetensors"
+    a, b = load_file(one / final), load_file(two / final)
+    assert a.keys() == b.keys() and a
+    for key in a:
+        np.testing.assert_allclose(b[key], a[key], rtol=0, atol=1e-6, err_msg=key)
