@@ -1,9 +1,11 @@
 """`kitchen run RECIPE --nproc 2`: two gloo ranks on this CPU, the base sharded with FSDP2, give the
-run one process gives: the same metrics.jsonl losses and the same final adapter."""
+run one process gives: the same metrics.jsonl losses and the same final adapter. sl_basic trains
+with a built-in loss, dpo with forward_backward_custom (rank 0 scores, every rank backpropagates)."""
 
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -13,10 +15,11 @@ from typer.testing import CliRunner
 
 from kitchen.app.cli import app
 from tests.helpers import chat_files
+from tests.preference_workflow.helpers import comparison, write_jsonl
 
 pytestmark = pytest.mark.slow
 
-LOSS_KEYS = ("train_mean_nll", "unclipped_grad_l2:mean")
+LOSS_KEYS = ("train_mean_nll", "dpo_loss", "unclipped_grad_l2:mean")
 
 
 def _sl_basic_args(data: str, log_dir: Path) -> list[str]:
@@ -28,17 +31,35 @@ def _sl_basic_args(data: str, log_dir: Path) -> list[str]:
 
 def _losses(log_dir: Path) -> list[dict[str, float]]:
     rows = [json.loads(line) for line in (log_dir / "metrics.jsonl").read_text().splitlines()]
-    return [{k: r[k] for k in LOSS_KEYS if k in r} for r in rows if "train_mean_nll" in r]
+    return [{k: r[k] for k in LOSS_KEYS if k in r} for r in rows if "unclipped_grad_l2:mean" in r]
+
+
+def _dpo_args(data: str, log_dir: Path) -> list[str]:
+    # 3 steps of 2 pairs in 48-token micro-batches: several passes a step.
+    return ["run", "dpo", "-m", "kitchen/tiny-llama", "-d", data, "--max-steps", "3",
+            "--log-dir", str(log_dir), "--no-progress", "--no-register", "batch_size=4",
+            "learning_rate=1e-2", "lora_rank=8", "save_every=0", "dpo_beta=0.5"]  # fmt: skip
 
 
 def test_sl_basic_on_two_ranks_equals_one(tmp_path, monkeypatch):
     monkeypatch.setenv("KITCHEN_MICROBATCH_TOKENS", "64")
     data, _ = chat_files(tmp_path)
+    _same_on_two_ranks(tmp_path, lambda log_dir: _sl_basic_args(data, log_dir))
+
+
+def test_dpo_on_two_ranks_equals_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("KITCHEN_MICROBATCH_TOKENS", "48")
+    rows = [comparison(i, label="A" if i % 2 else "B") for i in range(12)]
+    data = str(write_jsonl(tmp_path / "prefs.jsonl", rows))
+    _same_on_two_ranks(tmp_path, lambda log_dir: _dpo_args(data, log_dir))
+
+
+def _same_on_two_ranks(tmp_path: Path, args: Callable[[Path], list[str]]) -> None:
     one, two = tmp_path / "nproc1", tmp_path / "nproc2"
-    result = CliRunner().invoke(app, _sl_basic_args(data, one))
+    result = CliRunner().invoke(app, args(one))
     assert result.exit_code == 0, result.output
     launched = subprocess.run(
-        [sys.executable, "-m", "kitchen.app.cli", *_sl_basic_args(data, two), "--nproc", "2"],
+        [sys.executable, "-m", "kitchen.app.cli", *args(two), "--nproc", "2"],
         capture_output=True,
         text=True,
         timeout=300,

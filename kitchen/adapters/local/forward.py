@@ -7,7 +7,7 @@ bounded; a custom loss is linearised (see run_custom_loss), so it is bounded the
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
@@ -183,9 +183,11 @@ def run_custom_loss(
     checkpointing: str = "off",
     packed: bool = False,
     tally: PaddingTally | None = None,
+    backprop: Callable[[list[Any]], None] | None = None,
 ) -> types.ForwardBackwardOutput:
     """Call `loss_fn(data, logprobs_per_datum)`, then backpropagate its gradient (options as
-    run_builtin_loss's).
+    run_builtin_loss's). `backprop`, if given, pushes the gradient (per datum, None where the loss
+    did not use it) through the model instead (a --nproc N run: every rank, backprop_gradients).
 
     Tinker's linearisation: logprobs are computed without a graph and handed to `loss_fn` as leaf
     tensors; the loss's gradient g w.r.t. them is then pushed through the model one micro-batch at
@@ -215,28 +217,61 @@ def run_custom_loss(
             )
         if loss.requires_grad:
             loss.backward()
-        with activation_checkpointing(model, recompute):
-            _backprop_leaves(model, batches, leaves)
+        if backprop is not None:
+            backprop([leaf.grad for leaf in leaves])
+        else:
+            with activation_checkpointing(model, recompute):
+                _backprop_leaves(model, batches, [leaf.grad for leaf in leaves])
     return _output(
         outputs, {**{k: float(v) for k, v in metrics.items()}, "loss:sum": float(loss.detach())}
     )
 
 
-def _backprop_leaves(model: Any, batches: list[MicroBatch], leaves: list[Any]) -> None:
-    """Push the gradients the custom loss left on `leaves` through the model, a micro-batch at a
-    time (its forward run again, with grad)."""
+def _backprop_leaves(
+    model: Any, batches: list[MicroBatch], grads: list[Any], share: Deal | None = None
+) -> None:
+    """Push the gradients the custom loss left on its leaves (`grads`, per datum) through the
+    model, a micro-batch at a time (its forward run again, with grad); with `share`, this rank's
+    deal of them."""
     import torch
 
-    for mb in batches:
+    for index in range(len(batches)) if share is None else share.deal(len(batches)):
+        mb = batches[index]
         grad = torch.zeros(mb.targets.shape, device="cpu")
         for i, row, start, n in mb.spans():
-            leaf_grad = leaves[i].grad
+            leaf_grad = grads[i]
             if leaf_grad is not None:  # None: the loss did not use this datum
-                grad[row, start : start + n] = leaf_grad
+                grad[row, start : start + n] = torch.as_tensor(leaf_grad)
         on_N = _positions_with_gradient(grad.numpy())
         if on_N.size:  # decided on the host: no device sync
-            head = TargetLogprobs(model, mb)
-            head.backprop_gradient(grad.to(_device(model)), on_N)
+            with share.own_grads(index) if share is not None else nullcontext():
+                head = TargetLogprobs(model, mb)
+                head.backprop_gradient(grad.to(_device(model)), on_N)
+    if share is not None:
+        share.merge_grads(len(batches))
+
+
+def backprop_gradients(
+    model: Any,
+    data: Sequence[types.Datum],
+    grads: list[Any],
+    microbatch_tokens: int,
+    checkpointing: str,
+    packed: bool,
+    share: Deal,
+) -> None:
+    """Every rank of a --nproc N run: its deal of a custom loss's backward, given the loss's
+    gradient per datum (what run_custom_loss hands its `backprop`), on the same micro-batches."""
+    import torch
+
+    batches = plan_microbatches(
+        data, (), (), {}, microbatch_tokens, _device(model), *model_limits(model), packed=packed
+    )
+    with (
+        torch.enable_grad(),
+        activation_checkpointing(model, plan_checkpointing(model, batches, checkpointing)),
+    ):
+        _backprop_leaves(model, batches, grads, share)
 
 
 def score_sequences(

@@ -20,7 +20,11 @@ from tinker import types
 
 from kitchen.adapters.local import checkpoints as ckpt
 from kitchen.adapters.local.distributed.world import Deal
-from kitchen.adapters.local.forward import run_builtin_loss, run_custom_loss
+from kitchen.adapters.local.forward import (
+    backprop_gradients,
+    run_builtin_loss,
+    run_custom_loss,
+)
 from kitchen.adapters.local.host import LoraSnapshot, ModelHost
 from kitchen.adapters.local.lora import (
     LoraSpec,
@@ -250,8 +254,6 @@ class LocalTrainingClient:
     def _run_custom(
         self, data: list[types.Datum], loss_fn: CustomLossFn
     ) -> types.ForwardBackwardOutput:
-        if self.backend.world is not None:
-            raise BackendError("forward_backward_custom does not run with --nproc > 1 yet")
         with self.host.use(self.adapter) as model:
             settings = self.backend.settings
             out = run_custom_loss(
@@ -262,9 +264,37 @@ class LocalTrainingClient:
                 settings.activation_checkpointing,
                 settings.packing,
                 self._padding,
+                backprop=None if self.backend.world is None else self._backprop_everywhere(data),
             )
         self._zero_missing_grads()
         return out
+
+    def _backprop_everywhere(self, data: list[types.Datum]) -> Callable[[list[Any]], None]:
+        """Rank 0's custom loss gradient (per datum) pushed through the model by every rank."""
+
+        def backprop(grads: list[Any]) -> None:
+            arrays = [None if g is None else g.numpy() for g in grads]
+            assert self.backend.world is not None
+            self.backend.world.send("call", self.model_id, "_backprop", (data, arrays))
+            self._backprop(data, arrays)
+
+        return backprop
+
+    def _backprop(self, data: list[types.Datum], grads: list[Any]) -> None:
+        settings = self.backend.settings
+        deal = self._deal()
+        assert deal is not None
+        with self.host.use(self.adapter) as model, self._gathered():
+            backprop_gradients(
+                model,
+                data,
+                grads,
+                settings.microbatch_tokens,
+                settings.activation_checkpointing,
+                settings.packing,
+                deal,
+            )
+        self._zero_missing_grads()  # as rank 0 does after its custom call
 
     def _optim_step(self, adam_params: types.AdamParams) -> types.OptimStepResponse:
         with self.host.lock:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kitchen.adapters.local.distributed.world import World
+from kitchen.adapters.local.distributed.world import World, leave
 
 
 def serve_calls(world: World) -> None:
@@ -18,6 +18,7 @@ def serve_calls(world: World) -> None:
     while True:
         kind, *args = world.receive()
         if kind == "stop":
+            leave()
             return
         if kind == "backend":
             backend, clients = LocalBackend(args[0]), {}

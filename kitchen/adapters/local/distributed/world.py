@@ -203,4 +203,13 @@ def _stop(here: World) -> None:
 
     if dist.is_initialized():
         here.send("stop")
-        dist.destroy_process_group()
+        leave()
+
+
+def leave() -> None:
+    """Every rank, at its end: leave together (a rank that exits while another still holds its
+    connections can abort that one, exit code -6)."""
+    import torch.distributed as dist
+
+    dist.barrier()
+    dist.destroy_process_group()
