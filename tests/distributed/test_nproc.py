@@ -3,8 +3,11 @@ run one process gives: the same metrics.jsonl losses and the same final adapter.
 with a built-in loss, dpo with forward_backward_custom (rank 0 scores, every rank backpropagates)."""
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,7 +20,10 @@ from kitchen.app.cli import app
 from tests.helpers import chat_files
 from tests.preference_workflow.helpers import comparison, write_jsonl
 
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc (Linux)"),
+]
 
 LOSS_KEYS = ("train_mean_nll", "dpo_loss", "unclipped_grad_l2:mean")
 
@@ -76,3 +82,44 @@ def _same_on_two_ranks(tmp_path: Path, args: Callable[[Path], list[str]]) -> Non
     assert a.keys() == b.keys() and a
     for key in a:
         np.testing.assert_allclose(b[key], a[key], rtol=0, atol=1e-6, err_msg=key)
+
+
+def test_a_killed_rank_stops_the_run_naming_it(tmp_path, monkeypatch):
+    """kill -9 of rank 1 mid-run: the run exits 1 within seconds with one line naming the rank,
+    and no rank is left running."""
+    monkeypatch.setenv("KITCHEN_MICROBATCH_TOKENS", "64")
+    data, _ = chat_files(tmp_path)
+    log_dir = tmp_path / "run"
+    args = [*_sl_basic_args(data, log_dir), "num_epochs=1000", "--max-steps", "3000"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kitchen.app.cli", *args, "--nproc", "2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        metrics = log_dir / "metrics.jsonl"
+        deadline = time.monotonic() + 240
+        while not (metrics.exists() and metrics.read_text().count("\n") >= 2):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr
+            time.sleep(0.5)
+        ranks = {_rank_of(pid): pid for pid in _children(proc.pid)}
+        assert set(ranks) == {"0", "1"}, ranks
+        os.kill(ranks["1"], signal.SIGKILL)
+        killed = time.monotonic()
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1
+    assert time.monotonic() - killed < 60
+    assert "error: rank 1 of 2 failed (exit code -9); every rank was stopped" in err
+    assert not [pid for pid in ranks.values() if Path(f"/proc/{pid}").exists()]
+
+
+def _children(pid: int) -> list[int]:
+    return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def _rank_of(pid: int) -> str:
+    env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return next(e.split(b"=", 1)[1].decode() for e in env if e.startswith(b"RANK="))

@@ -4,6 +4,7 @@ started by torch.distributed.run, which ends every rank when one fails."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from dataclasses import dataclass
@@ -51,6 +52,8 @@ def relaunch(launch: Launch, argv: list[str]) -> int:
         "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")
         or str(max(1, (cores or 1) // launch.nproc)),
     }
+    # The failure is said once, below: not again in the launcher's own log lines.
+    logging.getLogger("torch.distributed.elastic").setLevel(logging.CRITICAL)
     saved = {key: os.environ.get(key) for key in env}
     os.environ.update(env)  # the ranks inherit this process's environment
     try:
