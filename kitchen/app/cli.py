@@ -224,6 +224,10 @@ def run(
             _print_plan(resolved)
             return
         ranks = launch.Launch(nproc, nnodes, node_rank, rdzv_endpoint)
+        if ranks.distributed and resolved.backend != "local":
+            raise ConfigError(
+                f"--nproc/--nnodes start ranks of the local engine; backend is {resolved.backend!r}"
+            )
         if ranks.distributed and not launch.relaunched():
             raise typer.Exit(launch.relaunch(ranks, sys.argv[1:]))
         result = run_recipe(

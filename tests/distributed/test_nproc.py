@@ -20,10 +20,8 @@ from kitchen.app.cli import app
 from tests.helpers import chat_files
 from tests.preference_workflow.helpers import comparison, write_jsonl
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc (Linux)"),
-]
+# Each launch of two ranks costs 15-40 s here, most of it imports.
+launches = pytest.mark.slow
 
 LOSS_KEYS = ("train_mean_nll", "dpo_loss", "unclipped_grad_l2:mean")
 
@@ -47,12 +45,14 @@ def _dpo_args(data: str, log_dir: Path) -> list[str]:
             "learning_rate=1e-2", "lora_rank=8", "save_every=0", "dpo_beta=0.5"]  # fmt: skip
 
 
+@launches
 def test_sl_basic_on_two_ranks_equals_one(tmp_path, monkeypatch):
     monkeypatch.setenv("KITCHEN_MICROBATCH_TOKENS", "64")
     data, _ = chat_files(tmp_path)
     _same_on_two_ranks(tmp_path, lambda log_dir: _sl_basic_args(data, log_dir))
 
 
+@launches
 def test_dpo_on_two_ranks_equals_one(tmp_path, monkeypatch):
     monkeypatch.setenv("KITCHEN_MICROBATCH_TOKENS", "48")
     rows = [comparison(i, label="A" if i % 2 else "B") for i in range(12)]
@@ -84,6 +84,8 @@ def _same_on_two_ranks(tmp_path: Path, args: Callable[[Path], list[str]]) -> Non
         np.testing.assert_allclose(b[key], a[key], rtol=0, atol=1e-6, err_msg=key)
 
 
+@launches
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="finds the ranks in /proc")
 def test_a_killed_rank_stops_the_run_naming_it(tmp_path, monkeypatch):
     """kill -9 of rank 1 mid-run: the run exits 1 within seconds with one line naming the rank,
     and no rank is left running."""
@@ -123,3 +125,9 @@ def _children(pid: int) -> list[int]:
 def _rank_of(pid: int) -> str:
     env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     return next(e.split(b"=", 1)[1].decode() for e in env if e.startswith(b"RANK="))
+
+
+def test_nproc_needs_the_local_engine():
+    result = CliRunner().invoke(app, ["run", "sl_basic", "--backend", "fake", "--nproc", "2"])
+    assert result.exit_code == 2
+    assert "--nproc/--nnodes start ranks of the local engine; backend is 'fake'" in result.output
