@@ -26,9 +26,10 @@ ENV_FLAG = "KITCHEN_NPROC"
 
 @dataclass
 class World:
+    """This rank's place in the run (`rank` of `size`) and the base models it sharded."""
+
     rank: int
     size: int
-    local_size: int
     _sharded: dict[int, list[Any]] = field(default_factory=dict)  # id(base model) -> FSDP modules
 
     @property
@@ -187,11 +188,7 @@ def _join() -> World:
     # Ranks > 0 wait for rank 0's next call as long as rank 0 works alone (an RL step's sampling),
     # so the wait has no short limit; a rank that dies ends the run through torch.distributed.run.
     dist.init_process_group("nccl" if cuda else "gloo", timeout=datetime.timedelta(hours=24))
-    here = World(
-        rank=dist.get_rank(),
-        size=dist.get_world_size(),
-        local_size=int(os.environ.get("LOCAL_WORLD_SIZE", "1")),
-    )
+    here = World(rank=dist.get_rank(), size=dist.get_world_size())
     if here.leader:
         atexit.register(_stop, here)
     return here
