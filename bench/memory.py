@@ -145,6 +145,76 @@ def side(args: argparse.Namespace) -> None:
     )
 
 
+def sft_batches(steps: int, model: str) -> list[list[Any]]:
+    """The first `steps` training batches of `kitchen run sl_basic` (the bundled SFT data, the
+    model's chat template), as its workflow hands them to forward_backward."""
+    from kitchen.adapters.local.training_client import LocalTrainingClient
+    from kitchen.app.launch import run
+
+    seen: list[list[Any]] = []
+    original = LocalTrainingClient.forward_backward
+
+    def recording(self: Any, data: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(list(data))
+        return original(self, data, *args, **kwargs)
+
+    LocalTrainingClient.forward_backward = recording  # type: ignore[method-assign]
+    try:
+        run(
+            "sl_basic",
+            config={"model_name": model, "eval_every": 0, "save_every": 0, "dtype": "float32"},
+            log_dir=tempfile.mkdtemp(prefix="bench-memory-sft-"),
+            max_steps=steps,
+        )
+    finally:
+        LocalTrainingClient.forward_backward = original  # type: ignore[method-assign]
+    return seen
+
+
+def compare_packing(args: argparse.Namespace) -> None:
+    """Padded against packed forward_backward on sl_basic's batches, alternating batch by batch in
+    one process, so both see the same machine load."""
+    from kitchen.adapters.local import create_local_backend
+    from kitchen.ports import BackendSettings
+
+    batches = sft_batches(args.sft_steps, args.model)
+    clients = {}
+    for packing in ("off", "on"):
+        settings = BackendSettings(
+            log_dir=Path(tempfile.mkdtemp(prefix="bench-memory-")),
+            device=args.device,
+            dtype=args.dtype,
+            extra={"packing": packing, "activation_checkpointing": "off"},
+        )
+        backend = create_local_backend(settings)
+        clients[packing] = backend.create_lora_training_client(args.model, rank=32, seed=0)
+    seconds = {"off": 0.0, "on": 0.0}
+    tokens = sum(len(d.model_input.to_ints()) for data in batches[1:] for d in data)
+    for step, data in enumerate(batches):
+        losses = {}
+        for packing, client in clients.items():
+            start = time.perf_counter()
+            losses[packing] = client.forward_backward(data, "cross_entropy").result().metrics
+            if step:  # the first batch warms both up
+                seconds[packing] += time.perf_counter() - start
+        padding = clients["off"].optim_step(_no_update()).result().metrics or {}
+        clients["on"].optim_step(_no_update()).result()
+        print(
+            f"batch {step}: loss padded {losses['off']['loss:sum']:.4f} packed "
+            f"{losses['on']['loss:sum']:.4f}; padding {padding['train/padding_fraction']:.2f}",
+            flush=True,
+        )
+    for packing, label in (("off", "padded"), ("on", "packed")):
+        print(f"{label:7s} {tokens / seconds[packing]:7.1f} tokens/s over batches 1..")
+    print(f"packed / padded tokens/s: {seconds['off'] / seconds['on']:.2f}x; {machine()}")
+
+
+def _no_update() -> Any:
+    from tinker import types
+
+    return types.AdamParams(learning_rate=0.0)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_model_options(parser, default_model="smollm2-135m")
@@ -153,6 +223,12 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=1)
     parser.add_argument("--dtype", default="float32", help="auto | float32 | bfloat16")
     parser.add_argument("--single", action="store_true", help="one row of L tokens per batch")
+    parser.add_argument(
+        "--sft-steps",
+        type=int,
+        default=0,
+        help="instead: padded against packed tokens/s on this many sl_basic batches",
+    )
     parser.add_argument("--side", choices=sorted(MODES), help=argparse.SUPPRESS)
     parser.add_argument("--side-length", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -160,6 +236,9 @@ def main() -> None:
         side(args)
         return
     resolve_model_options(args)
+    if args.sft_steps:
+        compare_packing(args)
+        return
     print(f"model {args.model} on {args.device}, dtype {args.dtype}; {machine()}")
     rows = "L" if args.single else "L, L/2, L/4, L/4"
     print(f"rows per batch: {rows}; micro-batches of at most 2L tokens; LoRA rank 32")

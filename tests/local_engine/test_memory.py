@@ -259,6 +259,21 @@ def test_the_engine_refuses_before_any_work(backend: Any, monkeypatch: Any) -> N
     client.close()
 
 
+def test_auto_checkpoints_a_pass_that_would_not_fit_otherwise(
+    backend: Any, monkeypatch: Any
+) -> None:
+    client = backend.create_lora_training_client(TINY, rank=4, seed=3)
+    config = client.host.base.config
+    plain = memory.activation_bytes(config, 27, 4, checkpointed=False)  # the pass: 3 rows x 9
+    saved = memory.activation_bytes(config, 27, 4, checkpointed=True)
+    free = (plain + saved) / 2 / memory.USABLE_SHARE  # room for the checkpointed pass only
+    monkeypatch.setattr(memory, "free_memory", lambda device: int(free))
+    with client.host.use(client.adapter) as model, counting_layer_calls(model) as calls:
+        run(client, rl_data("cross_entropy"), "cross_entropy", checkpointing="auto")
+    assert calls[0] == 2
+    client.close()
+
+
 def test_settings_take_the_levers() -> None:
     def engine(**extra: Any) -> EngineSettings:
         return EngineSettings.from_backend_settings(BackendSettings(device="cpu", extra=extra))

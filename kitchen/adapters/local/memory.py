@@ -3,8 +3,9 @@
 Activation checkpointing: with it on, each decoder layer keeps only its input for backward and runs
 its forward again when backward reaches it (torch.utils.checkpoint, non-reentrant, so a frozen
 base needs no input that requires grad). A pass then holds one hidden state per layer and token
-plus one layer's activations, instead of every layer's: on SmolLM2-135M at 8k tokens (fp32, LoRA)
-peak memory fell from ~11 GiB to ~1 GiB, for one more decoder forward per step (docs/memory.md).
+plus one layer's activations, instead of every layer's: on SmolLM2-135M with one row of 4096 tokens
+(fp32, LoRA) peak memory grew by 1.1 GB instead of 5.5 GB, for one more decoder forward per pass
+(docs/memory.md).
 
 `auto` turns it on for a request only when its largest micro-batch would not fit in the memory
 free on the device without it; a micro-batch that does not fit even with it is refused before any
@@ -24,12 +25,12 @@ from kitchen.engine.errors import BackendError
 CHECKPOINTING = ("auto", "on", "off")
 
 # Bytes a training pass keeps per token and decoder layer for backward, in units of the model's
-# widths and the compute dtype's size (see activation_bytes). Fitted on SmolLM2-135M and the tiny
-# models under LoRA and full fine-tuning, fp32, CPU SDPA: measured growth of peak RSS was within
-# 15% of this estimate from 1k to 8k tokens (bench/memory.py).
-_PER_LAYER_HIDDEN = 10.0  # norms, residuals, attention input and output, o_proj input
-_PER_LAYER_INTERMEDIATE = 5.0  # gate, up, act(gate), act(gate) * up, and their LoRA inputs
-_PER_LAYER_QKV = 3.0  # q, k, v after rotary embedding, kept by SDPA's backward
+# widths and the compute dtype's size (see activation_bytes). Fitted on SmolLM2-135M under LoRA,
+# fp32, CPU SDPA (bench/memory.py): one row of 4096 tokens grew peak RSS by 5.49 GB, against 5.9 GB
+# estimated; the estimate errs high, so `auto` turns checkpointing on a little early, not late.
+_PER_LAYER_HIDDEN = 7.0  # norms, residuals, attention input and output, o_proj input
+_PER_LAYER_INTERMEDIATE = 4.0  # gate, up, act(gate), act(gate) * up
+_PER_LAYER_QKV = 2.0  # q, k, v after rotary embedding, kept by SDPA's backward
 # Checkpointed: the input of every layer, and one layer's activations during its recompute.
 _CHECKPOINTED_PER_LAYER_HIDDEN = 1.0
 # Only this share of the memory free when a request starts is planned for activations: the
