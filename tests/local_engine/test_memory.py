@@ -274,6 +274,21 @@ def test_auto_checkpoints_a_pass_that_would_not_fit_otherwise(
     client.close()
 
 
+def test_kitchen_serve_hands_the_levers_to_the_engine(tmp_path: Any) -> None:
+    from kitchen.serve import ServeSettings
+    from kitchen.serve.service import KitchenService
+
+    serve = ServeSettings(
+        checkpoint_dir=tmp_path, device=engine_device(), activation_checkpointing="on", packing=True
+    )
+    service = KitchenService(serve)
+    try:
+        settings = service.backend.settings
+        assert (settings.activation_checkpointing, settings.packing) == ("on", True)
+    finally:
+        service.backend.close()
+
+
 def test_settings_take_the_levers() -> None:
     def engine(**extra: Any) -> EngineSettings:
         return EngineSettings.from_backend_settings(BackendSettings(device="cpu", extra=extra))

@@ -15,12 +15,15 @@ work starts, with its length, the budget and what would make it fit.
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from kitchen.engine.errors import BackendError
+
+log = logging.getLogger(__name__)
 
 CHECKPOINTING = ("auto", "on", "off")
 
@@ -127,6 +130,14 @@ def choose_checkpointing(
         )
         raise BackendError(_refusal(index, tokens, plain, budget, "without checkpointing", hint))
     use = setting == "on" or (setting == "auto" and plain > budget)
+    if use and setting == "auto":
+        log.info(
+            "activation checkpointing on for a pass of %d tokens: ~%.1f GiB of activations "
+            "without it, over the %.1f GiB budget",
+            tokens,
+            plain / 2**30,
+            budget / 2**30,
+        )
     if use and saved > budget:
         fit = max(1, tokens * budget // max(saved, 1))
         raise BackendError(
