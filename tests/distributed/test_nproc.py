@@ -77,6 +77,10 @@ def _same_on_two_ranks(tmp_path: Path, args: Callable[[Path], list[str]]) -> Non
     for want, have in zip(expected, got, strict=True):
         for key in want:
             assert have[key] == pytest.approx(want[key], rel=1e-5), key
+    _assert_same_adapter(one, two)
+
+
+def _assert_same_adapter(one: Path, two: Path) -> None:
     final = "checkpoints/weights/final/adapter_model.safetensors"
     a, b = load_file(one / final), load_file(two / final)
     assert a.keys() == b.keys() and a
@@ -131,3 +135,29 @@ def test_nproc_needs_the_local_engine():
     result = CliRunner().invoke(app, ["run", "sl_basic", "--backend", "fake", "--nproc", "2"])
     assert result.exit_code == 2
     assert "--nproc/--nnodes start ranks of the local engine; backend is 'fake'" in result.output
+
+
+@launches
+def test_a_two_rank_checkpoint_resumes_in_one_process(tmp_path, monkeypatch):
+    """2 steps at --nproc 2, then --resume to step 3 in one process: the run three steps in one
+    process gives (only rank 0 writes checkpoints, the same folder as one process)."""
+    monkeypatch.setenv("KITCHEN_MICROBATCH_TOKENS", "64")
+    data, _ = chat_files(tmp_path)
+    one, split = tmp_path / "nproc1", tmp_path / "split"
+    result = CliRunner().invoke(app, _sl_basic_args(data, one))
+    assert result.exit_code == 0, result.output
+    first = [*_sl_basic_args(data, split), "--save-every", "1", "--max-steps", "2"]
+    launched = subprocess.run(
+        [sys.executable, "-m", "kitchen.app.cli", *first, "--nproc", "2"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert launched.returncode == 0, launched.stderr[-3000:]
+    again = [*_sl_basic_args(data, split), "--save-every", "1", "--resume"]  # to step 3
+    result = CliRunner().invoke(app, again)
+    assert result.exit_code == 0, result.output
+    resumed = [line for line in (split / "logs.log").read_text().splitlines() if "resuming" in line]
+    assert len(resumed) == 1 and "step=2" in resumed[0], resumed  # it did not start again
+    assert _losses(split) == _losses(one)
+    _assert_same_adapter(one, split)
