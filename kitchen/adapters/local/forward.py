@@ -241,7 +241,7 @@ def _backprop_leaves(
         for i, row, start, n in mb.spans():
             leaf_grad = grads[i]
             if leaf_grad is not None:  # None: the loss did not use this datum
-                grad[row, start : start + n] = torch.as_tensor(leaf_grad)
+                grad[row, start : start + n] = torch.as_tensor(leaf_grad, device="cpu")
         on_N = _positions_with_gradient(grad.numpy())
         if on_N.size:  # decided on the host: no device sync
             with share.own_grads(index) if share is not None else nullcontext():
