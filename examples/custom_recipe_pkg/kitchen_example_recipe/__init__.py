@@ -30,7 +30,7 @@ class SignOffConfig(SupervisedConfig):
     max_length: int | None = Field(128, gt=0, description="Truncate examples to this many tokens")
     learning_rate: float = Field(5e-4, gt=0, description="Adam learning rate")
     lora_rank: int = Field(8, ge=0, description="LoRA rank")
-    register_model: bool = Field(
+    register_model: bool | None = Field(
         False, description="Register the final model in the model registry"
     )
 
