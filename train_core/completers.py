@@ -10,6 +10,7 @@ APIFuture, Kitchen's APIFuture, a coroutine) or is already a `SampleResponse`.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias
 
@@ -142,6 +143,15 @@ class TinkerTokenCompleter(TokenCompleter):
 
 
 _Key = tuple[tuple[int, ...], tuple[Any, ...], int]
+
+
+@dataclass(frozen=True)
+class EnvPolicies:
+    """One policy per env of a group: `make(j)` is env j's. For a policy with state that must
+    follow the env, not the order in which the group's concurrent requests arrive (a seed stream:
+    envs that render in threads ask in a timing-dependent order)."""
+
+    make: Callable[[int], TokenCompleter]
 
 
 @dataclass

@@ -6,6 +6,7 @@ import pytest
 from rl_core_fakes import CountdownBuilder, CountdownEnv, FakePolicy, ob
 from tinker import types
 
+from train_core.completers import EnvPolicies
 from train_core.rl.data import trajectory_to_data
 from train_core.rl.rollouts import do_batch_rollouts, do_group_rollout, do_single_rollout
 from train_core.rl.types import InitialObservationOverflow, StepResult
@@ -48,6 +49,30 @@ def test_envs_of_a_group_run_concurrently():
     assert elapsed < 3 * latency  # sequential would take group_size * latency = 1.6 s
     assert len(group.trajectories_G) == group_size
     assert builder.cleanups == 1
+
+
+def test_env_policies_give_each_env_its_own_policy_whichever_asks_first():
+    class LateStart(CountdownEnv):
+        """Env 0 renders its prompt last, as a code env rendering in a thread can."""
+
+        def __init__(self, delay: float) -> None:
+            super().__init__()
+            self.delay = delay
+
+        async def initial_observation(self) -> tuple[types.ModelInput, list[int]]:
+            await asyncio.sleep(self.delay)
+            return await super().initial_observation()
+
+    made: list[int] = []
+
+    def make(j: int) -> FakePolicy:
+        made.append(j)
+        return FakePolicy(tokens=[70 + j])
+
+    builder = CountdownBuilder([LateStart(0.05), LateStart(0.0), LateStart(0.0)])
+    group = asyncio.run(do_group_rollout(builder, EnvPolicies(make)))
+    assert sorted(made) == [0, 1, 2]
+    assert [t.transitions[0].ac.tokens for t in group.trajectories_G] == [[70], [71], [72]]
 
 
 def test_group_rewards_are_added_to_step_rewards():

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from tinker import types
 
-from train_core.completers import TokenCompleter, TokensWithLogprobs
+from train_core.completers import EnvPolicies, TokenCompleter, TokensWithLogprobs
 from train_core.rl.types import (
     ActionExtra,
     Env,
@@ -61,9 +61,10 @@ async def do_single_rollout(policy: TokenCompleter, env: Env) -> Trajectory:
 
 
 async def do_group_rollout(
-    env_group_builder: EnvGroupBuilder, policy: TokenCompleter
+    env_group_builder: EnvGroupBuilder, policy: TokenCompleter | EnvPolicies
 ) -> TrajectoryGroup:
-    """Run every env of the group concurrently, then add the group rewards.
+    """Run every env of the group concurrently, then add the group rewards. `policy` is shared
+    by the envs, or (EnvPolicies) made per env.
 
     If one rollout fails, the others are cancelled and the first error (in env order) is raised.
     `env_group_builder.cleanup()` always runs, also on error or cancellation.
@@ -74,7 +75,12 @@ async def do_group_rollout(
             raise ValueError(
                 f"{type(env_group_builder).__name__}.make_envs returned no envs; expected at least one"
             )
-        trajectories_G = await gather_or_cancel([do_single_rollout(policy, env) for env in envs])
+        policies = [
+            policy.make(j) if isinstance(policy, EnvPolicies) else policy for j in range(len(envs))
+        ]
+        trajectories_G = await gather_or_cancel(
+            [do_single_rollout(p, env) for p, env in zip(policies, envs, strict=True)]
+        )
         rewards_and_metrics_G = await env_group_builder.compute_group_rewards(trajectories_G, envs)
         if len(rewards_and_metrics_G) != len(trajectories_G):
             raise ValueError(

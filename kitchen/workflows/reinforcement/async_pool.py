@@ -20,9 +20,9 @@ from typing import Any, ClassVar
 from kitchen.engine.errors import DataError
 from kitchen.engine.stage import Context, Metrics
 from kitchen.workflows.reinforcement.rollout import RolloutSampling
-from train_core.completers import TokenCompleter
+from train_core.completers import EnvPolicies, TokenCompleter
 
-PolicyFor = Callable[[Any, tuple[int, ...]], TokenCompleter]
+PolicyFor = Callable[[Any, tuple[int, ...]], TokenCompleter | EnvPolicies]
 """(sampler, seed key of the group) -> the policy that group samples with."""
 
 
@@ -92,7 +92,11 @@ class AsyncRolloutPool:
         self._spawn(self._rollout(builder, where, policy, self.version))
 
     async def _rollout(
-        self, builder: Any, where: tuple[int, int], policy: TokenCompleter, version: int
+        self,
+        builder: Any,
+        where: tuple[int, int],
+        policy: TokenCompleter | EnvPolicies,
+        version: int,
     ) -> None:
         from train_core.rl import do_group_rollout
 

@@ -15,9 +15,14 @@ from tinker import types
 
 from kitchen.engine.stage import Context, Metrics
 from kitchen.workflows.common.seeding import EVALUATION_STREAM, ROLLOUT_STREAM, SeededSampler
-from train_core.completers import GroupedTokenCompleter, TinkerTokenCompleter, TokenCompleter
+from train_core.completers import (
+    EnvPolicies,
+    GroupedTokenCompleter,
+    TinkerTokenCompleter,
+    TokenCompleter,
+)
 
-GroupPolicy = Callable[[int], TokenCompleter]
+GroupPolicy = Callable[[int], TokenCompleter | EnvPolicies]
 """group index -> the policy that group samples with (its own seed stream)."""
 
 
@@ -35,14 +40,20 @@ class RolloutSampling:
 
     def policy(
         self, sampling_client: Any, *where: int, stream: int = ROLLOUT_STREAM
-    ) -> TokenCompleter:
+    ) -> TokenCompleter | EnvPolicies:
         """The policy of the group at `where` (e.g. batch index, group index): unseeded requests
-        draw their seeds from the stream keyed by (seed, stream, *where) (SeededSampler)."""
-        sampler = SeededSampler(sampling_client, (self.seed, stream, *where))
+        draw their seeds from the stream keyed by (seed, stream, *where) (SeededSampler), or,
+        not coalesced, env j's from (seed, stream, *where, j): an env's seeds must not depend on
+        which env asks first (code envs render in threads, so that order is timing-dependent)."""
         if self.coalesce:
+            sampler = SeededSampler(sampling_client, (self.seed, stream, *where))
             return GroupedTokenCompleter(sampler, self.max_tokens, self.temperature)
-        return TinkerTokenCompleter(
-            sampler, max_tokens=self.max_tokens, temperature=self.temperature
+        return EnvPolicies(
+            lambda j: TinkerTokenCompleter(
+                SeededSampler(sampling_client, (self.seed, stream, *where, j)),
+                max_tokens=self.max_tokens,
+                temperature=self.temperature,
+            )
         )
 
     def group_policies(
@@ -53,7 +64,9 @@ class RolloutSampling:
         return lambda i: self.policy(sampling_client, index, i, stream=stream)
 
 
-async def _indexed_group_rollout(i: int, builder: Any, policy: TokenCompleter) -> tuple[int, Any]:
+async def _indexed_group_rollout(
+    i: int, builder: Any, policy: TokenCompleter | EnvPolicies
+) -> tuple[int, Any]:
     from train_core.rl import do_group_rollout
 
     return i, await do_group_rollout(builder, policy)
