@@ -59,14 +59,17 @@ def cases(tmp_path: Path) -> dict[str, tuple[str, dict[str, Any]]]:
         "code_rl": (
             "code_rl",
             {
-                "group_size": 2,
+                "group_size": 1,
                 "groups_per_batch": 1,
                 "max_tokens": 8,
                 "kl_penalty_coef": 0.5,
                 "humaneval_limit": 0,
                 # Code envs render prompts in a thread, so whether a group's first turns join one
                 # sample call is timing-dependent (two uninterrupted runs differ); one call per
-                # rollout keeps the samples a function of the seeds.
+                # rollout keeps the samples a function of the seeds. One env per group: two
+                # concurrent requests share decode steps or not by timing, which moves their
+                # logprobs in the last bits, and with a constant reward the step-0 KL penalty
+                # (zero in exact arithmetic) is that noise alone, so it would steer the update.
                 "coalesce_samples": False,
             },
         ),
