@@ -229,7 +229,7 @@ def run(
                 f"--nproc/--nnodes start ranks of the local engine; backend is {resolved.backend!r}"
             )
         if ranks.distributed and not launch.relaunched():
-            raise typer.Exit(launch.relaunch(ranks, sys.argv[1:]))
+            raise typer.Exit(launch.relaunch(ranks, sys.argv[1:], "kitchen.app.rank"))
         result = run_recipe(
             resolved,
             if_exists="resume" if resume else if_exists,  # type: ignore[arg-type]

@@ -31,9 +31,10 @@ def relaunched() -> bool:
     return bool(os.environ.get(ENV_FLAG))
 
 
-def relaunch(launch: Launch, argv: list[str]) -> int:
-    """Run `kitchen *argv` as launch.nproc ranks on this machine; the exit code of the run. A rank
-    that fails is named in one line."""
+def relaunch(launch: Launch, argv: list[str], entry: str) -> int:
+    """Run `kitchen *argv` as launch.nproc ranks on this machine, each rank as `python -m entry`
+    (a module of the app, which an adapter must not import); the exit code of the run. A rank that
+    fails is named in one line."""
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.run import parse_args, run
 
@@ -57,7 +58,7 @@ def relaunch(launch: Launch, argv: list[str]) -> int:
     saved = {key: os.environ.get(key) for key in env}
     os.environ.update(env)  # the ranks inherit this process's environment
     try:
-        run(parse_args([*args, "-m", __name__]))
+        run(parse_args([*args, "-m", entry]))
     except ChildFailedError as e:
         rank, failure = e.get_first_failure()
         print(
@@ -73,10 +74,3 @@ def relaunch(launch: Launch, argv: list[str]) -> int:
             else:
                 os.environ[key] = value
     return 0
-
-
-if __name__ == "__main__":  # one rank, as torch.distributed.run starts it
-    from kitchen.app.cli import main
-
-    sys.argv = ["kitchen", *json.loads(os.environ[ARGV_ENV])]
-    main()
