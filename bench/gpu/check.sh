@@ -3,7 +3,7 @@
 # .gpu/ and the project, build a random-weight Llama-shaped model, run the engine's tests on the
 # default device (CUDA there), then the benches. Every step has its own time limit (T_* seconds), so
 # one call fits the device budget; output goes to $OUT/log.txt and files beside it.
-#   STEPS  which steps, of: tests train sample dpo sl cudnn profile profile_sl
+#   STEPS  which steps, of: tests train sample dpo sl memory cudnn profile profile_sl
 #          (default "tests train sample dpo sl"; e.g. STEPS="cudnn profile profile_sl")
 #   SIZE   the model: 1b (default), 135m or test (seconds on a CPU)
 #   TESTS  what the tests step runs (default "tests/local_engine tests/export")
@@ -78,6 +78,13 @@ if want sl; then
   timeout "${T_SL:-60}" "$KIT" run sl_basic --model "$M" --max-steps 8 --batch-size 32 \
     --log-path "$SCRATCH/runs/sl" --if-exists delete --eval-every 0 --num-samples-to-show 0 2>&1 | tail -2
   echo "sl_basic wall $((SECONDS - s0)) s including start-up"
+fi
+if want memory; then
+  step "memory: one row of 32k tokens, then a mixed batch at 8k (bench/memory.py, bf16)"
+  timeout "${T_MEM:-150}" "$PY" bench/memory.py --model "$M" --dtype auto --single \
+    --lengths "${MEM_LONG:-32768}" --modes off,checkpointing --steps 2
+  timeout "${T_MEM:-150}" "$PY" bench/memory.py --model "$M" --dtype auto \
+    --lengths "${MEM_MIXED:-8192}" --modes off,checkpointing,packing,both --steps 2
 fi
 if want cudnn; then
   step "DPO kitchen side with cuDNN attention allowed (the 2026-11-26 slowdown's cause)"
