@@ -112,19 +112,19 @@ def side(args: argparse.Namespace) -> None:
     cuda = host.device.type == "cuda"
     before_kb = resident_kb()
     reset_peak()
-    if cuda:
-        torch.cuda.reset_peak_memory_stats(host.device)
-        allocated = torch.cuda.memory_allocated(host.device)
-    seconds, loss, metrics = [], 0.0, {}
+    seconds, loss, metrics, cuda_peak = [], 0.0, {}, 0
     for _ in range(args.steps):
         start = time.perf_counter()
+        # The engine resets CUDA's peak at every optim_step (its memory/peak_gib), so the pass's
+        # peak is read between the two calls, over what was allocated before the pass.
+        allocated = torch.cuda.memory_allocated(host.device) if cuda else 0
         out = client.forward_backward(data, "cross_entropy").result()
-        client.optim_step(types.AdamParams(learning_rate=0.0)).result()
+        if cuda:
+            cuda_peak = max(cuda_peak, torch.cuda.max_memory_allocated(host.device) - allocated)
+        step = client.optim_step(types.AdamParams(learning_rate=0.0)).result()
         seconds.append(time.perf_counter() - start)
-        loss, metrics = out.metrics["loss:sum"], out.metrics
-    peak_gb = (peak_rss_kb() - before_kb) / 2**20
-    if cuda:
-        peak_gb = (torch.cuda.max_memory_allocated(host.device) - allocated) / 2**30
+        loss, metrics = out.metrics["loss:sum"], step.metrics
+    peak_gb = cuda_peak / 2**30 if cuda else (peak_rss_kb() - before_kb) / 2**20
     compute = 2 if backend.dtype_name != "float32" else 4
     checkpointed = MODES[args.side]["activation_checkpointing"] == "on"
     pass_tokens = length if args.single else 2 * length

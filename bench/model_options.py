@@ -65,7 +65,7 @@ def random_llama(size: str, tokenizer: str) -> Path:
         shape: dict[str, Any] = dict(zip(SHAPE, SIZES[size], strict=True))
         config = LlamaConfig(
             vocab_size=len(vocab),
-            max_position_embeddings=8192,
+            max_position_embeddings=131072,  # long-context rows for bench/memory.py
             tie_word_embeddings=True,
             bos_token_id=1,
             eos_token_id=2,
