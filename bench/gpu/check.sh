@@ -4,7 +4,7 @@
 # default device (CUDA there), then the benches. Every step has its own time limit (T_* seconds), so
 # one call fits the device budget; output goes to $OUT/log.txt and files beside it.
 #   STEPS  which steps, of: tests train sample dpo sl memory cudnn profile profile_sl
-#          (default "tests train sample dpo sl"; e.g. STEPS="cudnn profile profile_sl")
+#          (default "tests train sample dpo sl memory"; e.g. STEPS="cudnn profile profile_sl")
 #   SIZE   the model: 1b (default), 135m or test (seconds on a CPU)
 #   TESTS  what the tests step runs (default "tests/local_engine tests/export")
 #   LOCAL=1  a dry run with the local environment (PY as in prepare.sh): the checkout's code on
@@ -13,7 +13,7 @@
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd); cd "$root"
 SCRATCH=${SCRATCH:-/tmp/kitchen-gpu}; OUT=${OUT:-$SCRATCH/out}; SIZE=${SIZE:-1b}
-STEPS=${STEPS:-"tests train sample dpo sl"}; TESTS=${TESTS:-"tests/local_engine tests/export"}
+STEPS=${STEPS:-"tests train sample dpo sl memory"}; TESTS=${TESTS:-"tests/local_engine tests/export"}
 mkdir -p "$OUT" "$SCRATCH"
 exec > >(tee -a "$OUT/log.txt") 2>&1
 t0=$SECONDS
