@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bundled_data.chat import make_chat
 from bundled_data.code import make_code
 from bundled_data.distill import TEACHER_SYSTEM_PROMPT, make_prompts
+from bundled_data.long_chat import make_long_chat
 from bundled_data.math import make_math
 from bundled_data.prefs import make_prefs
 
@@ -43,6 +44,7 @@ def build(out: Path) -> dict[str, dict]:
     math, math_test = make_math(SEED, 400, 60)
     code = make_code()
     prompts, prompts_test = make_prompts(SEED, 100, 20)
+    long_chat, long_chat_test = make_long_chat(SEED)
     datasets = {
         "chat": ("chat", {"train": chat, "test": chat_test},
                  'Pip the kitchen assistant: {"messages": [...]} conversations, one short sentence '
@@ -59,6 +61,9 @@ def build(out: Path) -> dict[str, dict]:
         "prompt_distill": ("prompt", {"train": prompts, "test": prompts_test},
                            'User questions {"prompt"} for prompt distillation; the teacher\'s '
                            "system prompt is prompt_distill_system.txt"),
+        "long_conversations": ("chat", {"train": long_chat, "test": long_chat_test},
+                               'Long sessions with Pip: {"messages": [...]}, 3k-15k tokens of short '
+                               "turns ending in a question about the session's first question"),
     }  # fmt: skip
     index: dict[str, dict] = {}
     for name, (shape, splits, description) in datasets.items():

@@ -12,6 +12,8 @@ is for people and recipes that want the list or the teacher prompt:
                     "solution"} (train)
     prompt_distill  {"prompt"} user questions; teacher system prompt in prompt_distill_system.txt
                     (train, test)
+    long_conversations  {"messages": [...]}: long sessions with Pip (3k-15k tokens) ending in a
+                    question about their first question (train, test)
 """
 
 from __future__ import annotations

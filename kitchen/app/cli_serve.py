@@ -65,6 +65,17 @@ def command(
             "--packing/--no-packing", help="Pack micro-batch rows end to end instead of padding"
         ),
     ] = False,
+    context_length: Annotated[
+        int | None,
+        typer.Option(
+            "--context-length",
+            min=1,
+            help="Positions the models take, past their trained context by rescaling the RoPE",
+        ),
+    ] = None,
+    rope_scaling: Annotated[
+        str, typer.Option("--rope-scaling", help="yarn | linear: how --context-length rescales")
+    ] = "yarn",
     session_timeout: Annotated[
         float,
         typer.Option(
@@ -108,6 +119,8 @@ def command(
         threads=threads,
         activation_checkpointing=activation_checkpointing,
         packing=packing,
+        context_length=context_length,
+        rope_scaling=rope_scaling,
         session_timeout_s=session_timeout,
         log_level=log_level,
     )

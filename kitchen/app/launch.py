@@ -244,6 +244,8 @@ def run(
             extra={
                 "activation_checkpointing": cfg.activation_checkpointing,
                 "packing": cfg.packing,
+                "context_length": cfg.context_length,
+                "rope_scaling": cfg.rope_scaling,
             },
         ),
         config=json.loads(cfg.model_dump_json()),

@@ -66,6 +66,7 @@ class KitchenService:
                 extra: dict[str, Any] = {"num_threads": s.threads} if s.threads else {}
                 extra |= {"activation_checkpointing": s.activation_checkpointing}
                 extra |= {"packing": s.packing}
+                extra |= {"context_length": s.context_length, "rope_scaling": s.rope_scaling}
                 self._backend = create_local_backend(
                     BackendSettings(
                         log_dir=s.checkpoint_dir,

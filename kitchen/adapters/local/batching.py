@@ -111,7 +111,8 @@ def plan_microbatches(
             raise BackendError(f"datum {i}: model_input is empty")
         if max_context is not None and len(tokens) > max_context:
             raise BackendError(
-                f"datum {i}: model_input has {len(tokens)} tokens; the model takes at most {max_context}"
+                f"datum {i}: model_input has {len(tokens)} tokens; the model takes at most "
+                f"{max_context} (--context-length extends it, docs/memory.md)"
             )
         if vocab_size is not None:
             check_token_ids(tokens, vocab_size, f"datum {i}: model_input")

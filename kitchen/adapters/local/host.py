@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kitchen.adapters.local.attention import sdpa_backends, sdpa_restricted, use_fp32_attention
+from kitchen.adapters.local.context import extend_context
 from kitchen.adapters.local.lora import fuse_lora_forwards, load_adapter_weights
 from kitchen.adapters.local.resolve import resolve_model
 from kitchen.adapters.local.settings import EngineSettings
@@ -300,14 +301,19 @@ def load_host(
     model_name: str, settings: EngineSettings, model_path: Path | None = None
 ) -> ModelHost:
     """Resolve `model_name` (unless `model_path` is given) and load model + tokenizer, frozen, in eval mode."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     path = model_path if model_path is not None else resolve_model(model_name)
     hf_logging.disable_progress_bar()  # per-load bars would flood logs and CI output
     try:
+        config = AutoConfig.from_pretrained(path)
+    except Exception as e:
+        raise BackendError(f"could not load model {model_name!r} from {path}: {e}") from e
+    extend_context(config, settings.context_length, settings.rope_scaling, model_name)
+    try:
         # fp32 master weights whatever the compute dtype: bf16 runs as autocast (see EngineSettings).
-        model: Any = AutoModelForCausalLM.from_pretrained(path, dtype="float32")
+        model: Any = AutoModelForCausalLM.from_pretrained(path, config=config, dtype="float32")
         tokenizer = AutoTokenizer.from_pretrained(path)
     except Exception as e:
         raise BackendError(f"could not load model {model_name!r} from {path}: {e}") from e

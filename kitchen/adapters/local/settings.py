@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kitchen.adapters.local.context import ROPE_SCALINGS
 from kitchen.adapters.local.memory import CHECKPOINTING
 from kitchen.engine.errors import ConfigError
 from kitchen.ports import BackendSettings
@@ -42,6 +43,9 @@ class EngineSettings:
     activation_checkpointing: str = "auto"
     # Lay a micro-batch's rows end to end instead of padding them (batching.py)
     packing: bool = False
+    # Positions a model takes past its trained context, by rescaling its RoPE (context.py)
+    context_length: int | None = None
+    rope_scaling: str = "yarn"
 
     @property
     def dtype(self) -> Any:
@@ -57,9 +61,8 @@ class EngineSettings:
     @classmethod
     def from_backend_settings(cls, settings: BackendSettings) -> EngineSettings:
         """Resolve "auto" values. `settings.extra` may hold `num_threads`, `microbatch_tokens`,
-        `cudnn_attention`, `activation_checkpointing` and `packing`; the env vars
-        KITCHEN_NUM_THREADS, KITCHEN_MICROBATCH_TOKENS, KITCHEN_CUDNN_ATTENTION,
-        KITCHEN_ACTIVATION_CHECKPOINTING and KITCHEN_PACKING are the fallbacks."""
+        `cudnn_attention`, `activation_checkpointing`, `packing`, `context_length` and
+        `rope_scaling`; the env vars KITCHEN_<KEY> (KITCHEN_NUM_THREADS, ...) are the fallbacks."""
         device = resolve_device(settings.device)
         if settings.dtype == "auto":
             # bf16 autocast is fast on GPUs and on CPUs with bf16 units (LoRA SFT of SmolLM2 on a
@@ -92,6 +95,8 @@ class EngineSettings:
                 settings.extra, "activation_checkpointing", CHECKPOINTING
             ),
             packing=_flag(settings.extra, "packing"),
+            context_length=_positive_int(settings.extra, "context_length", None),
+            rope_scaling=_choice(settings.extra, "rope_scaling", ROPE_SCALINGS),
         )
 
 

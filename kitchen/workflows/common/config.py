@@ -160,6 +160,15 @@ class TrainConfig(BaseModel):
         description="Local engine: lay a micro-batch's rows end to end instead of padding them, "
         "attention confined per row (docs/memory.md)",
     )
+    context_length: int | None = Field(
+        None,
+        gt=0,
+        description="Local engine: positions the model takes, past its trained context by "
+        "rescaling its RoPE (--rope-scaling); unset = the model's own (docs/memory.md)",
+    )
+    rope_scaling: Literal["yarn", "linear"] = Field(
+        "yarn", description="Local engine: how --context-length rescales the RoPE"
+    )
     log_dir: str | None = Field(None, description="Run directory; default runs/<recipe>")
     seed: int = Field(0, description="Seed for data order, LoRA init and sampling")
     lora_rank: int = Field(
