@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_origin
 
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
@@ -304,7 +304,10 @@ def parse_overrides(model: type[BaseModel], args: list[str], recipe: str) -> dic
                 raise ConfigError(f"{name} needs a value")
             raw = args[i + 1]
             i += 1
-        out[key] = coerce(annotation, raw)
+        value = coerce(annotation, raw)
+        if get_origin(annotation) is list:  # a list flag repeats: --vllm-url A --vllm-url B
+            value = [*out.get(key, []), *(value if isinstance(value, list) else [value])]
+        out[key] = value
         i += 1
     return out
 

@@ -36,6 +36,8 @@ def test_kl_sample_train_matches_direct_computation():
     assert m["optim/kl_sample_train_v1"] == pytest.approx(diff.mean())
     assert m["optim/kl_sample_train_v2"] == pytest.approx(0.5 * np.mean(diff**2))
     assert m["optim/entropy"] == pytest.approx(-sampled.mean())
+    # Only action tokens count: the prompt columns of `training` are random and far off.
+    assert m["sampler/logprob_gap"] == pytest.approx(np.abs(diff).mean())
 
 
 def test_kl_reads_a_forward_backward_output():
@@ -48,6 +50,7 @@ def test_kl_reads_a_forward_backward_output():
     )
     m = compute_kl_sample_train(data, forward_logprobs(outputs))
     assert m["optim/kl_sample_train_v1"] == 0.0 and m["optim/kl_sample_train_v2"] == 0.0
+    assert m["sampler/logprob_gap"] == 0.0
 
 
 def test_kl_rejects_misaligned_logprobs():

@@ -55,7 +55,10 @@ def compute_kl_sample_train(
 
     `training_logprobs_D`: one array per datum, aligned with its targets (what forward or
     forward_backward returns as `loss_fn_outputs[i]["logprobs"]`).
-    Keys: optim/kl_sample_train_v1, optim/kl_sample_train_v2, optim/entropy.
+    Keys: optim/kl_sample_train_v1, optim/kl_sample_train_v2, optim/entropy, and
+    sampler/logprob_gap: the mean absolute difference between the sampler's and the trainer's
+    logprob of a sampled token, which importance-sampling losses rely on being small (a vLLM
+    sampler against the local trainer: bf16 noise; docs/sampling.md).
     """
     if len(data_D) != len(training_logprobs_D):
         raise ValueError(
@@ -74,6 +77,7 @@ def compute_kl_sample_train(
         "optim/kl_sample_train_v1": v1,
         "optim/kl_sample_train_v2": v2,
         "optim/entropy": float(-np.concatenate(sampled).mean()),
+        "sampler/logprob_gap": float(np.abs(np.concatenate(diffs)).mean()),
     }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import threading
 from pathlib import Path
+from typing import Any
 
 from kitchen.adapters.local import checkpoints as ckpt
 from kitchen.adapters.local.compute_thread import ComputeThread
@@ -17,10 +18,11 @@ from kitchen.adapters.local.distributed.world import world
 from kitchen.adapters.local.host import LoraSnapshot, ModelHost, load_host
 from kitchen.adapters.local.lora import LoraSpec
 from kitchen.adapters.local.resolve import resolve_model
-from kitchen.adapters.local.sampling_client import LocalSamplingClient
+from kitchen.adapters.local.sampling_client import LocalSamplingClient, model_eos_ids
 from kitchen.adapters.local.settings import EngineSettings, apply_num_threads, choose_num_threads
 from kitchen.adapters.local.stability import StabilityRecords
 from kitchen.adapters.local.training_client import LocalTrainingClient
+from kitchen.adapters.vllm.samplers import chosen_sampler
 from kitchen.engine.errors import BackendError, ConfigError
 from kitchen.ports import BackendSettings
 
@@ -42,6 +44,8 @@ class LocalBackend:
         # What samplers recorded for stable_reinforce, by sequence id (stability.py).
         self.stability = StabilityRecords()
         self._clients: list[LocalTrainingClient] = []
+        self.sampler = chosen_sampler(self.backend_settings.extra)
+        self._vllm: Any = None  # VllmSamplers, made on first use with --sampler vllm
         self.world = world()  # None unless launched with --nproc > 1 (distributed/world.py)
         if self.world is not None and self.world.leader:
             self.world.send("backend", self.backend_settings)
@@ -68,6 +72,8 @@ class LocalBackend:
                 f"LoRA rank is {rank}; expected a positive rank, or 0 for full fine-tuning"
             )
         seed = self.settings.seed if seed is None else seed
+        if self.sampler == "vllm":
+            self.vllm().check_trainable(rank, train_unembed)
         lora = None
         if rank > 0:
             lora = LoraSpec(
@@ -76,6 +82,8 @@ class LocalBackend:
         # On the compute thread: loading and wrapping a model run torch ops (see compute_thread.py).
         client = self.compute.run(lambda: self._training_client(base_model, lora, seed))
         self._clients.append(client)
+        if self.sampler == "vllm":  # vLLM loads while the recipe prepares its first batch
+            self.vllm().start(client.host, max_lora_rank=rank)
         return client
 
     def _training_client(
@@ -117,6 +125,22 @@ class LocalBackend:
             client.close(cancel_queued=cancel)
         self._clients.clear()
         self.compute.close(cancel=cancel)
+        if self._vllm is not None:
+            self._vllm.close()
+
+    def vllm(self) -> Any:
+        """The vLLM servers and samplers of `--sampler vllm` (kitchen/adapters/vllm/)."""
+        if self._vllm is None:
+            from kitchen.adapters.vllm.samplers import VllmSamplers, VllmSettings
+
+            self._vllm = VllmSamplers(
+                VllmSettings.from_extra(self.backend_settings.extra),
+                dtype=self.settings.dtype_name,
+                checkpoint_root=self.settings.checkpoint_root,
+                seed=self.settings.seed,
+                records=self.stability,
+            )
+        return self._vllm
 
     # -- shared pieces, used by the clients -------------------------------------------------------
 
@@ -156,7 +180,7 @@ class LocalBackend:
     def sampling_client_for(
         self, host: ModelHost, snapshot: LoraSnapshot | None, model_path: str | None = None
     ) -> LocalSamplingClient:
-        return LocalSamplingClient(
+        local = LocalSamplingClient(
             host,
             snapshot,
             self.compute,
@@ -165,6 +189,10 @@ class LocalBackend:
             self.stability,
             microbatch_tokens=self.settings.microbatch_tokens,
         )
+        if self.sampler == "vllm":  # vLLM samples; the local one scores prompts
+            eos = model_eos_ids(host)
+            return self.vllm().sampling_client(host, snapshot, model_path, eos, local)  # type: ignore[no-any-return]
+        return local
 
     def copy_host(self, host: ModelHost) -> ModelHost:
         """A frozen copy of a (fully fine-tuned) model: the sampler snapshot of full fine-tuning."""
@@ -211,6 +239,11 @@ class LocalBackend:
                 ckpt.load_lora_config(folder), ckpt.load_lora_tensors(folder, host.device)
             )
             return self.sampling_client_for(host, snapshot, model_path=str(folder))
+        if self.sampler == "vllm":
+            raise ConfigError(
+                f"{folder} holds fully fine-tuned weights; --sampler vllm samples a base model "
+                "plus LoRA adapters, so sample it with --sampler local"
+            )
         if meta.kind == "sampler":  # a complete model folder
             host = self._load(meta.base_model, model_path=folder)
         else:  # a full fine-tuning state: base architecture + saved weights

@@ -4,8 +4,6 @@ shared base, or a separately loaded full model) in the backend's shared decode b
 from __future__ import annotations
 
 import itertools
-import random
-import threading
 from collections.abc import Callable, Generator, Hashable
 from concurrent.futures import Future
 from typing import Any
@@ -24,7 +22,7 @@ from kitchen.adapters.local.sampling import (
     StopRule,
     check_sampling_params,
 )
-from kitchen.adapters.local.seed_stream import SeedStream
+from kitchen.adapters.local.seed_stream import RequestSeeds, SeedStream
 from kitchen.adapters.local.stability import SequenceRecord, StabilityRecords
 from kitchen.engine.errors import BackendError
 from kitchen.engine.futures import APIFuture, settle
@@ -58,8 +56,7 @@ class LocalSamplingClient:
         self.model_path = model_path
         self.sampler_id = f"local-sampler-{next(_sampler_ids)}"
         self._compute = compute
-        self._seeds = random.Random(f"{seed}:{self.sampler_id}")
-        self._seed_lock = threading.Lock()
+        self._seeds = RequestSeeds(seed, self.sampler_id)
         self._sequence_ids = itertools.count()
 
     def sample(
@@ -76,12 +73,7 @@ class LocalSamplingClient:
         """`num_samples` continuations. `sequence_ids` names them (the server names them at
         submission); `record_stability_info` keeps a record of each for stable_reinforce;
         `on_token(sample, token, logprob)` sees each token as it is chosen (streaming)."""
-        with self._seed_lock:  # drawn at submission, so the seed follows submission order
-            seed = (
-                sampling_params.seed
-                if sampling_params.seed is not None
-                else self._seeds.getrandbits(31)
-            )
+        seed = self._seeds.draw(sampling_params)
         try:
             job = self._job(prompt, num_samples, sampling_params, seed, include_prompt_logprobs)
         except BackendError as e:  # bad requests fail their future, as the SDK's do
@@ -226,15 +218,7 @@ class LocalSamplingClient:
             return score_sequences(model, sequences, self.microbatch_tokens)
 
     def eos_ids(self) -> set[int]:
-        """The tokens that end a sample when `SamplingParams.stop` is None."""
-        ids: set[int] = set()
-        configured = getattr(self.host.base.generation_config, "eos_token_id", None)
-        for value in (self.host.tokenizer.eos_token_id, configured):
-            if isinstance(value, int):
-                ids.add(value)
-            elif isinstance(value, list | tuple):
-                ids.update(int(v) for v in value)
-        return ids
+        return model_eos_ids(self.host)
 
 
 class SampleFuture(APIFuture[types.SampleResponse]):
@@ -275,6 +259,18 @@ class ScoreFuture(APIFuture[list[float | None]]):
     def __await__(self) -> Generator[Any, None, list[float | None]]:
         self._release()
         return (yield from super().__await__())
+
+
+def model_eos_ids(host: ModelHost) -> set[int]:
+    """The tokens that end a sample of `host`'s model when `SamplingParams.stop` is None."""
+    ids: set[int] = set()
+    configured = getattr(host.base.generation_config, "eos_token_id", None)
+    for value in (host.tokenizer.eos_token_id, configured):
+        if isinstance(value, int):
+            ids.add(value)
+        elif isinstance(value, list | tuple):
+            ids.update(int(v) for v in value)
+    return ids
 
 
 def _prompt_tokens(prompt: types.ModelInput) -> list[int]:

@@ -11,6 +11,8 @@ reads it, as its 64-bit two's complement.
 
 from __future__ import annotations
 
+import random
+import threading
 from typing import Any
 
 from kitchen.engine.errors import BackendError
@@ -43,3 +45,20 @@ class SeedStream:
             return u
         v = torch.rand(shape, generator=self.high, dtype=torch.float64, device=device)
         return (u + (2 * v) % 1.0) % 1.0
+
+
+class RequestSeeds:
+    """Each sample request's seed: `SamplingParams.seed` where given, else the next of a stream
+    seeded by the backend seed and the sampler's id, drawn at submission (so it follows submission
+    order and a whole run is reproducible); drawn seeds are below 2**31, as every seed Kitchen
+    draws (docs/resume.md)."""
+
+    def __init__(self, seed: int, sampler_id: str) -> None:
+        self._stream = random.Random(f"{seed}:{sampler_id}")
+        self._lock = threading.Lock()
+
+    def draw(self, params: Any) -> int:
+        if params.seed is not None:
+            return int(params.seed)
+        with self._lock:
+            return self._stream.getrandbits(31)

@@ -169,6 +169,23 @@ class TrainConfig(BaseModel):
     rope_scaling: Literal["yarn", "linear"] = Field(
         "yarn", description="Local engine: how --context-length rescales the RoPE"
     )
+    sampler: Literal["local", "vllm"] = Field(
+        "local",
+        description="Local engine: what samples: local (the engine itself) | vllm (a vLLM server "
+        "in its own environment, `make vllm`; docs/sampling.md)",
+    )
+    vllm_url: list[str] = Field(
+        default_factory=list,
+        description="--sampler vllm: a running vLLM server's URL (repeatable; requests are spread "
+        "over them); none: Kitchen starts one",
+    )
+    vllm_gpu_memory_utilization: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        description="--sampler vllm on one GPU: the share of the card the vLLM it starts may take "
+        "(the trainer gets the rest; docs/sampling.md)",
+    )
     log_dir: str | None = Field(None, description="Run directory; default runs/<recipe>")
     seed: int = Field(0, description="Seed for data order, LoRA init and sampling")
     lora_rank: int = Field(
