@@ -25,6 +25,7 @@ from bundled_data.distill import TEACHER_SYSTEM_PROMPT, make_prompts
 from bundled_data.long_chat import make_long_chat
 from bundled_data.math import make_math
 from bundled_data.prefs import make_prefs
+from bundled_data.shapes import make_shapes
 
 SEED = 20250601
 DATA_DIR = Path(__file__).resolve().parent.parent / "cookbook" / "data"
@@ -45,6 +46,7 @@ def build(out: Path) -> dict[str, dict]:
     code = make_code()
     prompts, prompts_test = make_prompts(SEED, 100, 20)
     long_chat, long_chat_test = make_long_chat(SEED)
+    shapes, shapes_test = make_shapes(SEED, 20, 5)
     datasets = {
         "chat": ("chat", {"train": chat, "test": chat_test},
                  'Pip the kitchen assistant: {"messages": [...]} conversations, one short sentence '
@@ -64,6 +66,9 @@ def build(out: Path) -> dict[str, dict]:
         "long_conversations": ("chat", {"train": long_chat, "test": long_chat_test},
                                'Long sessions with Pip: {"messages": [...]}, 3k-15k tokens of short '
                                "turns ending in a question about the session's first question"),
+        "shapes": ("image_label", {"train": shapes, "test": shapes_test},
+                   'Pictures of one coloured shape (64x64 PNG): {"image": data URI, "label": the '
+                   'colour, "colour", "shape"}; 4 colours x 3 shapes, the same count per class'),
     }  # fmt: skip
     index: dict[str, dict] = {}
     for name, (shape, splits, description) in datasets.items():

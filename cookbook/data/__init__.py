@@ -14,6 +14,8 @@ is for people and recipes that want the list or the teacher prompt:
                     (train, test)
     long_conversations  {"messages": [...]}: long sessions with Pip (3k-15k tokens) ending in a
                     question about their first question (train, test)
+    shapes          {"image": PNG data URI, "label": colour, "colour", "shape"}: one coloured shape
+                    per 64x64 picture, 4 colours x 3 shapes (train, test)
 """
 
 from __future__ import annotations

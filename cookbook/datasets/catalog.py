@@ -22,6 +22,7 @@ from cookbook.datasets.comparison import (
     preference_row,
     ultrafeedback_row,
 )
+from cookbook.datasets.images import image_label_row
 from cookbook.datasets.math import gsm8k_row
 from kitchen.engine.errors import DataError
 from kitchen.ports import DatasetStore
@@ -81,6 +82,7 @@ GENERIC: dict[str, RowConverter] = {
     "comparison": preference_row,
     "math": gsm8k_row,
     "code": deepcoder_row,
+    "image_label": image_label_row,
 }
 
 
