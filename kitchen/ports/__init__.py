@@ -84,6 +84,16 @@ class TrainingClient(Protocol):
     def get_info(self) -> types.GetInfoResponse: ...
 
 
+@runtime_checkable
+class ImageProcessorSource(Protocol):
+    """A training client that can hand out its model's image processor (the object a vision
+    renderer sizes image chunks with: `get_number_of_image_patches`, `merge_size`); None when the
+    model takes no images. Not part of the Tinker SDK's client: tinker-cookbook loads the processor
+    by model name, which only the backend can resolve here (a local folder, a tiny model)."""
+
+    def get_image_processor(self) -> Any: ...
+
+
 @dataclass
 class BackendSettings:
     """What a backend needs to know about the run; built by the CLI / `kitchen.run` from the config."""

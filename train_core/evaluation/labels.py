@@ -38,11 +38,16 @@ def prompt_and_reference(messages: list[dict[str, Any]]) -> tuple[list[dict[str,
 class LabelEvaluator:
     """An Evaluator: greedy answers (sampling client) to the first `limit` held-out conversations,
     scored against each conversation's last assistant message: `{prefix}/accuracy`, macro
-    precision / recall / F1, num_examples, frac_missing."""
+    precision / recall / F1, num_examples, frac_missing.
+
+    `prefill` starts every answer (given in the prompt, as tinker-cookbook's vlm_classifier
+    evaluator gives "The subject in this photo is:"); the label is what follows it, in the answer
+    and in the reference alike."""
 
     prefix: str = "test"
     max_tokens: int = 32
     limit: int | None = 64
+    prefill: str = ""
     name: ClassVar[str] = "labels"
     client: ClassVar[EvaluatorClient] = "sampling"
     inputs: ClassVar[tuple[str, ...]] = ("test_conversations", "renderer")
@@ -58,12 +63,15 @@ class LabelEvaluator:
         )
         cases = [prompt_and_reference(item["messages"]) for item in items]
         futures = [
-            client.sample(renderer.build_generation_prompt(prompt), 1, params)
+            client.sample(
+                renderer.build_generation_prompt(prompt, prefill=self.prefill or None), 1, params
+            )
             for prompt, _ in cases
         ]
         predictions = []
         for future in futures:
             message, _ = renderer.parse_response((await resolve_future(future)).sequences[0].tokens)
             predictions.append(message_text(message))
-        result = classification_metrics(predictions, [ref for _, ref in cases])
+        references = [ref.strip().removeprefix(self.prefill) for _, ref in cases]
+        result = classification_metrics(predictions, references)
         return result.as_dict(f"{self.prefix}/")

@@ -11,6 +11,10 @@ formula; a custom loss's gradient is the sum of its logprobs' gradients. A loss 
 a datum without an input its loss needs, is refused as the engine refuses it. The gradients of a
 step's forward_backward calls add up, and optim_step reports |sum| (GRAD_NORM_METRIC, as Tinker
 defines it: the L2 norm of a 1-vector).
+
+Images: a model input may hold image chunks; each is checked as the engine checks it (it decodes,
+and its `expected_tokens` is the count the tiny VLM's processor gives, fake/images.py), counted per
+call in `images`, and read by the sampler as that many `<|image_pad|>` tokens.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import Any, TypeVar
 import numpy as np
 from tinker import types
 
+from kitchen.adapters.fake.images import FakeImageProcessor
 from kitchen.adapters.fake.tokenizer import FakeTokenizer
 from kitchen.engine.errors import BackendError
 from kitchen.engine.futures import APIFuture
@@ -108,6 +113,9 @@ class FakeBackend:
     futures: list[TrackedFuture[Any]] = field(default_factory=list)
     states: dict[str, int] = field(default_factory=dict)
     tokenizer: FakeTokenizer = field(default_factory=FakeTokenizer)
+    # None: a text-only model (get_image_processor answers None, as the engine does for one)
+    image_processor: FakeImageProcessor | None = field(default_factory=FakeImageProcessor)
+    images: dict[str, int] = field(default_factory=dict)  # call -> image chunks it was given
     closed: bool = False
     fail_on: set[str] = field(default_factory=set)  # method names that raise BackendError
 
@@ -128,6 +136,30 @@ class FakeBackend:
             raise BackendError(f"fake backend: {call} failed (fail_on)")
         self.calls.append(call)
         self.events.append(f"{call}#{self.calls.count(call)}")
+
+    def read_input(self, model_input: types.ModelInput, where: str) -> list[int]:
+        """The tokens the model reads for `model_input`: an image chunk, checked as the engine
+        checks it, stands as its count of `<|image_pad|>` tokens (module doc)."""
+        tokens: list[int] = []
+        for c, chunk in enumerate(model_input.chunks):
+            if isinstance(chunk, types.EncodedTextChunk):
+                tokens += chunk.tokens
+                continue
+            at = f"fake backend: {where}: chunk {c} ({chunk.type})"
+            if not isinstance(chunk, types.ImageChunk):
+                raise BackendError(f"{at}: the fake takes text and image chunks only")
+            if self.image_processor is None:
+                raise BackendError(f"{at}: the model takes no images")
+            n = self.image_processor.tokens(chunk, at)
+            if chunk.expected_tokens is not None and chunk.expected_tokens != n:
+                raise BackendError(
+                    f"{at}: expected_tokens is {chunk.expected_tokens}, but the image processor "
+                    f"makes {n} tokens of this image"
+                )
+            call = self.calls[-1] if self.calls else "?"
+            self.images[call] = self.images.get(call, 0) + 1
+            tokens += [self.tokenizer.special_ids["<|image_pad|>"]] * n
+        return tokens
 
     # TrainingBackend
     def create_lora_training_client(
@@ -188,6 +220,7 @@ class FakeTrainingClient:
         config = {k: float(v) for k, v in (loss_fn_config or {}).items()}
         loss, grad = 0.0, 0.0
         for i, datum in enumerate(data):
+            self.backend.read_input(datum.model_input, f"datum {i}")
             value, d_theta = _loss_and_gradient(loss_fn, datum, i, _logprob(self.version), config)
             loss += value
             grad += d_theta
@@ -234,6 +267,8 @@ class FakeTrainingClient:
 
         self.backend.record("forward_backward_custom")
         self.backend.loss_fns.append("custom")
+        for i, datum in enumerate(data):
+            self.backend.read_input(datum.model_input, f"datum {i}")
         outputs = self._logprobs(data)
         logprobs = [torch.tensor(o["logprobs"].to_numpy(), requires_grad=True) for o in outputs]
         loss, metrics = loss_fn(data, logprobs)
@@ -287,6 +322,9 @@ class FakeTrainingClient:
     def get_tokenizer(self) -> FakeTokenizer:
         return self.backend.tokenizer
 
+    def get_image_processor(self) -> FakeImageProcessor | None:
+        return self.backend.image_processor
+
     def get_info(self) -> types.GetInfoResponse:
         return types.GetInfoResponse.model_validate(
             {
@@ -322,7 +360,7 @@ class FakeSamplingClient:
     ) -> APIFuture[types.SampleResponse]:
         self.backend.record("sample")
         self.backend.sample_seeds.append(sampling_params.seed)
-        prompt_tokens = prompt.to_ints()
+        prompt_tokens = self.backend.read_input(prompt, "prompt")
         sequences = []
         for i in range(num_samples):
             self.backend.sample_policy_versions.append(self.version)
@@ -349,7 +387,7 @@ class FakeSamplingClient:
 
     def compute_logprobs(self, prompt: types.ModelInput) -> APIFuture[list[float | None]]:
         self.backend.record("compute_logprobs")
-        n = prompt.length
+        n = len(self.backend.read_input(prompt, "prompt"))
         return self.backend.future([None] + [_logprob(self.version)] * (n - 1))
 
     def get_tokenizer(self) -> FakeTokenizer:

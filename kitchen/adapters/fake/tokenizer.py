@@ -8,6 +8,10 @@ import re
 # The tiny models' special tokens, so a renderer sees the same markers on the fake as on them.
 from kitchen.adapters.local.tiny_tokenizer import SPECIAL_TOKENS
 
+# Qwen3-VL's vision markers, special tokens as in the tiny VLM's vocabulary, so the qwen3_vl
+# renderers frame an image on the fake as they do on it.
+VISION_TOKENS = ("<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>")
+
 
 class FakeTokenizer:
     """ids 0-255 are bytes; special tokens follow."""
@@ -15,15 +19,16 @@ class FakeTokenizer:
     name_or_path = "kitchen/fake"
 
     def __init__(self) -> None:
-        self.special_ids = {tok: 256 + i for i, tok in enumerate(SPECIAL_TOKENS)}
+        specials = [*SPECIAL_TOKENS, *VISION_TOKENS]
+        self.special_ids = {tok: 256 + i for i, tok in enumerate(specials)}
         self.id_to_special = {i: t for t, i in self.special_ids.items()}
-        self._split = re.compile("(" + "|".join(re.escape(t) for t in SPECIAL_TOKENS) + ")")
+        self._split = re.compile("(" + "|".join(re.escape(t) for t in specials) + ")")
         self.eos_token = "<|im_end|>"
         self.eos_token_id = self.special_ids[self.eos_token]
         self.bos_token = "<|begin_of_text|>"
         self.bos_token_id = self.special_ids[self.bos_token]
         self.pad_token_id = self.special_ids["<|endoftext|>"]
-        self.vocab_size = 256 + len(SPECIAL_TOKENS)
+        self.vocab_size = 256 + len(specials)
 
     def __len__(self) -> int:
         return self.vocab_size

@@ -137,6 +137,9 @@ class TrainConfig(BaseModel):
 
     # Inherited defaults this class changes, by flat or dotted name; merged down the class tree.
     defaults: ClassVar[dict[str, Any]] = {}
+    # Whether the recipe's prompts carry images: the renderer then gets the model's image
+    # processor (InitTrainingClient), and a model without one is refused before any step.
+    takes_images: ClassVar[bool] = False
 
     model_name: str = Field(
         "kitchen/tiny-llama",

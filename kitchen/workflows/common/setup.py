@@ -21,7 +21,10 @@ class InitTrainingClient:
 
     The renderer is resolved when the workflow is built (the model's recommended one unless
     `renderer_name` is given), so the plan names it and a model without a known chat format is a
-    config error on `--dry-run` rather than a failure after the training client opened."""
+    config error on `--dry-run` rather than a failure after the training client opened.
+
+    `images`: the run's prompts carry images, so the renderer gets the model's image processor
+    from the client (ImageProcessorSource); a model or backend without one is a config error."""
 
     base_model: str
     lora_rank: int = 32
@@ -31,6 +34,7 @@ class InitTrainingClient:
     train_attn: bool = True
     train_unembed: bool = True
     load_checkpoint_path: str | None = None
+    images: bool = False
     name: str = "init_training_client"
     reads: frozenset[str] = frozenset()
     writes: frozenset[str] = frozenset({"training_client", "tokenizer", "renderer"})
@@ -67,9 +71,24 @@ class InitTrainingClient:
         assert self.renderer_name is not None  # resolved in __post_init__
         ctx.state.training_client = client
         ctx.state.tokenizer = tokenizer
-        ctx.state.renderer = get_renderer(self.renderer_name, tokenizer)
+        processor = self._image_processor(client, backend.name) if self.images else None
+        ctx.state.renderer = get_renderer(self.renderer_name, tokenizer, image_processor=processor)
         ctx.logger.info("training client on %s (renderer %s)", self.base_model, self.renderer_name)
         return None
+
+    def _image_processor(self, client: Any, backend: str) -> Any:
+        from kitchen.ports import ImageProcessorSource
+
+        processor = (
+            client.get_image_processor() if isinstance(client, ImageProcessorSource) else None
+        )
+        if processor is None:
+            raise ConfigError(
+                f"model {self.base_model} takes no images on the {backend} backend (it has no "
+                "image processor); this recipe's prompts carry images: pick a vision-language "
+                "model, e.g. --model kitchen/tiny-qwen3-vl"
+            )
+        return processor
 
 
 @dataclass(frozen=True)

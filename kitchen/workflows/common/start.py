@@ -32,13 +32,15 @@ def start_point(cfg: TrainConfig, load_checkpoint_path: str | None = None) -> St
 
 def init_training_client(cfg: TrainConfig, start: StartPoint) -> InitTrainingClient:
     """The policy's training client at the run's start point, with the config's LoRA rank,
-    renderer and seed."""
+    renderer and seed; with the model's image processor where the config's prompts carry images
+    (`TrainConfig.takes_images`)."""
     return InitTrainingClient(
         start.model_name,
         lora_rank=cfg.lora_rank,
         renderer_name=cfg.renderer_name,
         seed=cfg.seed,
         load_checkpoint_path=start.load_checkpoint_path,
+        images=cfg.takes_images,
     )
 
 
