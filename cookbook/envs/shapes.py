@@ -1,0 +1,165 @@
+"""Name what the picture shows: single-turn RL whose prompt carries an image (the bundled `shapes`
+pictures, or any rows with an image and a class column), graded by the word the answer names.
+
+The prompt is the picture then "What colour is the shape? Answer with one word." (or "What shape
+is it?"); the answer is correct when the first of the task's class words it names is the row's
+class, and well formed when it names exactly one of them. Reward as ProblemEnv's: 1 for a correct
+answer, minus format_coef when it is malformed.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Literal
+
+import numpy as np
+
+from kitchen.engine.errors import ConfigError, DataError
+from train_core.completers import RendererLike
+from train_core.renderers.types import Message
+from train_core.rl.problem_env import ProblemEnv, ProblemGroupBuilder
+from train_core.rl.types import EnvGroupBuilder, RLDataset, RLEnvContext
+
+Target = Literal["colour", "shape"]
+QUESTIONS: dict[str, str] = {
+    "colour": "What colour is the shape? Answer with one word.",
+    "shape": "What shape is it? Answer with one word.",
+}
+
+
+def named_classes(text: str, classes: Sequence[str]) -> list[str]:
+    """The class words `text` names, in the order it names them (whole words, any case)."""
+    found = []
+    for match in re.finditer(r"[a-z]+", text.lower()):
+        if match.group() in classes:
+            found.append(match.group())
+    return found
+
+
+class ImageClassEnv(ProblemEnv):
+    """One picture, one question; the answer is graded by the class word it names first."""
+
+    def __init__(
+        self,
+        image: str,
+        answer: str,
+        classes: Sequence[str],
+        question: str,
+        renderer: RendererLike,
+        format_coef: float = 0.1,
+    ) -> None:
+        super().__init__(renderer, None, format_coef)
+        self.image, self.answer, self.classes, self.question = image, answer, classes, question
+
+    def _conversation(self) -> list[Message]:
+        content: Any = [
+            {"type": "image", "image": self.image},
+            {"type": "text", "text": self.question},
+        ]
+        return [{"role": "user", "content": content}]
+
+    def get_question(self) -> str:
+        return self.question
+
+    def check_answer(self, sample_str: str) -> bool:
+        named = named_classes(sample_str, self.classes)
+        return bool(named) and named[0] == self.answer
+
+    def check_format(self, sample_str: str) -> bool:
+        return len(set(named_classes(sample_str, self.classes))) == 1
+
+    def get_reference_answer(self) -> str:
+        return self.answer
+
+
+class ImageClassDataset(RLDataset):
+    """Consecutive slices of `rows` ({"image", "answer"}), one group of `group_size` per row."""
+
+    def __init__(
+        self,
+        rows: list[dict[str, str]],
+        classes: Sequence[str],
+        question: str,
+        renderer: RendererLike,
+        batch_size: int,
+        group_size: int,
+    ) -> None:
+        self.rows, self.classes, self.question, self.renderer = rows, classes, question, renderer
+        self.batch_size, self.group_size = batch_size, group_size
+
+    def get_batch(self, index: int) -> Sequence[EnvGroupBuilder]:
+        rows = self.rows[index * self.batch_size : (index + 1) * self.batch_size]
+        return [
+            ProblemGroupBuilder(
+                env_thunk=partial(
+                    ImageClassEnv,
+                    row["image"],
+                    row["answer"],
+                    self.classes,
+                    self.question,
+                    self.renderer,
+                ),
+                num_envs=self.group_size,
+                dataset_name="shapes",
+            )
+            for row in rows
+        ]
+
+    def __len__(self) -> int:
+        return math.ceil(len(self.rows) / self.batch_size)
+
+
+@dataclass(frozen=True)
+class ShapesEnvs:
+    """The env dataset factory: train rows of `source` shuffled by seed, and the first
+    `test_problems` rows of its test split (one env each) for evaluation. The classes are every
+    value of the `target` column in the train rows."""
+
+    source: str
+    groups_per_batch: int
+    group_size: int
+    target: Target = "colour"
+    seed: int = 0
+    test_problems: int = 32
+
+    def __call__(self, ctx: RLEnvContext) -> tuple[ImageClassDataset, ImageClassDataset | None]:
+        if ctx.datasets is None:
+            raise ConfigError("the shapes env needs a dataset store; none is configured")
+        rows = self._rows(ctx.datasets, "train")
+        classes = sorted({r["answer"] for r in rows})
+        order = np.random.default_rng(self.seed).permutation(len(rows))
+        question = QUESTIONS[self.target]
+        train = ImageClassDataset(
+            [rows[i] for i in order],
+            classes,
+            question,
+            ctx.renderer,
+            self.groups_per_batch,
+            self.group_size,
+        )
+        if self.test_problems == 0:
+            return train, None
+        test_rows = self._rows(ctx.datasets, "test")[: self.test_problems]
+        return train, ImageClassDataset(
+            test_rows, classes, question, ctx.renderer, len(test_rows), 1
+        )
+
+    def _rows(self, store: Any, split: str) -> list[dict[str, str]]:
+        from cookbook.datasets.images import image_data_uri
+
+        rows = store.load(self.source, split)
+        where = getattr(rows, "where", lambda i: f"{self.source} ({split}) row {i}")
+        out = []
+        for i, row in enumerate(rows):
+            answer = row.get(self.target)
+            if not isinstance(answer, str) or not answer:
+                raise DataError(
+                    f"{where(i)}: field {self.target!r} is {answer!r}; expected a class name"
+                )
+            image = image_data_uri(row.get("image"), where(i))
+            out.append({"image": image, "answer": answer.lower()})
+        return out
