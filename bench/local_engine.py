@@ -35,9 +35,10 @@ from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-# As kitchen/__init__.py does, here by hand, since this script imports torch before kitchen.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# Importing kitchen chooses OpenMP's wait policy (kitchen/engine/cores.py), which torch reads as it loads.
+import kitchen  # noqa: F401
 
+# isort: split
 import numpy as np
 import torch
 from model_options import add_model_options, resolve_model_options

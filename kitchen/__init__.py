@@ -21,10 +21,13 @@ import importlib
 import os
 from typing import TYPE_CHECKING, Any
 
+from kitchen.engine.cores import share_cores
+
 # Before anything can load torch: its OpenMP runtime (libgomp) reads the wait policy once, at load.
-# By default idle OpenMP threads spin, and two processes spinning on shared cores starve each other
-# (two `kitchen run` on 2 cores: steps 20-40x slower, against 2x with PASSIVE). docs/adapters.md.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# Idle OpenMP threads spin by default, and two processes spinning on shared cores starve each other
+# (two `kitchen run` on 2 cores: steps 20-40x slower, against 2x with PASSIVE); alone, the spin is
+# the faster setting. So a process that shares the machine waits passively. docs/adapters.md.
+os.environ.update(share_cores(os.environ))
 
 # The light core of the engine, bound eagerly (pydantic; no tinker, no torch).
 from kitchen.engine.errors import (

@@ -10,6 +10,7 @@ import sys
 from dataclasses import dataclass
 
 from kitchen.adapters.local.distributed.world import ENV_FLAG
+from kitchen.engine.cores import rank_threads, usable_cores
 
 ARGV_ENV = "KITCHEN_RANK_ARGV"
 
@@ -43,15 +44,13 @@ def relaunch(launch: Launch, argv: list[str], entry: str) -> int:
         args.append("--standalone")
     else:
         args += [f"--node-rank={launch.node_rank}", f"--rdzv-endpoint={launch.rdzv_endpoint}"]
-    # Ranks on one machine split its cores (each would otherwise take them all).
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     env = {
         ENV_FLAG: str(launch.nproc),
         # The command goes by the environment: torch.distributed.run's parser would take flags
         # of ours that abbreviate or repeat its own (--nproc, --log-dir) after the module name.
         ARGV_ENV: json.dumps(argv),
-        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")
-        or str(max(1, (cores or 1) // launch.nproc)),
+        # Ranks on one machine split its cores; each also waits passively (kitchen/engine/cores.py).
+        "OMP_NUM_THREADS": rank_threads(os.environ, usable_cores(), launch.nproc),
     }
     # The failure is said once, below: not again in the launcher's own log lines.
     logging.getLogger("torch.distributed.elastic").setLevel(logging.CRITICAL)

@@ -1,0 +1,130 @@
+"""How a Kitchen process shares the machine's cores: the wait policy of torch's OpenMP runtime,
+chosen before torch loads (the runtime reads it once, at load). docs/adapters.md, "Sharing a machine".
+
+An idle OpenMP thread spins by default (libgomp: 300,000 turns, a few ms) before it sleeps. Alone on
+its cores that is the faster setting; two processes that both spin on shared cores starve each other
+(two `kitchen run` on 2 cores: 20-40x slower a step, against 2x when idle threads sleep at once).
+So a process that knows it shares waits passively, and one that is alone keeps the default.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+# Variables by which the user has already chosen how OpenMP waits; Kitchen then sets nothing.
+USER_CHOICE = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+# What a process maps once it has loaded an OpenMP runtime (GNU, Intel, LLVM), and what a Kitchen
+# process maps at import, before torch: a peer still importing torch is seen too.
+OPENMP_RUNTIMES = (b"libgomp", b"libiomp", b"libomp")
+MARKER_NAME = "kitchen-cores"
+
+
+@dataclass(frozen=True)
+class WaitPolicy:
+    value: str | None  # what OMP_WAIT_POLICY is set to; None: leave the environment as it is
+    reason: str
+
+
+def choose_wait_policy(env: Mapping[str, str], peers: Callable[[], list[int] | None]) -> WaitPolicy:
+    """The wait policy for a process with this environment; `peers` gives the pids of the other
+    processes on the machine that run OpenMP or Kitchen (None: they could not be looked for), and
+    is called only when the environment leaves the choice open."""
+    chosen = [key for key in USER_CHOICE if env.get(key)]
+    if chosen:
+        return WaitPolicy(None, f"the user set {', '.join(chosen)}")
+    ranks = env.get("LOCAL_WORLD_SIZE", "1")
+    if ranks.isdigit() and int(ranks) > 1:  # torch.distributed.run's ranks on this machine
+        return WaitPolicy("PASSIVE", f"one of {ranks} ranks on this machine")
+    found = peers()
+    if found is None:  # the cheap side of being wrong: 1.5x alone, against 5-40x in a pair
+        return WaitPolicy("PASSIVE", "other processes could not be looked for")
+    if found:
+        shown = ", ".join(map(str, found[:3])) + (", ..." if len(found) > 3 else "")
+        return WaitPolicy("PASSIVE", f"other OpenMP or Kitchen processes run: pid {shown}")
+    return WaitPolicy(None, "alone on the machine: OpenMP's default wait")
+
+
+def rank_threads(env: Mapping[str, str], cores: int, local_ranks: int) -> str:
+    """OMP_NUM_THREADS for each of `local_ranks` ranks on a machine with `cores` cores: the user's
+    setting, else an equal split of the cores (each rank would otherwise take them all)."""
+    return env.get("OMP_NUM_THREADS") or str(max(1, cores // local_ranks))
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity mask where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def find_peers(proc: Path = Path("/proc")) -> list[int] | None:
+    """This user's other processes that have an OpenMP runtime or Kitchen's marker mapped, leaving
+    out this process's ancestors (a launcher, a test or a shell waits on its child rather than
+    computing beside it); None where there is no /proc to read (macOS, Windows)."""
+    try:
+        names = os.listdir(proc)
+    except OSError:
+        return None
+    skip = _ancestors(proc)
+    uid = os.getuid()
+    found = []
+    for name in names:
+        if not name.isdigit() or int(name) in skip:
+            continue
+        try:
+            if os.stat(proc / name).st_uid != uid:  # another user's maps cannot be read
+                continue
+            maps = (proc / name / "maps").read_bytes()
+        except OSError:  # gone since the listing, or not ours to read
+            continue
+        if any(lib in maps for lib in OPENMP_RUNTIMES) or MARKER_NAME.encode() in maps:
+            found.append(int(name))
+    return sorted(found)
+
+
+def _ancestors(proc: Path) -> set[int]:
+    """This process and its parents up to the first process."""
+    pids, pid = set(), os.getpid()
+    while pid > 0 and pid not in pids:
+        pids.add(pid)
+        try:
+            stat = (proc / str(pid) / "stat").read_text()
+        except OSError:
+            break
+        pid = int(stat.rsplit(")", 1)[1].split()[1])  # the name in () may hold spaces
+    return pids
+
+
+_marker: list[mmap.mmap] = []  # held for the life of the process: the mapping is the mark
+
+
+def mark_this_process() -> None:
+    """Map a one-byte file named for Kitchen, so a Kitchen process that starts now sees this one
+    while it is still importing torch (two started together otherwise each find the other not yet
+    running OpenMP, and both spin). Best effort: without the mark only OpenMP is looked for."""
+    if _marker:
+        return
+    path = Path(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir())
+    try:
+        fd = os.open(path / f"{MARKER_NAME}-{os.getuid()}", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            if os.fstat(fd).st_size == 0:
+                os.write(fd, b"\0")
+            _marker.append(mmap.mmap(fd, 1, mmap.MAP_SHARED, mmap.PROT_READ))
+        finally:
+            os.close(fd)  # the mapping outlives the descriptor
+    except (OSError, ValueError, AttributeError):  # a read-only or foreign file; no mmap.MAP_SHARED
+        pass
+
+
+def share_cores(environ: Mapping[str, str]) -> dict[str, str]:
+    """Mark this process; the variables to set so OpenMP waits as choose_wait_policy says. Set
+    them before torch loads: libgomp reads the policy once, at load."""
+    mark_this_process()
+    policy = choose_wait_policy(environ, find_peers)
+    return {} if policy.value is None else {"OMP_WAIT_POLICY": policy.value}
