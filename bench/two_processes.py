@@ -1,28 +1,38 @@
 """Two Kitchen processes on one machine: a step of each, side by side, against a step of one alone,
-under OpenMP's two ways of waiting (issue 34).
+under OpenMP's ways of waiting (issue 34).
 
-    .venv/bin/python bench/two_processes.py            # SmolLM2-135M sl_basic, about 4 minutes on 2 quiet cores
-    .venv/bin/python bench/two_processes.py --steps 3 --policies passive
+    .venv/bin/python bench/two_processes.py            # SmolLM2-135M sl_basic, about 8 minutes on 2 quiet cores
+    .venv/bin/python bench/two_processes.py --steps 3 --policies passive,default+passive
 
 Each run is `kitchen run sl_basic` in a fresh process with torch on --threads threads (default: every
 core, what the engine picks for SmolLM2 alone). Policies:
-- passive: OMP_WAIT_POLICY=PASSIVE, what every Kitchen process sets unless the user chose one; an
-  idle OpenMP thread sleeps at once and gives its core back.
-- default: libgomp's own default, which torch ran under before: an idle thread spins 300,000 times
-  before it sleeps (OMP_WAIT_POLICY=PASSIVE with GOMP_SPINCOUNT=300000 is exactly that setting).
+- auto: neither variable set, so each process takes what Kitchen chooses (kitchen/engine/cores.py):
+  the default when it starts alone, PASSIVE when another OpenMP or Kitchen process runs. Started
+  together, the first to look finds the other not yet running and keeps the default (a mix).
+- passive: OMP_WAIT_POLICY=PASSIVE; an idle OpenMP thread sleeps at once and gives its core back.
+- default: libgomp's own default: an idle thread spins 300,000 times before it sleeps
+  (OMP_WAIT_POLICY=PASSIVE with GOMP_SPINCOUNT=300000 is that setting while threads <= cores).
 - active: OMP_WAIT_POLICY=ACTIVE, spinning without end.
+- spin10k: PASSIVE with GOMP_SPINCOUNT=10000, a short spin.
+- A+B: the pair's first process under A, its second under B (alone: A), e.g. default+passive, what
+  a process that started alone meets when a second arrives (it cannot change its policy then).
+The second process of a pair starts --stagger seconds after the first.
 Per run it prints every step's seconds (metrics.jsonl time/total), the median of the steps after the
-first, and the process's CPU seconds per wall second over its life; per policy, pair / alone (sharing
-predicts 2x when each process wants every core) and passive alone / default alone (what the setting
-costs a process that is alone). A run still going after --timeout is stopped and reports the steps
-it finished. Sharing the machine with other work makes every number larger: note the load it prints.
+first, the process's CPU seconds per wall second over its life, and the policy and spin count its
+OpenMP runtime reports (OMP_DISPLAY_ENV); per policy, pair / alone (the slower of the pair over the
+lone run; sharing predicts 2x when each process wants every core) and passive alone / default alone
+(what PASSIVE costs a process that is alone). A run still going after --timeout is stopped and
+reports the steps it finished. Other work on the machine makes every number larger and the ratios
+meaningless: note the load it prints, and compare only runs taken on otherwise idle cores.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import re
 import resource
 import signal
 import statistics
@@ -40,6 +50,8 @@ POLICIES: dict[str, dict[str, str]] = {
     # A short spin before sleeping: back-to-back parallel regions of a lone process still find their
     # threads awake, while a waiting thread gives its core back within microseconds.
     "spin10k": {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "10000"},
+    # Neither variable set: the process takes what Kitchen chooses (kitchen/engine/cores.py).
+    "auto": {},
 }
 
 
@@ -47,6 +59,7 @@ POLICIES: dict[str, dict[str, str]] = {
 class Run:
     steps_s: list[float]
     cpu_per_wall: float
+    waits: str  # the wait policy and spin count the process's OpenMP runtime reported
 
     @property
     def step_s(self) -> float:
@@ -59,6 +72,7 @@ def start(args: argparse.Namespace, policy: str, log_dir: Path) -> subprocess.Po
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
     env |= POLICIES[policy] | {"OMP_NUM_THREADS": str(args.threads), "HF_HUB_OFFLINE": "1"}
     env["TOKENIZERS_PARALLELISM"] = "false"
+    env["OMP_DISPLAY_ENV"] = "VERBOSE"  # libgomp prints the policy it took on stderr, as it loads
     flags = ["--model", args.model, "--max-steps", str(args.steps), "--batch-size", str(args.batch)]
     flags += ["--eval-every", "0", "--num-samples-to-show", "0", "--save-every", "0"]
     flags += ["--test-dataset", "None", "--no-register-model", "--log-dir", str(log_dir)]
@@ -69,16 +83,31 @@ def start(args: argparse.Namespace, policy: str, log_dir: Path) -> subprocess.Po
         return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err)
 
 
+def waits_of(log_dir: Path) -> str:
+    err = log_dir.with_suffix(".err").read_text(errors="replace")
+    policy = re.search(r"OMP_WAIT_POLICY = '(\w+)'", err)
+    spins = re.search(r"GOMP_SPINCOUNT = '(\d+)'", err)
+    if not (policy and spins):
+        return "unreported"
+    return f"{policy.group(1)} spin {int(spins.group(1)):,}"
+
+
 def steps_of(log_dir: Path) -> list[float]:
     path = log_dir / "metrics.jsonl"
     lines = path.read_text().splitlines() if path.exists() else []
     return [r["time/total"] for r in map(json.loads, lines) if "time/total" in r]
 
 
-def run_side_by_side(args: argparse.Namespace, policy: str, count: int, root: Path) -> list[Run]:
-    dirs = [Path(tempfile.mkdtemp(prefix=f"{policy}{count}-", dir=root)) for _ in range(count)]
+def run_side_by_side(args: argparse.Namespace, policies: list[str], root: Path) -> list[Run]:
+    """One process per policy, the i-th started args.stagger seconds after the one before."""
+    count = len(policies)
+    dirs = [Path(tempfile.mkdtemp(prefix=f"{p}{count}-", dir=root)) for p in policies]
     t0 = time.monotonic()
-    procs = {start(args, policy, d).pid: (i, d) for i, d in enumerate(dirs)}
+    procs: dict[int, tuple[int, Path]] = {}
+    for i, (policy, d) in enumerate(zip(policies, dirs, strict=True)):
+        if i:
+            time.sleep(args.stagger)
+        procs[start(args, policy, d).pid] = (i, d)
     runs: dict[int, Run] = {}
     deadline = t0 + args.timeout
     while procs:
@@ -97,7 +126,7 @@ def run_side_by_side(args: argparse.Namespace, policy: str, count: int, root: Pa
                 f"  run {i} failed with exit status {os.waitstatus_to_exitcode(status)}: {' '.join(tail)}"
             )
         cpu = usage.ru_utime + usage.ru_stime
-        runs[i] = Run(steps_of(d), cpu / (time.monotonic() - t0))
+        runs[i] = Run(steps_of(d), cpu / (time.monotonic() - t0), waits_of(d))
     return [runs[i] for i in range(count)]
 
 
@@ -105,7 +134,7 @@ def describe(label: str, runs: list[Run]) -> None:
     for i, r in enumerate(runs):
         steps = " ".join(f"{s:.2f}" for s in r.steps_s) or "none finished"
         print(
-            f"  {label:<6} #{i}: step s [{steps}]  median {r.step_s:.2f}  CPU/wall {r.cpu_per_wall:.2f}"
+            f"  {label:<6} #{i}: step s [{steps}]  median {r.step_s:.2f}  CPU/wall {r.cpu_per_wall:.2f}  {r.waits}"
         )
 
 
@@ -118,7 +147,15 @@ def main() -> None:
         "--threads", type=int, default=os.cpu_count() or 1, help="torch threads per process"
     )
     parser.add_argument(
-        "--policies", default="passive,default", help=f"comma list of {', '.join(POLICIES)}"
+        "--policies",
+        default="auto,passive,default,default+passive",
+        help=f"comma list of {', '.join(POLICIES)}, or A+B: the pair's first under A, its second under B",
+    )
+    parser.add_argument(
+        "--stagger",
+        type=float,
+        default=0.0,
+        help="seconds between the starts of a pair (so the second can see the first)",
     )
     parser.add_argument(
         "--timeout", type=float, default=120.0, help="seconds a run may take before it is stopped"
@@ -126,7 +163,7 @@ def main() -> None:
     args = parser.parse_args()
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # progress shows when piped
     policies = args.policies.split(",")
-    for p in policies:
+    for p in (name for spec in policies for name in spec.split("+")):
         if p not in POLICIES:
             raise SystemExit(
                 f"error: --policies: unknown policy {p!r}; expected one of {', '.join(POLICIES)}"
@@ -139,15 +176,19 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="two_processes-") as tmp:
         for policy in policies:
             print(f"{policy}:")
-            one = run_side_by_side(args, policy, 1, Path(tmp))
+            first, second = (policy.split("+") * 2)[:2]
+            one = run_side_by_side(args, [first], Path(tmp))
             describe("alone", one)
-            two = run_side_by_side(args, policy, 2, Path(tmp))
+            two = run_side_by_side(args, [first, second], Path(tmp))
             describe("pair", two)
             alone[policy] = one[0].step_s
             worst = max(r.step_s for r in two)
-            print(
-                f"  pair / alone: {worst / alone[policy]:.2f}x (slower of the two; sharing predicts 2x)"
-            )
+            if any(math.isnan(r.step_s) for r in two):
+                print("  pair / alone: a run of the pair finished no step before --timeout")
+            else:
+                print(
+                    f"  pair / alone: {worst / alone[policy]:.2f}x (slower of the two; sharing predicts 2x)"
+                )
     if "passive" in alone and "default" in alone:
         print(f"passive alone / default alone: {alone['passive'] / alone['default']:.2f}x")
     print(
