@@ -21,6 +21,7 @@ from typing import Annotated, Any
 import typer
 
 from kitchen.engine.errors import ConfigError, KitchenError
+from kitchen.workflows.common.images import readable_input
 
 CONTEXT_SETTINGS = {"allow_extra_args": True, "ignore_unknown_options": True}  # env options
 FIXED = {"groups_per_batch": 1, "group_size": 1, "n_batches": 1, "test_problems": 0}
@@ -86,10 +87,7 @@ def stop_tokens(tokenizer: Any, stop: Any) -> list[int]:
 
 
 def _decode(tokenizer: Any, model_input: Any) -> str:
-    try:
-        return str(tokenizer.decode(model_input.to_ints()))
-    except ValueError:
-        return "<non-text observation>"
+    return readable_input(tokenizer, model_input, None)[0]
 
 
 FENCE = "```"

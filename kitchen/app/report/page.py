@@ -11,6 +11,7 @@ from pathlib import Path
 from kitchen.app.report.charts import figures
 from kitchen.app.report.compare import config_rows, final_eval
 from kitchen.app.report.rundata import RunData, load_run, unique_names
+from kitchen.app.report.thumbnails import Thumbnails
 from kitchen.app.report.transcripts import pair_columns, pair_steps, rollout_views
 from kitchen.engine.errors import ConfigError
 
@@ -39,6 +40,7 @@ def render(runs: list[RunData], max_iterations: int = 40, max_groups: int = 8) -
     env, plotly_js = _libraries()
     unique_names(runs)
     rows, same = config_rows(runs)
+    pictures = {r.name: Thumbnails(r.path) for r in runs}
     template = env.get_template("report.html.j2")  # type: ignore[attr-defined]
     return str(
         template.render(
@@ -51,7 +53,11 @@ def render(runs: list[RunData], max_iterations: int = 40, max_groups: int = 8) -
             config_rows=rows,
             config_same=same,
             final_eval=final_eval(runs),
-            rollouts={r.name: rollout_views(r.rollouts, max_iterations, max_groups) for r in runs},
+            rollouts={
+                r.name: rollout_views(r.rollouts, max_iterations, max_groups, pictures[r.name].all)
+                for r in runs
+            },
+            pictures=pictures,
             pair_columns={r.name: pair_columns(r.pairs) for r in runs},
             pair_steps={r.name: pair_steps(r.pairs, max_iterations) for r in runs},
         )

@@ -9,10 +9,14 @@ mean (group_mean's advantage) over the whole response."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from kitchen.app.report.rundata import number
+
+# A record's "images" list -> the thumbnails to show (report/thumbnails.py).
+Pictures = Callable[[object], list[str]]
 
 
 @dataclass
@@ -24,6 +28,7 @@ class Turn:
     tokens: list[str] = field(default_factory=list)  # the response's sampled tokens, as text
     advantage: float | None = None  # what each of its tokens trains with (None: not recorded)
     shade: str = "transparent"
+    images: list[str] = field(default_factory=list)  # thumbnails of the observation's pictures
 
 
 @dataclass
@@ -42,6 +47,7 @@ class GroupView:
     mean_reward: float
     trajectories: list[TrajectoryView]
     prompt: str = ""  # the first observation, when every trajectory of the group shares it
+    images: list[str] = field(default_factory=list)  # the shared prompt's pictures
 
 
 @dataclass
@@ -62,7 +68,11 @@ def shade(advantage: float, scale: float) -> str:
     return f"rgba({rgb},{alpha:.2f})"
 
 
-def _turns(turns: list[dict[str, Any]]) -> list[Turn]:
+def _no_pictures(names: object) -> list[str]:
+    return []
+
+
+def _turns(turns: list[dict[str, Any]], pictures: Pictures = _no_pictures) -> list[Turn]:
     out, seen = [], ""
     for turn in turns:
         prompt, response = str(turn.get("prompt", "")), str(turn.get("response", ""))
@@ -76,19 +86,20 @@ def _turns(turns: list[dict[str, Any]]) -> list[Turn]:
                 dict(turn.get("metrics") or {}),
                 tokens if "".join(tokens) == response else [],  # pieces must rebuild the text
                 number(turn.get("advantage")),
+                images=pictures(turn.get("images")),
             )
         )
         seen = prompt + response
     return out
 
 
-def _group(record: dict[str, Any]) -> GroupView:
+def _group(record: dict[str, Any], pictures: Pictures = _no_pictures) -> GroupView:
     trajectories = record.get("trajectories") or []
     rewards = [number(t.get("reward")) or 0.0 for t in trajectories]
     mean = sum(rewards) / len(rewards) if rewards else 0.0
     views = []
     for t, r in zip(trajectories, rewards, strict=True):
-        turns = _turns(t.get("turns") or [])
+        turns = _turns(t.get("turns") or [], pictures)
         recorded = [x.advantage for x in turns if x.advantage is not None]
         if len(recorded) != len(turns) or not turns:  # an older transcript: group_mean's value
             recorded = [r - mean]
@@ -105,8 +116,10 @@ def _group(record: dict[str, Any]) -> GroupView:
     firsts = {v.turns[0].observation for v in views if v.turns}
     if len(views) > 1 and len(firsts) == 1 and all(v.turns for v in views):
         group.prompt = firsts.pop()
+        group.images = views[0].turns[0].images
         for v in views:
             v.turns[0].observation = ""
+            v.turns[0].images = []
     return group
 
 
@@ -119,11 +132,14 @@ def _spread(items: list[int], limit: int) -> list[int]:
 
 
 def rollout_views(
-    rollouts: dict[int, list[dict[str, Any]]], max_iterations: int = 40, max_groups: int = 8
+    rollouts: dict[int, list[dict[str, Any]]],
+    max_iterations: int = 40,
+    max_groups: int = 8,
+    pictures: Pictures = _no_pictures,
 ) -> list[IterationView]:
     views = []
     for iteration in _spread(sorted(rollouts), max_iterations):
-        groups = [_group(g) for g in rollouts[iteration]]
+        groups = [_group(g, pictures) for g in rollouts[iteration]]
         all_rewards = [t.reward for g in groups for t in g.trajectories]
         turns = [x for g in groups for t in g.trajectories for x in t.turns]
         scale = max((abs(x.advantage or 0.0) for x in turns), default=0.0)

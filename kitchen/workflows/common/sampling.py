@@ -9,12 +9,14 @@ from typing import Any, ClassVar
 from tinker import types
 
 from kitchen.engine.stage import Context, Metrics, SourceToInto
+from kitchen.workflows.common.images import readable_input
 from train_core.evaluation.labels import content_text, prompt_and_reference
 
 
 @dataclass(frozen=True, kw_only=True)
 class SamplePrompts(SourceToInto):
-    """Greedy answers from the current weights to the first `n` conversations of `source`."""
+    """Greedy answers from the current weights to the first `n` conversations of `source`; a
+    prompt's images are saved in the run directory and listed by path (common/images.py)."""
 
     into: str
     n: int = 3
@@ -39,15 +41,13 @@ class SamplePrompts(SourceToInto):
             prompt = renderer.build_generation_prompt(prompt_messages)
             response = await sampler.sample(prompt, 1, params)
             message, _ = renderer.parse_response(response.sequences[0].tokens)
-            out.append(
-                {
-                    "prompt": content_text(prompt_messages[-1]["content"])
-                    if prompt_messages
-                    else "",
-                    "reference": reference,
-                    "answer": content_text(message["content"]),
-                }
-            )
+            _, images = readable_input(renderer.tokenizer, prompt, ctx.log_dir)
+            sample = {
+                "prompt": content_text(prompt_messages[-1]["content"]) if prompt_messages else "",
+                "reference": reference,
+                "answer": content_text(message["content"]),
+            }
+            out.append({**sample, "images": images} if images else sample)
         setattr(ctx.state, self.into, out)
         return None
 
@@ -79,6 +79,7 @@ class ShowSamples:
                 "before": b["answer"],
                 "after": a["answer"],
                 "reference": b["reference"],
+                **({"images": b["images"]} if b.get("images") else {}),
             }
             for b, a in zip(before, after, strict=False)
         ]

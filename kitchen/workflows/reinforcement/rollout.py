@@ -11,9 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from tinker import types
-
 from kitchen.engine.stage import Context, Metrics
+from kitchen.workflows.common.images import readable_input
 from kitchen.workflows.common.seeding import EVALUATION_STREAM, ROLLOUT_STREAM, SeededSampler
 from train_core.completers import (
     EnvPolicies,
@@ -120,14 +119,6 @@ class DoRollouts:
         return {"time/rollouts": time.perf_counter() - t0}
 
 
-def _decode(tokenizer: Any, model_input: types.ModelInput | list[int]) -> str:
-    try:
-        tokens = model_input if isinstance(model_input, list) else model_input.to_ints()
-    except ValueError:
-        return "<non-text input>"
-    return str(tokenizer.decode(tokens))
-
-
 def token_pieces(tokenizer: Any, tokens: list[int]) -> list[str]:
     """The sampled tokens as text pieces that join to the decoded response; a token that ends
     inside a multi-byte character is joined to the next ones until the character is whole."""
@@ -150,11 +141,13 @@ def transcript_records(
     versions_P: list[int],
     tokenizer: Any,
     advantages_P: list[Any] | None = None,
+    run_dir: Path | None = None,
 ) -> list[dict[str, Any]]:
     """One JSON record per group: its tags, policy version and each trajectory's turns (prompt
     text, response text and its sampled tokens as text pieces, reward, and with `advantages_P`
     (per group, per trajectory, one per turn) the advantage every token of the turn trains with)
-    and total reward."""
+    and total reward. A prompt's images are saved in `run_dir` and listed by path in the turn's
+    "images" (common/images.py)."""
     records = []
     for i, (group, builder, version) in enumerate(
         zip(groups_P, builders_P, versions_P, strict=True)
@@ -163,16 +156,7 @@ def transcript_records(
         for j, (traj, total) in enumerate(
             zip(group.trajectories_G, group.get_total_rewards(), strict=True)
         ):
-            turns = [
-                {
-                    "prompt": _decode(tokenizer, t.ob),
-                    "response": _decode(tokenizer, list(t.ac.tokens)),
-                    "tokens": token_pieces(tokenizer, list(t.ac.tokens)),
-                    "reward": t.reward,
-                    "metrics": dict(t.metrics),
-                }
-                for t in traj.transitions
-            ]
+            turns = [_turn(tokenizer, t, run_dir) for t in traj.transitions]
             if advantages_P is not None:
                 for turn, advantage in zip(turns, advantages_P[i][j], strict=True):
                     turn["advantage"] = float(advantage)
@@ -187,6 +171,19 @@ def transcript_records(
             }
         )
     return records
+
+
+def _turn(tokenizer: Any, transition: Any, run_dir: Path | None) -> dict[str, Any]:
+    prompt, images = readable_input(tokenizer, transition.ob, run_dir)
+    tokens = list(transition.ac.tokens)
+    turn = {
+        "prompt": prompt,
+        "response": str(tokenizer.decode(tokens)),
+        "tokens": token_pieces(tokenizer, tokens),
+        "reward": transition.reward,
+        "metrics": dict(transition.metrics),
+    }
+    return {**turn, "images": images} if images else turn
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -212,6 +209,7 @@ class WriteRollouts:
             state.group_versions,
             state.tokenizer,
             state.advantages,
+            Path(ctx.log_dir),
         )
         folder = Path(ctx.log_dir) / "rollouts"
         folder.mkdir(parents=True, exist_ok=True)

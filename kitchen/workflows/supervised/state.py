@@ -14,5 +14,6 @@ class SupervisedState(EpochTrainState):
         None, description='Rows with a "messages" list'
     )
     test_conversations: list[dict[str, Any]] | None = None
-    samples_before: list[dict[str, str]] | None = None
-    samples_after: list[dict[str, str]] | None = None
+    # {"prompt", "reference", "answer"}, and "images": the prompt's pictures, by path
+    samples_before: list[dict[str, Any]] | None = None
+    samples_after: list[dict[str, Any]] | None = None
