@@ -35,7 +35,7 @@ from train_core.losses import (
 )
 
 if TYPE_CHECKING:
-    from kitchen.adapters.local.distributed.world import Deal
+    from kitchen.adapters.local.distributed.deal import Deal
 
 OUTPUT_TYPE = "ArrayRecord"
 
@@ -65,9 +65,9 @@ def run_builtin_loss(
     """Compute `loss_fn` on `data` (and its gradients if `backward`, with activation
     `checkpointing` auto | on | off, memory.py); outputs logprobs per datum. `packed`: padding-free
     micro-batches (batching.py). `tally` counts the padding of passes with gradients.
-    With `share` (a --nproc N run) every rank plans the same micro-batches and runs its deal of
-    them; gradients reach every rank and results rank 0, in plan order (the other ranks return
-    nothing)."""
+    With `share`, each micro-batch's gradient is summed apart and added in plan order (Deal); in a
+    --nproc N run every rank plans the same micro-batches and runs its deal of them, and
+    gradients reach every rank and results rank 0 (the other ranks return nothing)."""
     import torch
 
     fn = loss_fn_named(loss_fn)
@@ -96,12 +96,12 @@ def run_builtin_loss(
     if backward and tally is not None:
         tally.add(batches)
     with activation_checkpointing(model, recompute):
-        totals, lps = _run_batches(
+        totals, lps, indices = _run_batches(
             model, batches, loss_fn, fn, config, backward, diagnostics, share
         )
     per_batch = torch.stack(totals).tolist() if totals else []
-    if share is not None:
-        per_batch, lps = _gather_results(share, len(batches), per_batch, lps)
+    if share is not None and share.distributed:
+        per_batch, lps = _gather_results(share, len(batches), indices, per_batch, lps)
         if not share.leader:
             return _output([], {})
     outputs = _collect(len(data), batches, lps)
@@ -125,26 +125,33 @@ def _run_batches(
     backward: bool,
     diagnostics: Mapping[str, Any],
     share: Deal | None = None,
-) -> tuple[list[Any], list[Any]]:
-    """Per micro-batch [loss, *diagnostic sums] and logprobs (of this rank's deal with `share`).
+) -> tuple[list[Any], list[Any], list[int]]:
+    """Per micro-batch [loss, *diagnostic sums], logprobs and index (this rank's deal with `share`).
     The sums stay on the device and are read once at the end, so no micro-batch waits for the one
     before it to finish on an accelerator."""
     import torch
 
-    totals, lps = [], []
-    for i in range(len(batches)) if share is None else share.deal(len(batches)):
+    totals, lps, kept_indices = [], [], []
+    passes = (
+        [(i, True) for i in range(len(batches))]
+        if share is None
+        else share.passes(_pass_kinds(batches))
+    )
+    for i, kept in passes:
         mb = batches[i]
         mask = mb.inputs["_mask"]
         with (
             torch.enable_grad() if backward else torch.inference_mode(),
-            share.own_grads(i) if share is not None and backward else nullcontext(),
+            share.own_grads(kept) if share is not None and backward else nullcontext(),
         ):
-            head = TargetLogprobs(model, mb)
+            head = TargetLogprobs(model, mb, lockstep=share is not None and share.distributed)
             lp = _train(head, loss_fn, fn, mb, config) if backward else head.values()
             lp = lp.view(mb.targets.shape)
             if lp.dim() == 3:
                 mask = mask.unsqueeze(-1)
             loss = (fn(lp, mb.inputs, config) * mask).sum()
+        if not kept:  # a filler pass: it only kept the ranks in step
+            continue
         parts = [loss.detach()]
         if diagnostics:
             with torch.no_grad():
@@ -152,19 +159,25 @@ def _run_batches(
                 parts += [(m(lp, mb.inputs, config) * on).sum() for m in diagnostics.values()]
         totals.append(torch.stack(parts))
         lps.append(lp)
-    if share is not None and backward:
-        share.merge_grads(len(batches))
-    return totals, lps
+        kept_indices.append(i)
+    return totals, lps, kept_indices
+
+
+def _pass_kinds(batches: list[MicroBatch]) -> list[bool]:
+    """What makes two micro-batches' passes differ in their decoder calls: a shared-prefix one calls
+    the decoder twice (logprobs.py), any other once."""
+    return [bool(mb.shared) for mb in batches]
 
 
 def _gather_results(
-    share: Deal, count: int, per_batch: list[Any], lps: list[Any]
+    share: Deal, count: int, indices: list[int], per_batch: list[Any], lps: list[Any]
 ) -> tuple[list[Any], list[Any]]:
-    """Every rank's per-micro-batch sums and logprobs on rank 0, in plan order (empty elsewhere)."""
+    """Every rank's per-micro-batch sums and logprobs (of micro-batches `indices` on this rank) on
+    rank 0, in plan order (empty elsewhere)."""
     import torch
 
     mine = [lp.detach().float().cpu().numpy() for lp in lps]
-    parts = share.gather((share.deal(count), per_batch, mine))
+    parts = share.gather((indices, per_batch, mine))
     if parts is None:
         return [], []
     rows: list[Any] = [None] * count
@@ -184,6 +197,7 @@ def run_custom_loss(
     packed: bool = False,
     tally: PaddingTally | None = None,
     backprop: Callable[[list[Any]], None] | None = None,
+    share: Deal | None = None,
 ) -> types.ForwardBackwardOutput:
     """Call `loss_fn(data, logprobs_per_datum)`, then backpropagate its gradient (options as
     run_builtin_loss's). `backprop`, if given, pushes the gradient (per datum, None where the loss
@@ -221,7 +235,7 @@ def run_custom_loss(
             backprop([leaf.grad for leaf in leaves])
         else:
             with activation_checkpointing(model, recompute):
-                _backprop_leaves(model, batches, [leaf.grad for leaf in leaves])
+                _backprop_leaves(model, batches, [leaf.grad for leaf in leaves], share)
     return _output(
         outputs, {**{k: float(v) for k, v in metrics.items()}, "loss:sum": float(loss.detach())}
     )
@@ -235,8 +249,8 @@ def _backprop_leaves(
     deal of them."""
     import torch
 
-    for index in range(len(batches)) if share is None else share.deal(len(batches)):
-        mb = batches[index]
+    work = []  # (micro-batch index, its gradient, the positions where it is nonzero)
+    for index, mb in enumerate(batches):
         grad = torch.zeros(mb.targets.shape, device="cpu")
         for i, row, start, n in mb.spans():
             leaf_grad = grads[i]
@@ -244,11 +258,17 @@ def _backprop_leaves(
                 grad[row, start : start + n] = torch.as_tensor(leaf_grad, device="cpu")
         on_N = _positions_with_gradient(grad.numpy())
         if on_N.size:  # decided on the host: no device sync
-            with share.own_grads(index) if share is not None else nullcontext():
-                head = TargetLogprobs(model, mb)
-                head.backprop_gradient(grad.to(_device(model)), on_N)
-    if share is not None:
-        share.merge_grads(len(batches))
+            work.append((index, grad, on_N))
+    passes = (
+        [(w, True) for w in range(len(work))]
+        if share is None
+        else share.passes(_pass_kinds([batches[index] for index, _, _ in work]))
+    )
+    for w, kept in passes:
+        index, grad, on_N = work[w]
+        with share.own_grads(kept) if share is not None else nullcontext():
+            head = TargetLogprobs(model, batches[index])
+            head.backprop_gradient(grad.to(_device(model)), on_N)
 
 
 def backprop_gradients(

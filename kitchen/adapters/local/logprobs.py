@@ -35,9 +35,12 @@ class TargetLogprobs:
     Positions are chosen by host index arrays (the micro-batch's host inputs decide them), so
     choosing them never waits for the device."""
 
-    def __init__(self, model: Any, mb: MicroBatch) -> None:
+    def __init__(self, model: Any, mb: MicroBatch, lockstep: bool = False) -> None:
         """The decoder runs each group of `mb.shared` (rows that start with the same tokens) through
-        its prefix once."""
+        its prefix once. `lockstep`: every rank of a --nproc N run runs this pass in step, so its
+        decoder's backward runs even where no position has a gradient (each rank's FSDP hooks
+        then gather the same layers; the gradient it adds is zero)."""
+        self.lockstep = lockstep
         causal_lm = model.get_base_model() if hasattr(model, "get_base_model") else model
         decoder = causal_lm.get_decoder()
         head = causal_lm.get_output_embeddings()
@@ -116,6 +119,10 @@ class TargetLogprobs:
 
     def finish(self) -> None:
         """The decoder's backward, once, with the gradients `backprop` collected."""
+        import torch
+
+        if self.lockstep and self.grad_NH is None:
+            self.grad_NH = torch.zeros_like(self.hidden_NH)
         if self.grad_NH is not None and self.hidden_NH.requires_grad:
             self.hidden_NH.backward(self.grad_NH)
 

@@ -9,6 +9,7 @@ awaiting batch N, as tinker-cookbook's loops do.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import threading
 from collections.abc import Callable, Mapping
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from tinker import types
 
 from kitchen.adapters.local import checkpoints as ckpt
-from kitchen.adapters.local.distributed.world import Deal
+from kitchen.adapters.local.distributed.deal import Deal
 from kitchen.adapters.local.forward import (
     backprop_gradients,
     run_builtin_loss,
@@ -46,8 +47,20 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 _client_ids = itertools.count(1)
-# The calls every rank of a --nproc N run makes too (each its share); the rest run on rank 0 alone.
-_ON_EVERY_RANK = ("_run_builtin", "_optim_step", "_load_state")
+
+
+def on_every_rank(method: Callable[..., T]) -> Callable[..., T]:
+    """A call every rank of a --nproc N run makes (each its share): on rank 0 it is first sent to
+    the other ranks (distributed/worker.py runs it there). The calls not marked run on rank 0 alone."""
+
+    @functools.wraps(method)
+    def call(self: LocalTrainingClient, *args: Any) -> T:
+        world = self.backend.world
+        if world is not None and world.leader:
+            world.send("call", self.model_id, method.__name__, args)
+        return method(self, *args)
+
+    return call
 
 
 class LocalTrainingClient:
@@ -69,11 +82,11 @@ class LocalTrainingClient:
             self.adapter = self.model_id
             self._peft_config = peft_config(host.base, lora)
             host.add_adapter(self.adapter, self._peft_config, seed)
-            params = list(adapter_parameters(host.model, self.adapter).values())
+            self._params = list(adapter_parameters(host.model, self.adapter).values())
         else:
             host.base.requires_grad_(True)
-            params = [p for p in host.base.parameters() if p.requires_grad]
-        self._optimizer = make_optimizer(params)
+            self._params = [p for p in host.base.parameters() if p.requires_grad]
+        self._optimizer = make_optimizer(self._params)
         self._padding = PaddingTally()  # of the forward_backward calls since the last optim_step
 
     # -- training ---------------------------------------------------------------------------------
@@ -187,19 +200,12 @@ class LocalTrainingClient:
     # -- work run on the backend's compute thread --------------------------------------------------
 
     def _submit(self, fn: Callable[..., T], *args: Any) -> APIFuture[T]:
-        world = self.backend.world
-        if world is not None and fn.__name__ in _ON_EVERY_RANK:
-            inner = fn
-
-            def fn(*args: Any) -> T:
-                world.send("call", self.model_id, inner.__name__, args)
-                return inner(*args)
-
         with self._queue_lock:
             future = self.backend.compute.submit_call(lambda: fn(*args))
             self._queued = [f for f in self._queued if not f.done()] + [future]
         return APIFuture(future)
 
+    @on_every_rank
     def _run_builtin(
         self,
         data: list[types.Datum],
@@ -211,7 +217,7 @@ class LocalTrainingClient:
             if self.backend.world is not None:  # its sampler records are on rank 0 alone
                 raise BackendError("loss_fn stable_reinforce does not run with --nproc > 1 yet")
             data = with_sampler_logprobs(data, self.backend.stability)
-        with self.host.use(self.adapter) as model, self._gathered():
+        with self.host.use(self.adapter) as model, self._sharded_call():
             settings = self.backend.settings
             out = run_builtin_loss(
                 model,
@@ -241,15 +247,18 @@ class LocalTrainingClient:
                     p.grad = torch.zeros_like(p)
 
     def _deal(self) -> Deal | None:
-        world = self.backend.world
-        if world is None:
+        """LoRA's passes' gradients summed apart (as --nproc N sums them: the same numbers at any
+        N); full fine-tuning's straight into the sum (apart, they would need the model's size
+        again, and it does not run at N > 1)."""
+        if self.adapter is None and self.backend.world is None:
             return None
-        return Deal(world, [p for g in self._optimizer.param_groups for p in g["params"]])
+        return Deal(self.backend.world, self._params)
 
-    def _gathered(self) -> contextlib.AbstractContextManager[None]:
-        """The sharded base whole on every rank for one call (--nproc > 1; else nothing to do)."""
+    def _sharded_call(self) -> contextlib.AbstractContextManager[None]:
+        """Every rank's span of one training call on the sharded base (--nproc > 1; else nothing
+        to do)."""
         world = self.backend.world
-        return contextlib.nullcontext() if world is None else world.gathered(self.host.base)
+        return contextlib.nullcontext() if world is None else world.sharded_call(self.host.base)
 
     def _run_custom(
         self, data: list[types.Datum], loss_fn: CustomLossFn
@@ -265,6 +274,7 @@ class LocalTrainingClient:
                 settings.packing,
                 self._padding,
                 backprop=None if self.backend.world is None else self._backprop_everywhere(data),
+                share=self._deal(),
             )
         self._zero_missing_grads()
         return out
@@ -273,18 +283,16 @@ class LocalTrainingClient:
         """Rank 0's custom loss gradient (per datum) pushed through the model by every rank."""
 
         def backprop(grads: list[Any]) -> None:
-            arrays = [None if g is None else g.numpy() for g in grads]
-            assert self.backend.world is not None
-            self.backend.world.send("call", self.model_id, "_backprop", (data, arrays))
-            self._backprop(data, arrays)
+            self._backprop(data, [None if g is None else g.numpy() for g in grads])
 
         return backprop
 
+    @on_every_rank
     def _backprop(self, data: list[types.Datum], grads: list[Any]) -> None:
         settings = self.backend.settings
         deal = self._deal()
         assert deal is not None
-        with self.host.use(self.adapter) as model, self._gathered():
+        with self.host.use(self.adapter) as model, self._sharded_call():
             backprop_gradients(
                 model,
                 data,
@@ -296,6 +304,7 @@ class LocalTrainingClient:
             )
         self._zero_missing_grads()  # as rank 0 does after its custom call
 
+    @on_every_rank
     def _optim_step(self, adam_params: types.AdamParams) -> types.OptimStepResponse:
         with self.host.lock:
             metrics = adam_step(self._optimizer, adam_params)
@@ -331,6 +340,7 @@ class LocalTrainingClient:
         dest = ckpt.checkpoint_folder(self.backend.settings.checkpoint_root, "state", name)
         return types.SaveWeightsResponse(path=str(ckpt.write_folder(dest, fill)))
 
+    @on_every_rank
     def _load_state(self, path: str, with_optimizer: bool) -> types.LoadWeightsResponse:
         folder = ckpt.parse_checkpoint_path(path)
         meta = ckpt.read_meta(folder)
@@ -355,9 +365,7 @@ class LocalTrainingClient:
                 ckpt.load_optimizer(folder, self._optimizer)
                 self.step = meta.step
             else:
-                self._optimizer = make_optimizer(
-                    [p for g in self._optimizer.param_groups for p in g["params"]]
-                )
+                self._optimizer = make_optimizer(self._params)
         return types.LoadWeightsResponse(path=str(folder), model_id=self.model_id)
 
     def _save_sampler(self, name: str) -> types.SaveWeightsForSamplerResponse:

@@ -1,0 +1,117 @@
+"""Which micro-batches of a training call each rank of a --nproc N run computes (`passes`), and the
+sum of their gradients on every rank (`own_grads`)."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kitchen.adapters.local.distributed.world import World
+
+
+class Deal:
+    """One training call's share of the work on this rank: which micro-batches it runs, and the
+    sum of the gradients they leave in `params` (the client's LoRA tensors).
+
+    Each pass's gradient is summed apart, then added to the accumulated ones; in a --nproc N run
+    the ranks' passes of one round are added in rank order, on every rank (each rank broadcasts
+    its pass's gradient). The passes' order (`passes`) is the same at any N, so these are the same
+    additions in the same order as one process (`world` None) makes, and the sum is bit-identical
+    at any N. (Accumulating a pass's parts straight into the sum, as autograd does, adds in
+    another order wherever a parameter gets several parts in one pass: a shared-prefix pass calls
+    each layer twice. So would an all-reduce; and Adam turns the last bit of a near-zero gradient
+    into a step of the learning rate.)"""
+
+    def __init__(self, world: World | None, params: Sequence[Any]) -> None:
+        self.world = world
+        self.params = params
+        self._kept: list[list[bool]] = []  # per rank, per round: whether its pass is kept
+        self._round = 0
+
+    @property
+    def distributed(self) -> bool:
+        return self.world is not None
+
+    @property
+    def leader(self) -> bool:
+        return self.world is None or self.world.leader
+
+    def passes(self, kinds: Sequence[Hashable]) -> list[tuple[int, bool]]:
+        """The passes this rank runs, in order, as (micro-batch index, kept): `kinds[i]` is
+        micro-batch i's sequence of decoder calls (each all-gathers the layers, sharded_base.py),
+        so the k-th passes of all ranks must be of one kind. Each kind's micro-batches, in plan
+        order (longest first: an even deal in tokens), are dealt round by round, one to each rank;
+        where a kind runs out before the last rank, the others run its last (smallest) micro-batch
+        again and drop it (kept False)."""
+        size = 1 if self.world is None else self.world.size
+        by_kind: dict[Hashable, list[int]] = {}
+        for index, kind in enumerate(kinds):
+            by_kind.setdefault(kind, []).append(index)
+        every: list[list[tuple[int, bool]]] = [[] for _ in range(size)]
+        for indices in by_kind.values():
+            for first in range(0, len(indices), size):
+                for rank in range(size):
+                    slot = first + rank
+                    kept = slot < len(indices)
+                    every[rank].append((indices[slot] if kept else indices[-1], kept))
+        self._kept = [[kept for _, kept in mine] for mine in every]
+        self._round = 0
+        return every[0 if self.world is None else self.world.rank]
+
+    def gather(self, mine: Any) -> list[Any] | None:
+        return [mine] if self.world is None else self.world.gather(mine)
+
+    @contextmanager
+    def own_grads(self, kept: bool = True) -> Iterator[None]:
+        """The backward of this rank's next pass (of `passes`) leaves its gradient apart; then the
+        round's gradients are added to the accumulated ones (this one dropped unless `kept`)."""
+        saved = [p.grad for p in self.params]
+        for p in self.params:
+            p.grad = None
+        try:
+            yield
+        finally:
+            mine = [p.grad for p in self.params]
+            for p, grad in zip(self.params, saved, strict=True):
+                p.grad = grad
+            if self.world is None:
+                if kept:
+                    self._add(mine)
+            else:
+                self._add_round(mine)
+
+    def _add_round(self, mine: list[Any]) -> None:
+        """Every rank: the kept gradients of this round's passes, added in rank order."""
+        import torch
+        import torch.distributed as dist
+
+        assert self.world is not None
+        round_, self._round = self._round, self._round + 1
+        for rank, kept in enumerate(self._kept):
+            if not kept[round_]:
+                continue
+            if rank == self.world.rank:
+                parts = [
+                    torch.zeros_like(p) if g is None else g
+                    for p, g in zip(self.params, mine, strict=True)
+                ]
+                flat = torch.cat([part.reshape(-1) for part in parts])
+            else:
+                flat = torch.empty(
+                    sum(p.numel() for p in self.params), device=self.params[0].device
+                )
+            dist.broadcast(flat, src=rank)
+            # A part the pass did not reach arrives as zeros: adding it changes nothing.
+            views = torch.split(flat, [p.numel() for p in self.params])
+            self._add([view.view_as(p).clone() for view, p in zip(views, self.params, strict=True)])
+
+    def _add(self, grads: list[Any]) -> None:
+        for p, grad in zip(self.params, grads, strict=True):
+            if grad is None:
+                continue
+            if p.grad is None:
+                p.grad = grad
+            else:
+                p.grad += grad
