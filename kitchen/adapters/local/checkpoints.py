@@ -45,6 +45,9 @@ class CheckpointMeta:
     lora: dict[str, Any] | None  # LoraSpec fields; None for full fine-tuning
     seed: int
     step: int  # updates (optim_step calls) taken when saved
+    # Ranks of the run that saved (--nproc N). What is saved is whole (LoRA and its Adam state are
+    # whole on every rank; the sharded base is frozen and never saved), so any N resumes it.
+    world_size: int = 1
 
     def write(self, folder: Path) -> None:
         (folder / META_FILE).write_text(json.dumps(asdict(self), indent=2) + "\n")

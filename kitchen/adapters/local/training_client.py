@@ -321,6 +321,7 @@ class LocalTrainingClient:
             lora=self.lora.to_dict() if self.lora else None,
             seed=self.seed,
             step=self.step,
+            world_size=1 if self.backend.world is None else self.backend.world.size,
         )
 
     def _write_weights(self, folder: Path) -> None:
