@@ -37,12 +37,12 @@ def _read(path: Path) -> ModelDims | None:
 
 
 def _tiny_dims(name: str) -> ModelDims | None:
-    from kitchen.adapters.local.tiny import TINY_DIR, TINY_MODELS
+    from kitchen.adapters.local.tiny import TINY_MODELS, tiny_vocabulary
 
     spec = TINY_MODELS.get(name)
     if spec is None:
         return None
-    tokenizer = json.loads((TINY_DIR / "tokenizer.json").read_text())
+    tokenizer = tiny_vocabulary(spec)
     vocab = {
         **tokenizer["model"]["vocab"],
         **{t["content"]: t["id"] for t in tokenizer["added_tokens"]},

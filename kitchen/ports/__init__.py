@@ -120,6 +120,7 @@ class TrainingBackend(Protocol):
         train_mlp: bool = True,
         train_attn: bool = True,
         train_unembed: bool = True,
+        train_vision: bool = False,
     ) -> TrainingClient: ...
 
     def create_training_client_from_state(self, path: str) -> TrainingClient: ...

@@ -162,6 +162,8 @@ class KitchenService:
                 train_mlp=lora.train_mlp if lora else True,
                 train_attn=lora.train_attn if lora else True,
                 train_unembed=lora.train_unembed if lora else True,
+                # Tinker's LoraConfig has no vision switch: a client asks through its metadata.
+                train_vision=(request.user_metadata or {}).get("train_vision") == "true",
             )
             self._add_model(model_id, session, client, request.user_metadata)
             return types.CreateModelResponse(model_id=model_id)

@@ -170,6 +170,7 @@ class FakeBackend:
         train_mlp: bool = True,
         train_attn: bool = True,
         train_unembed: bool = True,
+        train_vision: bool = False,
     ) -> FakeTrainingClient:
         self.record("create_lora_training_client")
         return FakeTrainingClient(self, base_model, rank)

@@ -63,6 +63,7 @@ class LocalBackend:
         train_mlp: bool = True,
         train_attn: bool = True,
         train_unembed: bool = True,
+        train_vision: bool = False,
         user_metadata: dict[str, str] | None = None,
     ) -> LocalTrainingClient:
         """LoRA of `rank` on the selected modules; rank 0 means full fine-tuning of every weight.
@@ -77,7 +78,11 @@ class LocalBackend:
         lora = None
         if rank > 0:
             lora = LoraSpec(
-                rank=rank, train_attn=train_attn, train_mlp=train_mlp, train_unembed=train_unembed
+                rank=rank,
+                train_attn=train_attn,
+                train_mlp=train_mlp,
+                train_unembed=train_unembed,
+                train_vision=train_vision,
             )
         # On the compute thread: loading and wrapping a model run torch ops (see compute_thread.py).
         client = self.compute.run(lambda: self._training_client(base_model, lora, seed))
@@ -225,6 +230,7 @@ class LocalBackend:
             train_mlp=lora.train_mlp if lora else True,
             train_attn=lora.train_attn if lora else True,
             train_unembed=lora.train_unembed if lora else True,
+            train_vision=lora.train_vision if lora else False,
         )
         load = client.load_state_with_optimizer if with_optimizer else client.load_state
         load(str(folder)).result()

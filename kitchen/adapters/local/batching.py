@@ -13,6 +13,12 @@ over the whole packed row on kernels that cannot skip the masked blocks. Rows th
 start with the same tokens (an RL group's samples of one prompt) form groups whose shared prefix
 the decoder runs once (logprobs.py), when that pushes fewer tokens through it; groups share
 micro-batches of their own.
+
+Images (a vision-language model, images.py): each image chunk becomes its run of image tokens, and
+a micro-batch holding any carries the forward's image arguments (`MicroBatch.images`). A request
+with images is neither packed nor run through shared prefixes: its micro-batches are padded rows,
+each a plain pass through the whole model (M-RoPE positions and the vision tower's features do
+not split at a prefix or restart within a packed row).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from typing import Any
 import numpy as np
 from tinker import types
 
+from kitchen.adapters.local.images import Expanded, Vision, mrope_positions, text_only
 from kitchen.engine.errors import BackendError
 
 # Rows sharing at least this many leading tokens may run them once; below it the saving is noise.
@@ -51,6 +58,9 @@ class MicroBatch:
     places: list[tuple[int, int]] = field(default_factory=list)
     # Position ids [1, T] restarting at every packed datum's start; None when padded.
     position_ids: Any = None
+    # The forward's image arguments (pixel_values, image_grid_thw, mm_token_type_ids and M-RoPE
+    # position_ids [3, B, T]) when a row here has an image; None otherwise.
+    images: dict[str, Any] | None = None
 
     def spans(self) -> list[tuple[int, int, int, int]]:
         """(datum index, row, first position, length) of every datum here."""
@@ -60,13 +70,11 @@ class MicroBatch:
         ]
 
 
-def datum_tokens(datum: types.Datum, index: int) -> list[int]:
-    try:
-        return datum.model_input.to_ints()
-    except ValueError as e:
-        raise BackendError(
-            f"datum {index}: the local engine takes text-only model_input ({e})"
-        ) from e
+def expand_datum(datum: types.Datum, index: int, vision: Vision | None) -> Expanded:
+    """The datum's model input as token ids (and images, on a vision-language model)."""
+    if vision is None:
+        return Expanded(text_only(datum.model_input, "the model", f"datum {index}"), [])
+    return vision.expand(datum.model_input, f"datum {index}")
 
 
 def check_token_ids(tokens: Sequence[int], vocab_size: int, where: str) -> None:
@@ -98,14 +106,25 @@ def plan_microbatches(
     vocab_size: int | None = None,
     max_context: int | None = None,
     packed: bool = False,
+    vision: Vision | None = None,
+    expanded: Sequence[Expanded] | None = None,
 ) -> list[MicroBatch]:
     """Validate `data` and pack it. `input_keys` must be in every datum (besides target_tokens);
     `optional_keys` are used where present, `fill_values[key]` elsewhere. With `vocab_size` and
     `max_context`, token ids and lengths the model cannot take are refused with the reason.
-    `packed`: the rows outside shared-prefix groups are laid end to end, padding-free."""
+    `packed`: the rows outside shared-prefix groups are laid end to end, padding-free.
+    `vision`: the model's image side (None: a text model, which refuses image chunks);
+    `expanded`: the data's inputs already expanded (their model_input is then not read)."""
     if not data:
         raise BackendError("no data: forward/backward needs at least one datum")
-    tokens_N = [datum_tokens(d, i) for i, d in enumerate(data)]
+    expanded_N = (
+        list(expanded)
+        if expanded is not None
+        else [expand_datum(d, i, vision) for i, d in enumerate(data)]
+    )
+    tokens_N = [e.tokens for e in expanded_N]
+    with_images = any(e.images for e in expanded_N)
+    packed = packed and not with_images
     for i, tokens in enumerate(tokens_N):
         if not tokens:
             raise BackendError(f"datum {i}: model_input is empty")
@@ -118,7 +137,7 @@ def plan_microbatches(
             check_token_ids(tokens, vocab_size, f"datum {i}: model_input")
             targets = _array(data[i], "target_tokens", i).reshape(-1).tolist()
             check_token_ids(targets, vocab_size, f"datum {i}: target_tokens")
-    shared = prefix_groups(tokens_N, max_tokens)
+    shared = [] if with_images else prefix_groups(tokens_N, max_tokens)
     grouped = {i for rows, _ in shared for i in rows}
     # Groups share micro-batches (one padded prefix pass for all, then one pass for their rows)
     # while the tokens through the decoder stay within max_tokens: small RL groups otherwise cost
@@ -138,17 +157,44 @@ def plan_microbatches(
     out = []
     for groups in group_batches:
         rows = [i for group_rows, _ in groups for i in group_rows]
-        mb = _pack(data, tokens_N, rows, input_keys, optional_keys, fill_values, device)
+        mb = _pack(data, expanded_N, rows, input_keys, optional_keys, fill_values, device)
         start = 0
         for group_rows, prefix in groups:
             mb.shared.append((list(range(start, start + len(group_rows))), prefix))
             start += len(group_rows)
         out.append(mb)
     for rows in batches:
-        out.append(
-            _pack(data, tokens_N, rows, input_keys, optional_keys, fill_values, device, packed)
-        )
+        mb = _pack(data, expanded_N, rows, input_keys, optional_keys, fill_values, device, packed)
+        if vision is not None and any(expanded_N[i].images for i in rows):
+            mb.images = image_arguments([expanded_N[i] for i in rows], mb, vision, device)
+        out.append(mb)
     return out
+
+
+def image_arguments(
+    expanded_B: Sequence[Expanded], mb: MicroBatch, vision: Vision, device: Any
+) -> dict[str, Any]:
+    """The forward's image arguments for the padded rows `expanded_B` of `mb`: every image's
+    patches in row order, their grids, which tokens are image tokens, and M-RoPE positions."""
+    B, T = mb.host_tokens.shape
+    position_3BT = np.zeros((3, B, T), dtype=np.int64)
+    kind_BT = np.zeros((B, T), dtype=np.int64)
+    grids, pixels = [], []
+    for row, e in enumerate(expanded_B):
+        position_3BT[:, row, : len(e.tokens)] = mrope_positions(e, vision.merge_size)
+        for start, image in e.images:
+            kind_BT[row, start : start + image.tokens] = 1
+            grids.append(image.grid_thw)
+            pixels.append(image.pixel_values)
+    grid_I3 = np.asarray(grids, dtype=np.int64).reshape(-1, 3)
+    grid, kind, position = to_device(device, grid_I3, kind_BT, position_3BT)
+    (pixel_values,) = to_device(device, np.concatenate(pixels))
+    return {
+        "pixel_values": pixel_values,
+        "image_grid_thw": grid,
+        "mm_token_type_ids": kind,
+        "position_ids": position,
+    }
 
 
 def _padded_bins(order: list[int], tokens_N: list[list[int]], max_tokens: int) -> list[list[int]]:
@@ -273,7 +319,7 @@ def to_device(device: Any, *arrays: np.ndarray) -> list[Any]:
 
 def _pack(
     data: Sequence[types.Datum],
-    tokens_N: list[list[int]],
+    expanded_N: list[Expanded],
     rows: list[int],
     input_keys: Sequence[str],
     optional_keys: Sequence[str],
@@ -281,6 +327,7 @@ def _pack(
     device: Any,
     packed: bool = False,
 ) -> MicroBatch:
+    tokens_N = [e.tokens for e in expanded_N]
     lengths = [len(tokens_N[i]) for i in rows]
     if packed:
         places = [(0, start) for start in np.cumsum([0, *lengths[:-1]]).tolist()]

@@ -16,6 +16,7 @@ from tinker import types
 
 from kitchen.adapters.local.batching import MicroBatch, plan_microbatches
 from kitchen.adapters.local.host import model_limits
+from kitchen.adapters.local.images import Expanded, vision_of
 from kitchen.adapters.local.logprobs import TargetLogprobs
 from kitchen.adapters.local.losses import loss_fn_named
 from kitchen.adapters.local.memory import (
@@ -86,6 +87,7 @@ def run_builtin_loss(
         _device(model),
         *model_limits(model),
         packed=packed,
+        vision=vision_of(model),
     )
     if loss_fn != "cross_entropy" and any(mb.targets.dim() != 2 for mb in batches):
         raise BackendError(
@@ -216,7 +218,15 @@ def run_custom_loss(
     import torch
 
     batches = plan_microbatches(
-        data, (), (), {}, microbatch_tokens, _device(model), *model_limits(model), packed=packed
+        data,
+        (),
+        (),
+        {},
+        microbatch_tokens,
+        _device(model),
+        *model_limits(model),
+        packed=packed,
+        vision=vision_of(model),
     )
     recompute = plan_checkpointing(model, batches, checkpointing)
     if tally is not None:
@@ -285,7 +295,15 @@ def backprop_gradients(
     import torch
 
     batches = plan_microbatches(
-        data, (), (), {}, microbatch_tokens, _device(model), *model_limits(model), packed=packed
+        data,
+        (),
+        (),
+        {},
+        microbatch_tokens,
+        _device(model),
+        *model_limits(model),
+        packed=packed,
+        vision=vision_of(model),
     )
     with (
         torch.enable_grad(),
@@ -295,28 +313,34 @@ def backprop_gradients(
 
 
 def score_sequences(
-    model: Any, sequences: Sequence[Sequence[int]], microbatch_tokens: int
+    model: Any, sequences: Sequence[Sequence[int] | Expanded], microbatch_tokens: int
 ) -> list[np.ndarray]:
     """log p(token t | the tokens before it) for t >= 1 of each sequence (float32 [len - 1]), in
     shared micro-batches: many sequences per decoder pass, and those that start alike (a DPO
     pair's prompt, an RL group's) through their common prefix once. The sequences are valid ids
-    for the model (the caller checked)."""
-    scored = [i for i, s in enumerate(sequences) if len(s) > 1]
+    for the model (the caller checked); an `Expanded` one carries images (images.py)."""
+    expanded_N = [s if isinstance(s, Expanded) else Expanded(list(s), []) for s in sequences]
+    scored = [i for i, s in enumerate(expanded_N) if len(s.tokens) > 1]
     out = [np.zeros(0, dtype=np.float32) for _ in sequences]
     if not scored:
         return out
     data = [
         types.Datum(
-            model_input=types.ModelInput.from_ints(list(sequences[i][:-1])),
+            model_input=types.ModelInput.from_ints(expanded_N[i].tokens[:-1]),
             loss_fn_inputs={
                 "target_tokens": types.TensorData.from_numpy(
-                    np.asarray(sequences[i][1:], dtype=np.int64)
+                    np.asarray(expanded_N[i].tokens[1:], dtype=np.int64)
                 )
             },
         )
         for i in scored
     ]
-    batches = plan_microbatches(data, (), (), {}, microbatch_tokens, _device(model))
+    # The last token is never an image's (a prompt ends in text), so dropping it keeps the images.
+    inputs = [Expanded(expanded_N[i].tokens[:-1], expanded_N[i].images) for i in scored]
+    vision = vision_of(model) if any(e.images for e in inputs) else None
+    batches = plan_microbatches(
+        data, (), (), {}, microbatch_tokens, _device(model), vision=vision, expanded=inputs
+    )
     for i, lp in zip(scored, _score(model, batches), strict=True):
         assert lp is not None
         out[i] = lp

@@ -166,6 +166,7 @@ class ModelHost:
                     snapshot.config.r,
                     snapshot.config.lora_alpha,
                     sorted(snapshot.config.target_modules),
+                    snapshot.config.exclude_modules,
                 ]
             )
             slot = self._slots.get(signature)
@@ -293,15 +294,25 @@ def _forwards_swapped(forwards: dict[Any, Any]) -> Iterator[None]:
 def model_limits(model: Any) -> tuple[int, int]:
     """(vocabulary size, context length): the token ids and the sequence length `model` can read."""
     config = model.config
+    config = getattr(config, "text_config", None) or config  # a VLM's context is its decoder's
     vocab = int(model.get_input_embeddings().num_embeddings)
     return vocab, int(getattr(config, "max_position_embeddings", 0) or 1 << 20)
+
+
+def auto_model_class(config: Any) -> Any:
+    """The transformers auto class that loads a model of `config` with its language head: a
+    vision-language model (a config with a vision tower) loads whole, vision included."""
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
+
+    vlm = getattr(config, "vision_config", None) is not None
+    return AutoModelForImageTextToText if vlm else AutoModelForCausalLM
 
 
 def load_host(
     model_name: str, settings: EngineSettings, model_path: Path | None = None
 ) -> ModelHost:
     """Resolve `model_name` (unless `model_path` is given) and load model + tokenizer, frozen, in eval mode."""
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoConfig, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     path = model_path if model_path is not None else resolve_model(model_name)
@@ -313,7 +324,7 @@ def load_host(
     extend_context(config, settings.context_length, settings.rope_scaling, model_name)
     try:
         # fp32 master weights whatever the compute dtype: bf16 runs as autocast (see EngineSettings).
-        model: Any = AutoModelForCausalLM.from_pretrained(path, config=config, dtype="float32")
+        model: Any = auto_model_class(config).from_pretrained(path, config=config, dtype="float32")
         tokenizer = AutoTokenizer.from_pretrained(path)
     except Exception as e:
         raise BackendError(f"could not load model {model_name!r} from {path}: {e}") from e

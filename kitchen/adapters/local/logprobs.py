@@ -47,11 +47,17 @@ class TargetLogprobs:
         shared = mb.shared
         # A packed micro-batch's position ids restart per datum, which confines attention to it.
         packed = {} if mb.position_ids is None else {"position_ids": mb.position_ids}
-        if decoder is None or head is None or _has_logit_transform(causal_lm.config):
+        self.head: Callable[[Any], Any]
+        if mb.images is not None:
+            # Images: the whole vision-language model (vision tower, features scattered into the
+            # image tokens, M-RoPE), whose final hidden states the head then reads chunk by chunk.
+            hidden = causal_lm.model(input_ids=mb.tokens, use_cache=False, **mb.images)
+            self.hidden_NH, self.head = hidden.last_hidden_state.flatten(0, 1), head
+        elif decoder is None or head is None or _has_logit_transform(causal_lm.config):
             # The logits need more than the head: they are the "hidden states", the head is identity.
             logits = model(input_ids=mb.tokens, use_cache=False, **packed).logits
             self.hidden_NH = logits.flatten(0, 1)
-            self.head: Callable[[Any], Any] = lambda h: h
+            self.head = lambda h: h
             shared = []
         else:
             if shared:

@@ -15,6 +15,9 @@ from kitchen.engine.errors import BackendError
 # Tinker's LoRA scale is independent of rank ("LoRA without regret": alpha = 32, scale alpha / r), so
 # one learning rate suits every rank.
 LORA_ALPHA = 32
+# Module names of vision towers (a part of the dotted path), and peft's regex excluding them.
+VISION_MODULES = frozenset({"visual", "vision_tower", "vision_model"})
+VISION_EXCLUDE = r".*\.(" + "|".join(sorted(VISION_MODULES)) + r")\..*"
 
 
 @dataclass(frozen=True)
@@ -25,6 +28,9 @@ class LoraSpec:
     train_attn: bool = True
     train_mlp: bool = True
     train_unembed: bool = True
+    # A vision-language model's vision tower (attention and MLP of its blocks) gets LoRA too;
+    # off, as on Tinker: only the language model adapts.
+    train_vision: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -32,7 +38,8 @@ class LoraSpec:
 
 def lora_targets(model: Any, spec: LoraSpec) -> list[str]:
     """Leaf names of the Linear modules LoRA wraps: attention projections (modules under an
-    `attn`/`attention` block), MLP projections (under `mlp`), and the unembedding (lm_head)."""
+    `attn`/`attention` block), MLP projections (under `mlp`), and the unembedding (lm_head); a
+    vision tower's (modules under VISION_MODULES) only with `spec.train_vision`."""
     import torch
 
     attn: set[str] = set()
@@ -45,6 +52,8 @@ def lora_targets(model: Any, spec: LoraSpec) -> list[str]:
         if parts[-1] == "base_layer":
             parts = parts[:-1]
         parents = parts[:-1]
+        if not spec.train_vision and is_vision_module(name):
+            continue
         if any("attn" in p or "attention" in p for p in parents):
             attn.add(parts[-1])
         elif any("mlp" in p or "feed_forward" in p for p in parents):
@@ -66,14 +75,22 @@ def lora_targets(model: Any, spec: LoraSpec) -> list[str]:
     return sorted(targets)
 
 
+def is_vision_module(name: str) -> bool:
+    """Whether the module `name` belongs to a vision tower (Qwen-VL's `visual`)."""
+    return any(part in VISION_MODULES for part in name.split("."))
+
+
 def peft_config(model: Any, spec: LoraSpec) -> Any:
     from peft import LoraConfig
 
+    has_vision = any(is_vision_module(n) for n, _ in model.named_modules())
     return LoraConfig(
         r=spec.rank,
         lora_alpha=LORA_ALPHA,
         lora_dropout=0.0,
         target_modules=lora_targets(model, spec),
+        # A vision tower whose Linear layers share a leaf name with the decoder's stays frozen.
+        exclude_modules=VISION_EXCLUDE if has_vision and not spec.train_vision else None,
         bias="none",
     )
 

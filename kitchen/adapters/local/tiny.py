@@ -1,13 +1,18 @@
 """Built-in tiny models (`kitchen/tiny-*`): a Llama-style and a Qwen2-style decoder of about a million
-parameters, initialised from a fixed seed, with the committed tiny tokenizer. They exist for tests
-and the fastest demo: loading one takes a fraction of a second and a training step milliseconds.
+parameters, and a Qwen3-VL vision-language model of a quarter million, initialised from a fixed
+seed, with the committed tiny tokenizer. They exist for tests and the fastest demo: loading one
+takes a fraction of a second and a training step milliseconds.
+
+The VLM (`kitchen/tiny-qwen3-vl`) is Qwen3-VL's architecture at toy size: a 2-block vision tower
+(16-pixel patches, 2x2 merge, deepstack), a 2-layer text decoder with multimodal RoPE, Qwen3-VL's
+image processor (images resized to 32-pixel multiples, 1 to 16 tokens each) and the tokenizer with
+Qwen3-VL's vision tokens appended, so Kitchen's qwen3_vl renderers produce its inputs.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +27,7 @@ class TinySpec:
     """Architecture and chat format of one built-in tiny model."""
 
     name: str
-    arch: str  # "llama" | "qwen2"
+    arch: str  # "llama" | "qwen2" | "qwen3_vl"
     chat_template: str  # key of CHAT_TEMPLATES
     bos_token: str | None
     eos_token: str
@@ -58,12 +63,32 @@ TINY_MODELS: dict[str, TinySpec] = {
         bos_token=None,
         eos_token="<|im_end|>",
     ),
+    "kitchen/tiny-qwen3-vl": TinySpec(
+        name="kitchen/tiny-qwen3-vl",
+        arch="qwen3_vl",
+        chat_template="qwen3_vl",
+        bos_token=None,
+        eos_token="<|im_end|>",
+        hidden_size=64,
+        intermediate_size=128,
+        num_layers=2,
+    ),
 }
+
+# Qwen3-VL's vision tokens, appended to the tiny vocabulary (in this order) for the VLM.
+VISION_TOKENS = ("<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>")
+# The tiny VLM's image processor: Qwen3-VL's patching, images scaled to 32^2..128^2 pixels.
+TINY_IMAGE_PROCESSOR: dict[str, Any] = dict(
+    patch_size=16,
+    merge_size=2,
+    temporal_patch_size=2,
+    size={"shortest_edge": 32 * 32, "longest_edge": 128 * 128},
+)
 
 
 def tiny_config(spec: TinySpec, token_ids: dict[str, int]) -> Any:
     """The transformers config of `spec` (ids of bos/eos/pad taken from the tiny tokenizer)."""
-    from transformers import LlamaConfig, Qwen2Config
+    from transformers import LlamaConfig, Qwen2Config, Qwen3VLConfig
 
     eos_ids = [token_ids[t] for t in (spec.eos_token, "<|im_end|>", "<|eot_id|>", "<|endoftext|>")]
     common: dict[str, Any] = dict(
@@ -84,30 +109,92 @@ def tiny_config(spec: TinySpec, token_ids: dict[str, int]) -> Any:
         return LlamaConfig(**common)
     if spec.arch == "qwen2":
         return Qwen2Config(**common)
+    if spec.arch == "qwen3_vl":
+        head_dim = spec.hidden_size // spec.num_heads
+        text = dict(
+            common,
+            head_dim=head_dim,
+            # M-RoPE: the rotary half-dimensions given to time, height and width.
+            rope_parameters={
+                "rope_type": "default",
+                "rope_theta": 10000.0,
+                "mrope_section": [head_dim // 4, head_dim // 8, head_dim // 8],
+                "mrope_interleaved": True,
+            },
+        )
+        vision = dict(
+            depth=2,
+            hidden_size=32,
+            intermediate_size=64,
+            num_heads=2,
+            patch_size=TINY_IMAGE_PROCESSOR["patch_size"],
+            spatial_merge_size=TINY_IMAGE_PROCESSOR["merge_size"],
+            temporal_patch_size=TINY_IMAGE_PROCESSOR["temporal_patch_size"],
+            out_hidden_size=spec.hidden_size,
+            num_position_embeddings=64,  # an 8x8 grid of learned positions, interpolated
+            deepstack_visual_indexes=[0],
+        )
+        start, end, image, video = (token_ids[t] for t in VISION_TOKENS)
+        return Qwen3VLConfig(
+            text_config=text,
+            vision_config=vision,
+            image_token_id=image,
+            video_token_id=video,
+            vision_start_token_id=start,
+            vision_end_token_id=end,
+            tie_word_embeddings=True,
+        )
     raise ValueError(f"tiny model {spec.name}: unknown arch {spec.arch!r}")
 
 
 def build_tiny_model(spec: TinySpec, folder: Path) -> None:
     """Write model weights (seeded init), config and tokenizer of `spec` into `folder`."""
     import torch
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
-    vocab = json.loads((TINY_DIR / "tokenizer.json").read_text())
+    vocab = tiny_vocabulary(spec)
     token_ids: dict[str, int] = dict(vocab["model"]["vocab"])
     token_ids.update({t["content"]: t["id"] for t in vocab["added_tokens"]})
     config = tiny_config(spec, token_ids)
+    auto = AutoModelForImageTextToText if spec.arch == "qwen3_vl" else AutoModelForCausalLM
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(TINY_SEED)
-        model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+        model = auto.from_config(config, dtype=torch.float32)
     model.save_pretrained(folder)
     write_tiny_tokenizer(spec, folder)
+    if spec.arch == "qwen3_vl":
+        from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import (
+            Qwen2VLImageProcessorPil,
+        )
+
+        Qwen2VLImageProcessorPil(**TINY_IMAGE_PROCESSOR).save_pretrained(folder)
+
+
+def tiny_vocabulary(spec: TinySpec) -> dict[str, Any]:
+    """The committed tokenizer's JSON; a VLM's has VISION_TOKENS appended as special tokens."""
+    vocab: dict[str, Any] = json.loads((TINY_DIR / "tokenizer.json").read_text())
+    if spec.arch == "qwen3_vl":
+        first = len(vocab["model"]["vocab"])
+        vocab["added_tokens"] += [
+            {
+                "id": first + i,
+                "content": token,
+                "single_word": False,
+                "lstrip": False,
+                "rstrip": False,
+                "normalized": False,
+                "special": True,
+            }
+            for i, token in enumerate(VISION_TOKENS)
+        ]
+    return vocab
 
 
 def write_tiny_tokenizer(spec: TinySpec, folder: Path) -> None:
-    """Copy the committed tokenizer and write a tokenizer config with this model's chat format."""
-    shutil.copyfile(TINY_DIR / "tokenizer.json", folder / "tokenizer.json")
+    """Write the tiny tokenizer and a tokenizer config with this model's chat format."""
+    (folder / "tokenizer.json").write_text(json.dumps(tiny_vocabulary(spec), ensure_ascii=False))
     templates = json.loads((TINY_DIR / "chat_templates.json").read_text())
     tokenizer_config = {
         "tokenizer_class": "PreTrainedTokenizerFast",

@@ -49,10 +49,16 @@ class TinkerBackend:
         train_mlp: bool = True,
         train_attn: bool = True,
         train_unembed: bool = True,
+        train_vision: bool = False,
     ) -> TinkerTrainingClient:
         if rank <= 0:
             raise BackendError(
                 f"tinker: LoRA rank is {rank}; the service trains LoRA only (rank >= 1)"
+            )
+        if train_vision:
+            raise BackendError(
+                "tinker: the service adapts the language model only; train_vision is a "
+                "local-engine option"
             )
         client = wait(
             lambda: self.sdk.create_lora_training_client(
