@@ -175,3 +175,21 @@ def assert_step_times(records: list[dict[str, Any]], phases: tuple[str, ...]) ->
         for phase in phases:
             assert r[f"time/{phase}"] > 0, (r["step"], phase)
         assert r["tokens_per_second"] == pytest.approx(r["num_tokens"] / r["time/total"])
+
+
+TINY_VLM = "kitchen/tiny-qwen3-vl"
+
+
+def picture(
+    color: tuple[int, int, int], size: tuple[int, int] = (64, 48), fmt: str = "PNG"
+) -> bytes:
+    """A plain image of `color` as `fmt` bytes, with a dark square so its rows and columns differ."""
+    import io
+
+    from PIL import Image, ImageDraw
+
+    image = Image.new("RGB", size, color)
+    ImageDraw.Draw(image).rectangle((4, 4, size[0] // 2, size[1] // 2), fill=(20, 20, 20))
+    buffer = io.BytesIO()
+    image.save(buffer, format=fmt)
+    return buffer.getvalue()

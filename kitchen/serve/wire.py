@@ -84,10 +84,15 @@ def _loss_config(msg: Any) -> dict[str, float] | None:
 
 def _datum(msg: Any, index: int) -> types.Datum:
     chunks: list[types.ModelInputChunk] = []
-    for chunk in msg.model_input:
+    for c, chunk in enumerate(msg.model_input):
         kind = chunk.WhichOneof("chunk")
+        if kind == "image":
+            chunks.append(_image(chunk.image, f"datum {index}: chunk {c} (image)"))
+            continue
         if kind != "encoded_text":
-            raise WireError(f"datum {index}: {kind} chunks are not supported; send token chunks")
+            raise WireError(
+                f"datum {index}: {kind} chunks are not supported; send token or image chunks"
+            )
         tokens = np.frombuffer(chunk.encoded_text.tokens, dtype=np.int32).tolist()
         chunks.append(types.EncodedTextChunk(tokens=tokens))
     inputs = {
@@ -102,6 +107,14 @@ def _datum(msg: Any, index: int) -> types.Datum:
         model_input_spans=[_span(x, index) for x in msg.model_input_spans],
         loss_fn_input_spans=[_span(x, index) for x in msg.loss_fn_input_spans],
     )
+
+
+def _image(msg: Any, where: str) -> types.ImageChunk:
+    """An image chunk as sent (the engine decodes and checks the image itself)."""
+    if msg.format not in ("png", "jpeg"):
+        raise WireError(f"{where}: image format {msg.format!r} is not png or jpeg")
+    expected = msg.expected_tokens if msg.HasField("expected_tokens") else None
+    return types.ImageChunk(data=msg.data, format=msg.format, expected_tokens=expected)
 
 
 def _span(msg: Any, index: int) -> types.PromptProvenanceSpan | types.SampledProvenanceSpan:

@@ -143,3 +143,66 @@ def test_cli_writes_the_folder_and_explains_tinker_paths(backend: Any, tmp_path:
     refused = runner.invoke(app, ["export", "tinker://run/sampler_weights/x", "--out", "o"])
     assert refused.exit_code == 2
     assert "tinker checkpoint download" in refused.output
+
+
+@pytest.mark.parametrize("train_vision", [False, True], ids=["language", "vision-too"])
+def test_a_merged_vlm_loads_in_transformers_and_reads_images_as_the_engine_does(
+    backend: Any, tmp_path: Path, train_vision: bool
+) -> None:
+    """The tiny Qwen3-VL trained on an image, exported merged: transformers' own processor inputs
+    and forward (its own M-RoPE positions) give the engine's logprobs of the same image prompt."""
+    import torch
+    from transformers import AutoImageProcessor, AutoModelForImageTextToText
+
+    from kitchen.adapters.local.export import export_checkpoint
+    from tests.helpers import TINY_VLM, picture
+
+    client = backend.create_lora_training_client(TINY_VLM, rank=4, train_vision=train_vision)
+    image = types.ImageChunk(data=picture((250, 30, 30)), format="png", expected_tokens=4)
+    start, end, pad = 1090, 1091, 1092  # the tiny VLM's vision tokens
+    head, tail = [1, 40, 50, 10, start], [end, 60, 61, 62, 63, 2]
+    tokens = [*head, *[pad] * 4, *tail]
+    datum = types.Datum(
+        model_input=types.ModelInput(
+            chunks=[
+                types.EncodedTextChunk(tokens=head),
+                image,
+                types.EncodedTextChunk(tokens=tail[:-1]),
+            ]
+        ),
+        loss_fn_inputs={
+            "target_tokens": np.asarray(tokens[1:], dtype=np.int64),
+            "weights": np.asarray([0.0] * 8 + [1.0] * 6, dtype=np.float32),
+        },
+    )
+    for _ in range(3):
+        client.forward_backward([datum], "cross_entropy").result()
+        client.optim_step(types.AdamParams(learning_rate=5e-2)).result()
+    folder = str(client.save_weights_for_sampler(f"vlm-{train_vision}").result().path)
+    export_checkpoint(folder, tmp_path / "out", merge=True)
+
+    prompt = types.ModelInput(
+        chunks=[types.EncodedTextChunk(tokens=head), image, types.EncodedTextChunk(tokens=tail)]
+    )
+    expected = backend.create_sampling_client(model_path=folder).compute_logprobs(prompt).result()
+    model = AutoModelForImageTextToText.from_pretrained(tmp_path / "out", dtype="float32")
+    processor = AutoImageProcessor.from_pretrained(tmp_path / "out", backend="pil")
+    import io
+
+    from PIL import Image
+
+    pixels = processor(
+        images=[Image.open(io.BytesIO(image.data)).convert("RGB")], return_tensors="pt"
+    )
+    ids = torch.tensor([tokens], device="cpu")
+    with torch.inference_mode():
+        logits = model(
+            input_ids=ids,
+            pixel_values=pixels["pixel_values"],
+            image_grid_thw=pixels["image_grid_thw"],
+            mm_token_type_ids=(ids == pad).int(),
+        ).logits[0]
+    theirs = torch.log_softmax(logits[:-1], -1).gather(-1, ids[0, 1:, None]).squeeze(-1).numpy()
+    np.testing.assert_allclose(theirs, np.asarray(expected[1:], dtype=np.float32), atol=1e-4)
+    base = backend.create_sampling_client(base_model=TINY_VLM).compute_logprobs(prompt).result()
+    assert np.abs(np.asarray(base[1:]) - np.asarray(expected[1:])).max() > 1e-2

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from kitchen.adapters.local.decode_batch import DecodeBatch, SampleJob
+from kitchen.adapters.local.images import Expanded
 from kitchen.adapters.local.sampling import Generated, PromptScores
 from kitchen.engine.errors import BackendError
 
@@ -37,8 +38,8 @@ class ScoreJob:
     returns each one's logprobs, in order."""
 
     key: Hashable
-    tokens: list[int]
-    score: Callable[[list[list[int]]], list[Any]]
+    tokens: list[int] | Expanded  # Expanded: a prompt with images (images.py)
+    score: Callable[[list[list[int] | Expanded]], list[Any]]
     future: Future[Any] = field(default_factory=Future)
 
 

@@ -24,6 +24,7 @@ import numpy as np
 from tinker import types
 
 from kitchen.adapters.local.batching import left_padded, to_device
+from kitchen.adapters.local.images import Expanded, mrope_positions, vision_of
 from kitchen.adapters.local.sampling import (
     Generated,
     PromptScores,
@@ -54,6 +55,9 @@ class SampleJob:
     tokenizer: Any
     stream: SeedStream  # the request's random numbers, from its seed
     max_new: int
+    # The prompt's images (a vision-language model): it is prefilled alone, through the whole
+    # model, and its rows decode at M-RoPE positions (images.py).
+    images: Expanded | None = None
     prompt_logprobs: bool = False
     topk_prompt_logprobs: int = 0
     # Called on the compute thread as each token is chosen: (sample index, token, logprob).
@@ -127,9 +131,12 @@ class DecodeBatch:
         max_new = max(j.max_new for group in groups for j in group)
         lengths = [len(group[0].prompt) for group in groups]
         width = max(lengths)
+        shift = 0  # M-RoPE: a row's position runs `shift` behind its cache length
         with first.weights() as model, torch.inference_mode():
             device = _device(model)
             ids_GL, kwargs = left_padded([group[0].prompt for group in groups], device)
+            if first.images is not None:  # a prompt with images is prefilled alone, unpadded
+                kwargs, shift = _image_kwargs(model, first.images, device)
             out = model(
                 input_ids=ids_GL,
                 use_cache=max_new > 0,
@@ -150,7 +157,7 @@ class DecodeBatch:
                 if job.max_new <= 0:
                     _resolve(job)
                     continue
-                rows = [_Row(job, n, len(job.prompt), 0) for n in range(job.num_samples)]
+                rows = [_Row(job, n, len(job.prompt) + shift, 0) for n in range(job.num_samples)]
                 segments.append((job, rows, logits[-1:].float().expand(job.num_samples, -1)))
                 prompt_rows.append(i)
         kept: list[_Row] = []
@@ -253,7 +260,9 @@ class DecodeBatch:
         with job.weights() as model, torch.inference_mode():
             device = _device(model)
             kwargs: dict[str, Any] = {}
-            if any(self._pads):  # unpadded batches keep SDPA's mask-free causal path
+            # Unpadded text batches keep SDPA's mask-free causal path; rows with images decode at
+            # their M-RoPE positions, which are not their cache lengths.
+            if any(self._pads) or any(r.job.images is not None for r in rows):
                 mask_NL = np.ones((len(rows), self._cache.get_seq_length() + 1), dtype=np.int64)
                 for i, pad in enumerate(self._pads):
                     mask_NL[i, :pad] = 0
@@ -300,6 +309,29 @@ class DecodeBatch:
             self._pads = [p - trim for p in self._pads]
 
 
+def _image_kwargs(model: Any, images: Expanded, device: Any) -> tuple[dict[str, Any], int]:
+    """The forward's image arguments for one prompt with images, and how far its next position
+    (M-RoPE) runs behind its length."""
+    vision = vision_of(model)
+    assert vision is not None  # the sampler expanded the images with it
+    position_3T = mrope_positions(images, vision.merge_size)
+    kind_1T = np.zeros((1, len(images.tokens)), dtype=np.int64)
+    for start, image in images.images:
+        kind_1T[0, start : start + image.tokens] = 1
+    grid = np.asarray([image.grid_thw for _, image in images.images], dtype=np.int64)
+    grid_dev, kind, position = to_device(device, grid, kind_1T, position_3T[:, None, :])
+    (pixels,) = to_device(
+        device, np.concatenate([image.pixel_values for _, image in images.images])
+    )
+    kwargs = {
+        "pixel_values": pixels,
+        "image_grid_thw": grid_dev,
+        "mm_token_type_ids": kind,
+        "position_ids": position,
+    }
+    return kwargs, int(position_3T.max()) + 1 - len(images.tokens)
+
+
 def _prefill_batches(jobs: list[SampleJob]) -> list[list[list[SampleJob]]]:
     """Jobs grouped by prompt, and the groups into prefill forwards of at most PREFILL_TOKENS
     padded tokens; a job scoring its prompt is a forward of its own (it keeps every position's
@@ -307,7 +339,7 @@ def _prefill_batches(jobs: list[SampleJob]) -> list[list[list[SampleJob]]]:
     groups: dict[Any, list[SampleJob]] = {}
     batches: list[list[list[SampleJob]]] = []
     for job in jobs:
-        if job.prompt_logprobs or job.topk_prompt_logprobs > 0:
+        if job.prompt_logprobs or job.topk_prompt_logprobs > 0 or job.images is not None:
             batches.append([[job]])
         else:
             groups.setdefault(tuple(job.prompt), []).append(job)

@@ -7,7 +7,8 @@
 
 Sources: a folder the local engine wrote (save_state or save_weights_for_sampler), or a PEFT
 adapter folder (e.g. one `tinker checkpoint download` fetched), whose base model is named in its
-adapter_config.json. The merged model gives the engine's logprobs (fp32: < 1e-4; tested).
+adapter_config.json. A vision-language model exports whole (vision tower included) with its image
+processor's config, so `AutoModelForImageTextToText` and `AutoImageProcessor` load the folder. The merged model gives the engine's logprobs (fp32: < 1e-4; tested).
 """
 
 from __future__ import annotations
@@ -19,10 +20,16 @@ from pathlib import Path
 from typing import Any
 
 from kitchen.adapters.local import checkpoints as ckpt
+from kitchen.adapters.local.host import auto_model_class
 from kitchen.adapters.local.resolve import resolve_model
 from kitchen.engine.errors import BackendError, ConfigError
 
 DTYPES = ("float32", "bfloat16", "float16")
+IMAGE_PROCESSOR_FILES = (
+    "preprocessor_config.json",
+    "processor_config.json",
+    "video_preprocessor_config.json",
+)
 
 
 @dataclass(frozen=True)
@@ -75,32 +82,33 @@ def _write_adapter(source: Source, base_path: Path, tmp: Path) -> None:
     config["base_model_name_or_path"] = str(base_path)  # where PEFT finds the base offline
     (tmp / "adapter_config.json").write_text(json.dumps(config, indent=2) + "\n")
     _tokenizer(base_path).save_pretrained(tmp)
+    _copy_image_processor(base_path, tmp)
 
 
 def _write_merged(source: Source, base_path: Path, tmp: Path, dtype: str) -> None:
     import torch
-    from transformers import AutoModelForCausalLM
 
+    auto = _auto_class(base_path)
     if source.lora:
         model = _merged_lora(source, base_path)
     elif source.kind == "sampler":  # already a complete model folder
-        model = AutoModelForCausalLM.from_pretrained(source.folder, dtype="float32")
+        model = auto.from_pretrained(source.folder, dtype="float32")
     else:  # a full fine-tuning state: the base architecture with the saved weights
-        model = AutoModelForCausalLM.from_pretrained(base_path, dtype="float32")
+        model = auto.from_pretrained(base_path, dtype="float32")
         ckpt.load_full_state(source.folder, model)
     model = model.to(getattr(torch, dtype))
     model.config.dtype = dtype
     model.save_pretrained(tmp)
     _tokenizer(base_path).save_pretrained(tmp)
+    _copy_image_processor(base_path, tmp)
 
 
 def _merged_lora(source: Source, base_path: Path) -> Any:
     """The base model with the adapter's delta added into its weights (computed in fp32)."""
     import torch
     from peft import PeftModel
-    from transformers import AutoModelForCausalLM
 
-    model: Any = AutoModelForCausalLM.from_pretrained(base_path, dtype="float32")
+    model: Any = _auto_class(base_path).from_pretrained(base_path, dtype="float32")
     targets = set(json.loads((source.folder / "adapter_config.json").read_text())["target_modules"])
     head = model.get_output_embeddings()
     if model.config.tie_word_embeddings and any(
@@ -117,6 +125,19 @@ def _merged_lora(source: Source, base_path: Path) -> Any:
             f"checkpoint {source.folder}: the adapter does not fit {base_path}: {e}"
         ) from e
     return peft_model.merge_and_unload()
+
+
+def _auto_class(base_path: Path) -> Any:
+    from transformers import AutoConfig
+
+    return auto_model_class(AutoConfig.from_pretrained(base_path))
+
+
+def _copy_image_processor(base_path: Path, tmp: Path) -> None:
+    """A vision-language model's image (and processor) configs, so the export reads images."""
+    for name in IMAGE_PROCESSOR_FILES:
+        if (base_path / name).is_file():
+            shutil.copy2(base_path / name, tmp / name)
 
 
 def _tokenizer(base_path: Path) -> Any:

@@ -16,6 +16,7 @@ from kitchen.adapters.local.compute_thread import ComputeThread, ScoreJob
 from kitchen.adapters.local.decode_batch import SampleJob
 from kitchen.adapters.local.forward import score_sequences
 from kitchen.adapters.local.host import LoraSnapshot, ModelHost
+from kitchen.adapters.local.images import Expanded, text_only, vision_of
 from kitchen.adapters.local.sampling import (
     Generated,
     PromptScores,
@@ -133,7 +134,8 @@ class LocalSamplingClient:
         seed: int,
         prompt_logprobs: bool = False,
     ) -> SampleJob:
-        tokens = _prompt_tokens(prompt)
+        expanded = self._expand(prompt, "sample: prompt")
+        tokens = expanded.tokens
         if not tokens:
             raise BackendError("sample: the prompt is empty; expected at least one token")
         if num_samples < 1:
@@ -154,6 +156,7 @@ class LocalSamplingClient:
             key=self._weights_key(),
             weights=self._weights,
             prompt=tokens,
+            images=expanded if expanded.images else None,
             num_samples=num_samples,
             params=params,
             rule=StopRule.from_params(params, self.eos_ids()),
@@ -199,8 +202,16 @@ class LocalSamplingClient:
         """Identifies the weights this sampler computes with: requests with equal keys batch."""
         return (id(self.host), self.snapshot.snapshot_id if self.snapshot else None)
 
-    def _scored_tokens(self, prompt: types.ModelInput) -> list[int]:
-        tokens = _prompt_tokens(prompt)
+    def _expand(self, prompt: types.ModelInput, where: str) -> Expanded:
+        """The prompt's token ids, and its images on a vision-language model (images.py)."""
+        vision = vision_of(self.host.base)
+        if vision is None:
+            return Expanded(text_only(prompt, self.host.model_name, where), [])
+        return vision.expand(prompt, where)
+
+    def _scored_tokens(self, prompt: types.ModelInput) -> list[int] | Expanded:
+        expanded = self._expand(prompt, "compute_logprobs: prompt")
+        tokens = expanded.tokens
         if not tokens:
             raise BackendError("compute_logprobs: the prompt is empty; expected at least one token")
         check_token_ids(tokens, self.host.vocab_size, "compute_logprobs: prompt")
@@ -209,9 +220,9 @@ class LocalSamplingClient:
                 f"compute_logprobs: the prompt has {len(tokens)} tokens; "
                 f"{self.host.model_name} takes at most {self.host.max_context}"
             )
-        return tokens
+        return expanded if expanded.images else tokens
 
-    def _score(self, sequences: list[list[int]]) -> list[np.ndarray]:
+    def _score(self, sequences: list[list[int] | Expanded]) -> list[np.ndarray]:
         """Logprobs of every token after the first of each sequence, in shared passes (on the
         compute thread; a scoring pass does not repay merging a snapshot's weights)."""
         with self._weights(merge=False) as model:
@@ -271,13 +282,6 @@ def model_eos_ids(host: ModelHost) -> set[int]:
         elif isinstance(value, list | tuple):
             ids.update(int(v) for v in value)
     return ids
-
-
-def _prompt_tokens(prompt: types.ModelInput) -> list[int]:
-    try:
-        return prompt.to_ints()
-    except ValueError as e:
-        raise BackendError(f"sample: the local engine takes text-only prompts ({e})") from e
 
 
 def _last_n(scored: list[float | None], last_n: int | None) -> list[float | None]:

@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.vision.conftest import VLM, picture
+from tests.helpers import TINY_VLM as VLM
+from tests.helpers import picture
 from train_core.renderers import get_renderer
 
 
@@ -108,10 +109,10 @@ def test_mrope_positions_equal_the_models_rope_index(host: Any) -> None:
     assert vision is not None
     renderer = get_renderer("qwen3_vl_instruct", host.tokenizer, vision.processor)
     expanded = vision.expand(renderer.build_generation_prompt(_messages(_images())), "prompt")  # type: ignore[arg-type]
-    ids = torch.tensor([expanded.tokens])
+    ids = torch.tensor([expanded.tokens], device="cpu")
     kind = (ids == vision.image_token_id).int()
-    grids = torch.tensor([image.grid_thw for _, image in expanded.images])
+    grids = torch.tensor([image.grid_thw for _, image in expanded.images], device="cpu")
     theirs, _ = host.base.model.get_rope_index(ids, kind, image_grid_thw=grids)
     np.testing.assert_array_equal(
-        mrope_positions(expanded, vision.merge_size), theirs[:, 0].numpy()
+        mrope_positions(expanded, vision.merge_size), theirs[:, 0].cpu().numpy()
     )

@@ -11,7 +11,8 @@ import pytest
 from tinker import types
 
 from kitchen.engine.errors import BackendError
-from tests.vision.conftest import VLM, picture
+from tests.helpers import TINY_VLM as VLM
+from tests.helpers import picture
 from train_core.renderers import get_renderer
 from train_core.supervised.datum import datum_from_model_input_weights
 
@@ -234,3 +235,27 @@ def test_an_image_sent_to_a_text_model_is_refused(backend: Any) -> None:
     )
     with pytest.raises(BackendError, match=r"datum 0: chunk 1 is an image chunk, but .* text-only"):
         client.forward([datum], "cross_entropy").result()
+
+
+def test_samples_from_an_image_prompt_score_the_same_by_compute_logprobs(backend: Any) -> None:
+    """The decode loop's M-RoPE positions (prompt with an image, then sampled tokens, in a batch
+    with a text prompt) agree with one forward pass over prompt + sample."""
+    client = backend.create_lora_training_client(VLM, rank=4)
+    datum = _example(client, (255, 0, 0), "red")
+    client.forward_backward([datum], "cross_entropy").result()
+    client.optim_step(types.AdamParams(learning_rate=1e-2)).result()
+    sampler = client.save_weights_and_get_sampling_client()
+    prompt = datum.model_input
+    params = types.SamplingParams(max_tokens=6, temperature=1.0, seed=3)
+    text_prompt = types.ModelInput.from_ints([5, 6, 7])
+    image_future = sampler.sample(prompt, 2, params)
+    text_future = sampler.sample(text_prompt, 1, params)
+    text_future.result()
+    for sequence in image_future.result().sequences:
+        full = prompt.append(types.EncodedTextChunk(tokens=list(sequence.tokens)))
+        scored = sampler.compute_logprobs(full).result()
+        np.testing.assert_allclose(scored[-len(sequence.tokens) :], sequence.logprobs, atol=1e-4)
+    other = _with_image(datum, picture((0, 255, 0))).model_input
+    a = sampler.compute_logprobs(prompt).result()
+    b = sampler.compute_logprobs(other).result()
+    assert max(abs(x - y) for x, y in zip(a[-3:], b[-3:], strict=True)) > 1e-4
