@@ -31,7 +31,7 @@ def test_tiny_model_resolves_and_loads_fast(name: str, private_model_cache: Path
     assert time.perf_counter() - start < 1.5  # typically ~0.05 s
     n_params = sum(p.numel() for p in host.base.parameters())
     assert 200_000 < n_params < 5_000_000
-    assert host.base.config.model_type == ("llama" if "llama" in name else "qwen2")
+    assert host.base.config.model_type == TINY_MODELS[name].arch
 
 
 def test_tiny_model_generation_is_deterministic(tmp_path: Path) -> None:
