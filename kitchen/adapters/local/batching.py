@@ -166,17 +166,18 @@ def plan_microbatches(
     for rows in batches:
         mb = _pack(data, expanded_N, rows, input_keys, optional_keys, fill_values, device, packed)
         if vision is not None and any(expanded_N[i].images for i in rows):
-            mb.images = image_arguments([expanded_N[i] for i in rows], mb, vision, device)
+            rows_B = [expanded_N[i] for i in rows]
+            mb.images = image_arguments(rows_B, mb.host_tokens.shape[1], vision, device)
         out.append(mb)
     return out
 
 
 def image_arguments(
-    expanded_B: Sequence[Expanded], mb: MicroBatch, vision: Vision, device: Any
+    expanded_B: Sequence[Expanded], T: int, vision: Vision, device: Any
 ) -> dict[str, Any]:
-    """The forward's image arguments for the padded rows `expanded_B` of `mb`: every image's
-    patches in row order, their grids, which tokens are image tokens, and M-RoPE positions."""
-    B, T = mb.host_tokens.shape
+    """The forward's image arguments for the rows `expanded_B`, right-padded to `T` tokens: every
+    image's patches in row order, their grids, which tokens are image tokens, M-RoPE positions."""
+    B = len(expanded_B)
     position_3BT = np.zeros((3, B, T), dtype=np.int64)
     kind_BT = np.zeros((B, T), dtype=np.int64)
     grids, pixels = [], []

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from tinker import types
 
-from kitchen.adapters.local.batching import left_padded, to_device
+from kitchen.adapters.local.batching import image_arguments, left_padded, to_device
 from kitchen.adapters.local.images import Expanded, mrope_positions, vision_of
 from kitchen.adapters.local.sampling import (
     Generated,
@@ -314,22 +314,9 @@ def _image_kwargs(model: Any, images: Expanded, device: Any) -> tuple[dict[str, 
     (M-RoPE) runs behind its length."""
     vision = vision_of(model)
     assert vision is not None  # the sampler expanded the images with it
-    position_3T = mrope_positions(images, vision.merge_size)
-    kind_1T = np.zeros((1, len(images.tokens)), dtype=np.int64)
-    for start, image in images.images:
-        kind_1T[0, start : start + image.tokens] = 1
-    grid = np.asarray([image.grid_thw for _, image in images.images], dtype=np.int64)
-    grid_dev, kind, position = to_device(device, grid, kind_1T, position_3T[:, None, :])
-    (pixels,) = to_device(
-        device, np.concatenate([image.pixel_values for _, image in images.images])
-    )
-    kwargs = {
-        "pixel_values": pixels,
-        "image_grid_thw": grid_dev,
-        "mm_token_type_ids": kind,
-        "position_ids": position,
-    }
-    return kwargs, int(position_3T.max()) + 1 - len(images.tokens)
+    kwargs = image_arguments([images], len(images.tokens), vision, device)
+    last = int(mrope_positions(images, vision.merge_size).max())
+    return kwargs, last + 1 - len(images.tokens)
 
 
 def _prefill_batches(jobs: list[SampleJob]) -> list[list[list[SampleJob]]]:
