@@ -7,8 +7,9 @@ under OpenMP's ways of waiting (issue 34).
 Each run is `kitchen run sl_basic` in a fresh process with torch on --threads threads (default: every
 core, what the engine picks for SmolLM2 alone). Policies:
 - auto: neither variable set, so each process takes what Kitchen chooses (kitchen/engine/cores.py):
-  the default when it starts alone, PASSIVE when another OpenMP or Kitchen process runs. Started
-  together, the first to look finds the other not yet running and keeps the default (a mix).
+  the default when it is alone as it loads torch, PASSIVE when another OpenMP or Kitchen process
+  runs. Started together both wait passively; with a --stagger longer than the first's start-up
+  (until it has loaded torch), the first keeps the default (as in default+passive).
 - passive: OMP_WAIT_POLICY=PASSIVE; an idle OpenMP thread sleeps at once and gives its core back.
 - default: libgomp's own default: an idle thread spins 300,000 times before it sleeps
   (OMP_WAIT_POLICY=PASSIVE with GOMP_SPINCOUNT=300000 is that setting while threads <= cores).

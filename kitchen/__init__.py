@@ -21,15 +21,8 @@ import importlib
 import os
 from typing import TYPE_CHECKING, Any
 
-from kitchen.engine.cores import share_cores
-
-# Before anything can load torch: its OpenMP runtime (libgomp) reads the wait policy once, at load.
-# Idle OpenMP threads spin by default, and two processes spinning on shared cores starve each other
-# (two `kitchen run` on 2 cores: steps 20-40x slower, against 2x with PASSIVE); alone, the spin is
-# the faster setting. So a process that shares the machine waits passively. docs/adapters.md.
-os.environ.update(share_cores(os.environ))
-
 # The light core of the engine, bound eagerly (pydantic; no tinker, no torch).
+from kitchen.engine.cores import share_cores
 from kitchen.engine.errors import (
     BackendError,
     ConfigError,
@@ -46,6 +39,13 @@ from kitchen.engine.state import BaseState, Handle, PendingQueue
 from kitchen.engine.validate import validate
 from kitchen.workflows.common.config import TrainConfig
 from kitchen.workflows.common.state import TrainState
+
+# Before anything can load torch (nothing above does): its OpenMP runtime (libgomp) reads the wait
+# policy once, at load. Idle OpenMP threads spin by default, and two processes spinning on shared
+# cores starve each other (two `kitchen run` on 2 cores: steps 20-40x slower, against 2x with
+# PASSIVE); alone, the spin is the faster setting. So a process that shares the machine waits
+# passively, decided as torch is first imported. docs/adapters.md, "Sharing a machine".
+share_cores(os.environ)
 
 if TYPE_CHECKING:
     from kitchen.app.launch import run as run

@@ -30,6 +30,7 @@ from kitchen.app.rundir import (
 )
 from kitchen.app.sinks import JsonlSink, MemorySink, MetricsHook, wandb_sink
 from kitchen.app.trackers import open_trackers
+from kitchen.engine import cores
 from kitchen.engine.graph import Workflow
 from kitchen.engine.plugins import BACKENDS, DATASET_STORES
 from kitchen.engine.recipe import Recipe
@@ -183,6 +184,9 @@ def _run_in(
         dtype = getattr(backend, "dtype_name", None)
         if dtype is not None:
             log.info("training dtype: %s", dtype)
+            if cores.decided is not None:  # why a step may be slower than on an idle machine
+                wait = cores.decided.value or "unchanged"
+                log.info("OpenMP wait policy: %s (%s)", wait, cores.decided.reason)
             if launch.announce is not None:
                 launch.announce(f"compute dtype {dtype} (--dtype {launch.settings.dtype})")
         if log_dir is not None:

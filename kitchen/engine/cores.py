@@ -9,12 +9,16 @@ So a process that knows it shares waits passively, and one that is alone keeps t
 
 from __future__ import annotations
 
+import importlib.abc
 import mmap
 import os
+import sys
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
+from importlib.machinery import ModuleSpec
 from pathlib import Path
+from types import ModuleType
 
 # Variables by which the user has already chosen how OpenMP waits; Kitchen then sets nothing.
 USER_CHOICE = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
@@ -122,9 +126,37 @@ def mark_this_process() -> None:
         pass
 
 
-def share_cores(environ: Mapping[str, str]) -> dict[str, str]:
-    """Mark this process; the variables to set so OpenMP waits as choose_wait_policy says. Set
-    them before torch loads: libgomp reads the policy once, at load."""
+class DecideBeforeTorch(importlib.abc.MetaPathFinder):
+    """An import hook that runs `decide` once, as torch is first imported: the last moment libgomp
+    can still read the policy, so a Kitchen process that started since this one imported kitchen is
+    seen too, and two started together both wait passively. It finds nothing itself."""
+
+    def __init__(self, decide: Callable[[], None]) -> None:
+        self._decide: Callable[[], None] | None = decide
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        if fullname == "torch" and self._decide is not None:
+            decide, self._decide = self._decide, None  # inert from now on, but left in place:
+            decide()  # the import machinery is iterating over sys.meta_path right now
+        return None
+
+
+decided: WaitPolicy | None = None  # this process's choice, once torch was imported after kitchen
+
+
+def share_cores(environ: MutableMapping[str, str]) -> None:
+    """Mark this process now, and set OMP_WAIT_POLICY as choose_wait_policy says when torch is
+    first imported. Nothing to do once torch has loaded: libgomp read the policy as it loaded."""
     mark_this_process()
-    policy = choose_wait_policy(environ, find_peers)
-    return {} if policy.value is None else {"OMP_WAIT_POLICY": policy.value}
+    if "torch" in sys.modules:
+        return
+
+    def decide() -> None:
+        global decided
+        decided = choose_wait_policy(environ, find_peers)
+        if decided.value is not None:
+            environ["OMP_WAIT_POLICY"] = decided.value
+
+    sys.meta_path.insert(0, DecideBeforeTorch(decide))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kitchen.engine.cores import choose_wait_policy, find_peers, rank_threads
+from kitchen.engine.cores import DecideBeforeTorch, choose_wait_policy, find_peers, rank_threads
 
 linux_only = pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs Linux /proc")
 
@@ -53,6 +53,15 @@ def test_ranks_on_one_machine_split_its_cores() -> None:
     assert rank_threads({"OMP_NUM_THREADS": "3"}, cores=16, local_ranks=2) == "3"
 
 
+def test_the_policy_is_chosen_as_torch_is_first_imported() -> None:
+    calls: list[str] = []
+    hook = DecideBeforeTorch(lambda: calls.append("decided"))
+    assert hook.find_spec("numpy", None) is None and calls == []
+    assert hook.find_spec("torch", None) is None and calls == ["decided"]  # finds nothing itself
+    hook.find_spec("torch", None)
+    assert calls == ["decided"]  # once
+
+
 def _fake_process(proc: Path, pid: int, ppid: int, maps: str, name: str = "python") -> None:
     (proc / str(pid)).mkdir()
     (proc / str(pid) / "stat").write_text(f"{pid} ({name}) S {ppid} 0 0\n")
@@ -83,23 +92,30 @@ def _child_env(**extra: str) -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in drop} | extra
 
 
-@pytest.fixture(scope="module")
-def kitchen_peer() -> Iterator[int]:
-    """A Kitchen process that has imported kitchen and not torch (one still starting up)."""
-    code = "import kitchen, sys; print('torch' in sys.modules, flush=True); sys.stdin.read()"
-    peer = subprocess.Popen(
+def _start_kitchen_process(then: str = "sys.stdin.readline()") -> subprocess.Popen[str]:
+    """A process that has imported kitchen and not torch (one still starting up), once it has
+    printed a line; it runs `then` when a line is written to it."""
+    code = f"import kitchen, sys; print('torch' in sys.modules, flush=True); {then}"
+    proc = subprocess.Popen(
         [sys.executable, "-c", code],
-        env=_child_env(),
+        env=_child_env(OMP_DISPLAY_ENV="VERBOSE"),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
     )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "False"
+    return proc
+
+
+@pytest.fixture
+def kitchen_peer() -> Iterator[int]:
+    peer = _start_kitchen_process()
     try:
-        assert peer.stdout is not None and peer.stdout.readline().strip() == "False"
         yield peer.pid
     finally:
         peer.kill()
-        peer.wait()
+        peer.communicate()
 
 
 @linux_only
@@ -126,6 +142,20 @@ def _spin_count(code: str, env: dict[str, str]) -> int:
 def test_beside_another_kitchen_process_torch_waits_passively(kitchen_peer: int) -> None:
     # every entry (the CLI, serve, kitchen.app.launch, bench scripts) imports the kitchen package first
     assert _spin_count("import kitchen.app.cli; import torch", _child_env()) == 0
+
+
+@linux_only
+def test_a_kitchen_process_that_started_after_this_one_imported_kitchen_counts() -> None:
+    # two started together: each sees the other when it loads torch, so neither spins
+    first = _start_kitchen_process(then="sys.stdin.readline(); import torch")
+    second = _start_kitchen_process()
+    try:
+        _, err = first.communicate("go\n", timeout=300)
+    finally:
+        second.kill()
+        second.communicate()
+    found = re.search(r"GOMP_SPINCOUNT = '(\d+)'", err)
+    assert found and int(found.group(1)) == 0, err[-2000:]
 
 
 def test_without_kitchen_torch_spins() -> None:
