@@ -148,21 +148,33 @@ def test_train_vision_adapts_the_vision_tower(backend: Any) -> None:
     assert any(g is not None and float(g.abs().sum()) > 0 for g in grads)
 
 
-def test_importance_sampling_and_a_custom_loss_run_with_images(client: Any) -> None:
+@pytest.mark.parametrize("loss_fn", ["importance_sampling", "ppo", "cispo", "dro", "gspo"])
+def test_every_policy_loss_trains_on_images(backend: Any, loss_fn: str) -> None:
+    from kitchen.adapters.local.lora import adapter_parameters
+
+    client = backend.create_lora_training_client(VLM, rank=4)
+    datum = _example(client, (255, 0, 0), "red")
+    n = len(datum.loss_fn_inputs["target_tokens"].to_numpy())
+    inputs: dict[str, Any] = {
+        "target_tokens": datum.loss_fn_inputs["target_tokens"],
+        "logprobs": np.full(n, -2.0, dtype=np.float32),
+        "advantages": np.linspace(-1, 1, n).astype(np.float32),
+    }
+    if loss_fn == "gspo":
+        inputs["sequence_ratio_mask"] = np.ones(n, dtype=np.float32)
+    rl = types.Datum(model_input=datum.model_input, loss_fn_inputs=inputs)
+    out = client.forward_backward([rl], loss_fn).result()
+    assert np.isfinite(out.metrics["loss:sum"])
+    plain = client.forward([datum], "cross_entropy").result()
+    np.testing.assert_allclose(_logprobs(out)[0], _logprobs(plain)[0], atol=1e-5)
+    grads = [p.grad for p in adapter_parameters(client.host.model, client.adapter).values()]
+    assert any(g is not None and float(g.abs().sum()) > 0 for g in grads)
+
+
+def test_a_custom_loss_runs_with_images(client: Any) -> None:
     import torch
 
     datum = _example(client, (255, 0, 0), "red")
-    n = len(datum.loss_fn_inputs["target_tokens"].to_numpy())
-    rl = types.Datum(
-        model_input=datum.model_input,
-        loss_fn_inputs={
-            "target_tokens": datum.loss_fn_inputs["target_tokens"],
-            "logprobs": np.full(n, -2.0, dtype=np.float32),
-            "advantages": np.linspace(-1, 1, n).astype(np.float32),
-        },
-    )
-    out = client.forward_backward([rl], "importance_sampling").result()
-    assert np.isfinite(out.metrics["loss:sum"])
 
     def loss(data: list[types.Datum], logprobs: list[torch.Tensor]) -> tuple[torch.Tensor, dict]:
         return -logprobs[0].sum(), {}

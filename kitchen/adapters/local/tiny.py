@@ -1,5 +1,5 @@
 """Built-in tiny models (`kitchen/tiny-*`): a Llama-style and a Qwen2-style decoder of about a million
-parameters, and a Qwen3-VL vision-language model of a quarter million, initialised from a fixed
+parameters, and a Qwen3-VL vision-language model of 288 thousand, initialised from a fixed
 seed, with the committed tiny tokenizer. They exist for tests and the fastest demo: loading one
 takes a fraction of a second and a training step milliseconds.
 
