@@ -271,3 +271,17 @@ def test_samples_from_an_image_prompt_score_the_same_by_compute_logprobs(backend
     a = sampler.compute_logprobs(prompt).result()
     b = sampler.compute_logprobs(other).result()
     assert max(abs(x - y) for x, y in zip(a[-3:], b[-3:], strict=True)) > 1e-4
+
+
+def test_an_image_over_the_size_limit_is_refused(
+    client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kitchen.adapters.local import images
+
+    monkeypatch.setattr(images, "MAX_IMAGE_PIXELS", 1000)
+    datum = _with_image(_example(client, (255, 0, 0), "red"), picture((3, 1, 4)))
+    with pytest.raises(BackendError, match="the image is 64x48 pixels; at most 1000"):
+        client.forward([datum], "cross_entropy").result()
+    monkeypatch.setattr(images, "MAX_IMAGE_BYTES", 100)
+    with pytest.raises(BackendError, match="at most 100 are taken"):
+        client.forward([datum], "cross_entropy").result()

@@ -165,3 +165,22 @@ def test_two_tenants_an_image_model_and_a_text_model_get_what_each_gets_alone(
     for t in threads:
         t.join(timeout=120)
     assert (results["image"], results["text"]) == alone
+
+
+def test_the_wire_reads_image_chunks_and_refuses_an_unknown_format() -> None:
+    from tinker.proto import tinker_public_pb2 as pb
+
+    from kitchen.serve.wire import WireError, decode_forward_backward
+
+    msg = pb.ForwardBackwardRequest(model_id="m", seq_id=1, loss_fn="cross_entropy")
+    datum = msg.data.add()
+    datum.model_input.add().encoded_text.tokens = np.asarray([1, 2], dtype=np.int32).tobytes()
+    image = datum.model_input.add().image
+    image.data, image.format, image.expected_tokens = picture((1, 2, 3)), "png", 4
+    (decoded,) = decode_forward_backward(msg.SerializeToString()).data
+    chunk = decoded.model_input.chunks[1]
+    assert isinstance(chunk, types.ImageChunk)
+    assert (chunk.format, chunk.expected_tokens, chunk.data) == ("png", 4, picture((1, 2, 3)))
+    image.format = "gif"
+    with pytest.raises(WireError, match=r"datum 0: chunk 1 \(image\): image format 'gif'"):
+        decode_forward_backward(msg.SerializeToString())
