@@ -96,11 +96,10 @@ def _ancestors(proc: Path) -> set[int]:
     pids, pid = set(), os.getpid()
     while pid > 0 and pid not in pids:
         pids.add(pid)
-        try:
-            stat = (proc / str(pid) / "stat").read_text()
-        except OSError:
+        try:  # the name in () may hold spaces and parentheses; the parent's pid follows the state
+            pid = int((proc / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):  # gone, or not a stat this reads: stop there
             break
-        pid = int(stat.rsplit(")", 1)[1].split()[1])  # the name in () may hold spaces
     return pids
 
 

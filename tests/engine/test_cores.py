@@ -73,7 +73,9 @@ def test_peers_are_processes_with_openmp_or_kitchen_mapped_but_not_ancestors(
 ) -> None:
     gomp = "7f00-7f01 r-xp 0 08:01 12 /venv/torch/lib/libgomp-a34b3233.so.1\n"
     _fake_process(tmp_path, os.getpid(), 77, "", name="py thon (test)")  # a name with ") "
-    _fake_process(tmp_path, 77, 1, gomp)  # the parent: a launcher or test waiting on us
+    _fake_process(tmp_path, 77, 78, gomp)  # the parent: a launcher or test waiting on us
+    _fake_process(tmp_path, 78, 1, gomp)  # the grandparent, whose stat does not parse
+    (tmp_path / "78" / "stat").write_text("garbage")
     _fake_process(tmp_path, 101, 1, gomp)
     _fake_process(tmp_path, 102, 1, "7f00-7f01 r-xp 0 08:01 13 /usr/lib/libc.so.6\n")
     _fake_process(tmp_path, 103, 1, "7f00-7f01 r--s 0 00:1f 14 /run/user/0/kitchen-cores-0\n")
