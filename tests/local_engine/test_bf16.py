@@ -1,5 +1,5 @@
 """The bf16 engine: frozen base weights cast once (autocast's own numbers), attention in fp32 on a
-CPU (the stock kernel elsewhere), and sampled logprobs that still match a full forward pass."""
+CPU (the stock dtype elsewhere), and sampled logprobs that still match a full forward pass."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 import torch
 from tinker import types
 
-from kitchen.adapters.local.attention import NAME as FP32_ATTENTION
+from kitchen.adapters.local.attention import NAME as ENGINE_ATTENTION
 from kitchen.adapters.local.host import ModelHost, cast_frozen_linears, load_host
 from kitchen.adapters.local.lora import LoraSpec, adapter_parameters, peft_config
 from kitchen.adapters.local.settings import EngineSettings
@@ -71,9 +71,8 @@ def test_bf16_samples_score_like_a_full_forward_with_fp32_attention_on_a_cpu(
 ) -> None:
     sampler = bf16_backend.create_sampling_client(base_model=TINY)
     (host,) = bf16_backend.hosts()
-    # fp32 attention is a CPU-only choice (attention.py); accelerators keep the stock SDPA.
-    stock = FP32_ATTENTION if engine_device() == "cpu" else "sdpa"
-    assert host.base.config._attn_implementation == stock
+    # The engine's SDPA (attention.py): in fp32 on a CPU, in autocast's dtype on accelerators.
+    assert host.base.config._attn_implementation == ENGINE_ATTENTION
     params = types.SamplingParams(max_tokens=12, seed=5, stop=[])
     prompts = [[5, 17, 42], [8, 9, 10, 11, 12, 13, 14, 15, 16]]  # two lengths: a padded batch
     futures = [sampler.sample(types.ModelInput.from_ints(p), 3, params) for p in prompts]

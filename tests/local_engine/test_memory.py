@@ -5,6 +5,7 @@ cannot fit is refused before any work, in one line."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -14,7 +15,7 @@ import pytest
 import torch
 from tinker import types
 
-from kitchen.adapters.local import batching, create_local_backend, memory
+from kitchen.adapters.local import attention, batching, create_local_backend, memory
 from kitchen.adapters.local.forward import run_builtin_loss, run_custom_loss
 from kitchen.adapters.local.lora import adapter_parameters
 from kitchen.adapters.local.settings import EngineSettings
@@ -197,6 +198,137 @@ def test_packed_dpo_equals_padded(backend: Any) -> None:
             out = run_custom_loss(model, data, loss, 512, packed=packed)
         outs[packed] = (out, grads_of(client))
     assert_same(outs[True], outs[False], tol=1e-5)
+    client.close()
+
+
+@contextmanager
+def spying_attention() -> Iterator[dict[str, list[Any]]]:
+    """The engine's attention masks built, and its attention calls (the mask, the row lengths),
+    inside the block."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
+
+    seen: dict[str, list[Any]] = {"masks": [], "calls": []}
+    build_mask = ALL_MASK_ATTENTION_FUNCTIONS[attention.NAME]
+    attend = AttentionInterface._global_mapping[attention.PACKED]
+
+    def mask(**kwargs: Any) -> Any:
+        seen["masks"].append(kwargs["q_length"])
+        return build_mask(**kwargs)
+
+    def spy(module: Any, q: Any, k: Any, v: Any, mask: Any, **kwargs: Any) -> Any:
+        seen["calls"].append((mask, kwargs.get(attention.ROW_LENGTHS)))
+        return attend(module, q, k, v, mask, **kwargs)
+
+    saved = ALL_MASK_ATTENTION_FUNCTIONS._global_mapping[attention.NAME]
+    ALL_MASK_ATTENTION_FUNCTIONS._global_mapping[attention.NAME] = mask
+    AttentionInterface._global_mapping[attention.NAME] = spy
+    AttentionInterface._global_mapping[attention.PACKED] = spy
+    try:
+        yield seen
+    finally:
+        ALL_MASK_ATTENTION_FUNCTIONS._global_mapping[attention.NAME] = saved
+        AttentionInterface._global_mapping[attention.NAME] = attend
+        AttentionInterface._global_mapping[attention.PACKED] = attend
+
+
+def test_packed_passes_build_no_mask_and_attend_per_datum(backend: Any) -> None:
+    """transformers would build a block-diagonal [T, T] mask from the restarting positions (which
+    rules out flash kernels); the engine's packed passes build none, and every layer (again in a
+    checkpointed recompute) attends per datum."""
+    client = backend.create_lora_training_client(TINY, rank=4, seed=3)
+    data = rl_data("cross_entropy", MIXED)
+    lengths = {tuple(mb.lengths) for mb in plan_of(data, packed=True)}
+    with spying_attention() as seen:
+        run(client, data, "cross_entropy", packed=True, checkpointing="on")
+    assert seen["masks"] == []
+    assert {rows for _, rows in seen["calls"]} == lengths
+    assert all(mask is None for mask, _ in seen["calls"])
+    with spying_attention() as seen:
+        run(client, data, "cross_entropy", packed=False)
+    assert seen["masks"] and {rows for _, rows in seen["calls"]} == {None}
+    client.close()
+
+
+def plan_of(data: list[types.Datum], packed: bool) -> list[batching.MicroBatch]:
+    return batching.plan_microbatches(data, (), (), {}, 512, "cpu", packed=packed)
+
+
+def varlen_stand_in(signature: str, calls: list[dict[str, Any]]) -> Any:
+    """A CPU stand-in for torch's CUDA-only varlen_attn (SDPA per sequence of the packed layout),
+    with the `signature` of torch 2.13 ("window") or 2.9 ("is_causal"); it records its arguments."""
+
+    def attend(q: Any, k: Any, v: Any, cu_q: Any, cu_k: Any, max_q: int, max_k: int) -> Any:
+        assert cu_q.dtype == torch.int32 and cu_q is cu_k and max_q == max_k
+        bounds = cu_q.tolist()
+        assert max_q == max(b - a for a, b in itertools.pairwise(bounds))
+        out = []
+        for a, b in itertools.pairwise(bounds):
+            qr, kr, vr = (x[a:b].transpose(0, 1) for x in (q, k, v))  # [heads, n, head dim]
+            out.append(
+                torch.nn.functional.scaled_dot_product_attention(
+                    qr, kr, vr, is_causal=True, enable_gqa=True
+                ).transpose(0, 1)
+            )
+        return torch.cat(out)
+
+    def window(
+        query: Any,
+        key: Any,
+        value: Any,
+        cu_seq_q: Any,
+        cu_seq_k: Any,
+        max_q: int,
+        max_k: int,
+        *,
+        return_aux: Any = None,
+        scale: float | None = None,
+        window_size: tuple[int, int] = (-1, -1),
+        enable_gqa: bool = False,
+    ) -> Any:
+        calls.append({"window_size": window_size, "enable_gqa": enable_gqa, "scale": scale})
+        assert window_size == (-1, 0)
+        assert scale == pytest.approx(query.shape[-1] ** -0.5)
+        return attend(query, key, value, cu_seq_q, cu_seq_k, max_q, max_k)
+
+    def is_causal(
+        query: Any,
+        key: Any,
+        value: Any,
+        cu_seq_q: Any,
+        cu_seq_k: Any,
+        max_q: int,
+        max_k: int,
+        is_causal: bool = False,
+        return_aux: Any = None,
+    ) -> Any:
+        calls.append({"is_causal": is_causal, "heads": (query.shape[1], key.shape[1])})
+        assert is_causal and query.shape[1] == key.shape[1]  # no GQA: key heads repeated
+        return attend(query, key, value, cu_seq_q, cu_seq_k, max_q, max_k)
+
+    return window if signature == "window" else is_causal
+
+
+@pytest.mark.parametrize("signature", ["window", "is_causal"])
+def test_packed_passes_run_the_varlen_kernel_with_the_layout(
+    backend: Any, monkeypatch: Any, signature: str
+) -> None:
+    """The CUDA path's plumbing, on any device: the kernel gets the packed layout (cumulative
+    lengths, the longest row, causal, grouped heads) and the result equals the padded path's.
+    The kernel itself waits for a GPU; a stand-in computes what it computes."""
+    client = backend.create_lora_training_client(TINY, rank=4, seed=3)
+    randomised(client, 2)
+    data = rl_data("importance_sampling", MIXED, seed=4)
+    padded = run(client, data, "importance_sampling", packed=False)
+    calls: list[dict[str, Any]] = []
+    kernel = attention.varlen_call(varlen_stand_in(signature, calls), torch.float32)
+    monkeypatch.setattr(attention, "varlen_kernel", lambda query: kernel)
+    both = run(client, data, "importance_sampling", packed=True, checkpointing="on")
+    assert_same(both, padded, tol=1e-5)
+    layers = client.host.base.config.num_hidden_layers
+    assert len(calls) == 2 * layers * len(plan_of(data, packed=True))  # forward and recompute
+    if signature == "window":
+        assert calls[0] == {"window_size": (-1, 0), "enable_gqa": True, "scale": calls[0]["scale"]}
     client.close()
 
 

@@ -6,11 +6,10 @@ get target 0, weight 0, advantage 0, and `_mask` 0; every loss is multiplied by 
 Data are sorted by length and packed up to `max_tokens` padded tokens per micro-batch.
 
 Padding-free (`packed`): the rows of a micro-batch are laid end to end in one row [1, T] instead,
-up to `max_tokens` real tokens, with position ids restarting at each row's start; transformers
-then confines attention to each row (a block-diagonal causal mask through SDPA, or a
-variable-length kernel with flash attention). No position is padding, at the price of attention
-over the whole packed row on kernels that cannot skip the masked blocks. Rows that
-start with the same tokens (an RL group's samples of one prompt) form groups whose shared prefix
+up to `max_tokens` real tokens, with position ids restarting at each row's start and the rows'
+layout (cumulative lengths) beside them; attention is confined to each row without a mask
+(attention.py: a variable-length kernel on CUDA, SDPA per row elsewhere). No position is
+padding. Rows that start with the same tokens (an RL group's samples of one prompt) form groups whose shared prefix
 the decoder runs once (logprobs.py), when that pushes fewer tokens through it; groups share
 micro-batches of their own.
 
@@ -30,6 +29,7 @@ from typing import Any
 import numpy as np
 from tinker import types
 
+from kitchen.adapters.local.attention import packed_kwargs
 from kitchen.adapters.local.images import Expanded, Vision, mrope_positions, text_only
 from kitchen.engine.errors import BackendError
 
@@ -56,11 +56,20 @@ class MicroBatch:
     # (row, first position) of each datum in the layout: (i, 0) for the i-th padded row; in a
     # packed micro-batch every datum is in row 0, one after another.
     places: list[tuple[int, int]] = field(default_factory=list)
-    # Position ids [1, T] restarting at every packed datum's start; None when padded.
+    # Position ids [1, T] restarting at every packed datum's start, and the datums' cumulative
+    # lengths [0, n_0, n_0 + n_1, ...] (int32); None when padded.
     position_ids: Any = None
     # The forward's image arguments (pixel_values, image_grid_thw, mm_token_type_ids and M-RoPE
     # position_ids [3, B, T]) when a row here has an image; None otherwise.
     images: dict[str, Any] | None = None
+    cu_seqlens: Any = None
+
+    def decoder_kwargs(self) -> dict[str, Any]:
+        """What the decoder takes besides the token ids: nothing for padded rows; for a packed row,
+        its positions and layout (attention.packed_kwargs)."""
+        if self.position_ids is None:
+            return {}
+        return packed_kwargs(self.lengths, self.position_ids, self.cu_seqlens)
 
     def spans(self) -> list[tuple[int, int, int, int]]:
         """(datum index, row, first position, length) of every datum here."""
@@ -374,10 +383,15 @@ def _pack(
                 values[key][at] = fill_values.get(key, 1.0)
     values["_mask"] = mask_BT
     inputs = dict(zip(values, to_device(device, *values.values()), strict=True))
+    position_ids = cu_seqlens = None
     if packed:
-        tokens, targets_dev, position_ids = to_device(device, tokens_BT, targets, position_BT)
+        cu_N = np.cumsum([0, *lengths])
+        tokens, targets_dev, position_ids, cu_seqlens = to_device(
+            device, tokens_BT, targets, position_BT, cu_N
+        )
+        cu_seqlens = cu_seqlens.int()  # the kernel's index type; converted on the device
     else:
-        (tokens, targets_dev), position_ids = to_device(device, tokens_BT, targets), None
+        tokens, targets_dev = to_device(device, tokens_BT, targets)
     return MicroBatch(
         indices=list(rows),
         lengths=lengths,
@@ -388,6 +402,7 @@ def _pack(
         host_inputs=values,
         places=places,
         position_ids=position_ids,
+        cu_seqlens=cu_seqlens,
     )
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kitchen.adapters.local.attention import sdpa_backends, sdpa_restricted, use_fp32_attention
+from kitchen.adapters.local.attention import sdpa_backends, sdpa_restricted, use_engine_attention
 from kitchen.adapters.local.context import extend_context
 from kitchen.adapters.local.lora import fuse_lora_forwards, load_adapter_weights
 from kitchen.adapters.local.resolve import resolve_model
@@ -329,8 +329,7 @@ def load_host(
     except Exception as e:
         raise BackendError(f"could not load model {model_name!r} from {path}: {e}") from e
     model = model.to(settings.device)
-    if settings.device == "cpu" and settings.autocast_dtype is not None:
-        use_fp32_attention(model)
+    use_engine_attention(model)
     model.eval()  # no dropout: forward passes are deterministic
     model.requires_grad_(False)
     attention = sdpa_backends(settings.device, settings.cudnn_attention)

@@ -15,10 +15,12 @@ Several groups run their prefixes in one left-padded pass and all their rows in 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
 
+from kitchen.adapters.local.attention import packed_pass
 from kitchen.adapters.local.batching import MicroBatch, left_padded_host, to_device
 
 # Positions per vocabulary chunk: the chunk's logits and fp32 log-softmax are all that exist at once
@@ -45,8 +47,8 @@ class TargetLogprobs:
         decoder = causal_lm.get_decoder()
         head = causal_lm.get_output_embeddings()
         shared = mb.shared
-        # A packed micro-batch's position ids restart per datum, which confines attention to it.
-        packed = {} if mb.position_ids is None else {"position_ids": mb.position_ids}
+        # A packed micro-batch's kwargs confine attention to each datum (attention.py).
+        kwargs = mb.decoder_kwargs()
         self.head: Callable[[Any], Any]
         if mb.images is not None:
             # Images: the whole vision-language model (vision tower, features scattered into the
@@ -55,7 +57,8 @@ class TargetLogprobs:
             self.hidden_NH, self.head = hidden.last_hidden_state.flatten(0, 1), head
         elif decoder is None or head is None or _has_logit_transform(causal_lm.config):
             # The logits need more than the head: they are the "hidden states", the head is identity.
-            logits = model(input_ids=mb.tokens, use_cache=False, **packed).logits
+            with packed_pass(causal_lm) if kwargs else nullcontext():
+                logits = model(input_ids=mb.tokens, use_cache=False, **kwargs).logits
             self.hidden_NH = logits.flatten(0, 1)
             self.head = lambda h: h
             shared = []
@@ -63,7 +66,9 @@ class TargetLogprobs:
             if shared:
                 hidden = _decode(decoder, mb)
             else:
-                hidden = decoder(input_ids=mb.tokens, use_cache=False, **packed).last_hidden_state
+                with packed_pass(decoder) if kwargs else nullcontext():
+                    hidden = decoder(input_ids=mb.tokens, use_cache=False, **kwargs)
+                hidden = hidden.last_hidden_state
             self.hidden_NH, self.head = hidden.flatten(0, 1), head
         self.shape = mb.targets.shape  # [B, T] or [B, T, K]
         self.targets_N = mb.targets.flatten(0, 1)
