@@ -5,6 +5,7 @@ cannot fit is refused before any work, in one line."""
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,7 +22,7 @@ from kitchen.adapters.local.lora import adapter_parameters
 from kitchen.adapters.local.settings import EngineSettings
 from kitchen.engine.errors import BackendError, ConfigError
 from kitchen.ports import BackendSettings
-from tests.helpers import engine_device, engine_generator
+from tests.helpers import engine_device, engine_generator, local_backend
 from train_core.preference.dpo import make_dpo_loss_fn
 
 from .conftest import TINY, take_grads
@@ -330,6 +331,34 @@ def test_packed_passes_run_the_varlen_kernel_with_the_layout(
     if signature == "window":
         assert calls[0] == {"window_size": (-1, 0), "enable_gqa": True, "scale": calls[0]["scale"]}
     client.close()
+
+
+def test_packed_bf16_equals_padded_within_autocast_noise(tmp_path: Any, monkeypatch: Any) -> None:
+    """Under bf16 autocast, where a GPU runs torch's varlen kernel itself (a CPU attends per datum
+    in fp32): the packed pass's loss and gradients equal the padded pass's within bf16 noise."""
+    kernels: list[Any] = []
+    find = attention.varlen_kernel
+
+    def counted(query: Any) -> Any:
+        kernels.append(find(query))
+        return kernels[-1]
+
+    monkeypatch.setattr(attention, "varlen_kernel", counted)
+    with local_backend(tmp_path, "bfloat16") as engine:
+        client = engine.create_lora_training_client(TINY, rank=4, seed=3)
+        randomised(client, 2)
+        data = rl_data("cross_entropy", MIXED, seed=4)
+        (padded, want), (packed, got) = (
+            run(client, data, "cross_entropy", packed=p) for p in (False, True)
+        )
+    assert packed.metrics["loss:sum"] == pytest.approx(padded.metrics["loss:sum"], rel=1e-2)
+    for key, w in want.items():
+        cosine = torch.nn.functional.cosine_similarity(got[key].flatten(), w.flatten(), dim=0)
+        assert cosine > 0.99, key
+    assert kernels  # every packed layer asked for the kernel
+    has_kernel = engine_device().startswith("cuda") and torch.cuda.get_device_capability() >= (8, 0)
+    has_kernel &= importlib.util.find_spec("torch.nn.attention.varlen") is not None
+    assert all((k is not None) == has_kernel for k in kernels)
 
 
 def test_optim_step_reports_the_padding_fraction(tmp_path: Any) -> None:
