@@ -112,7 +112,8 @@ def side(args: argparse.Namespace) -> None:
     cuda = host.device.type == "cuda"
     before_kb = resident_kb()
     reset_peak()
-    seconds, loss, metrics, cuda_peak = [], 0.0, {}, 0
+    seconds, loss, cuda_peak = [], 0.0, 0
+    metrics: dict[str, float] = {}
     for _ in range(args.steps):
         start = time.perf_counter()
         # The engine resets CUDA's peak at every optim_step (its memory/peak_gib), so the pass's
@@ -123,7 +124,7 @@ def side(args: argparse.Namespace) -> None:
             cuda_peak = max(cuda_peak, torch.cuda.max_memory_allocated(host.device) - allocated)
         step = client.optim_step(types.AdamParams(learning_rate=0.0)).result()
         seconds.append(time.perf_counter() - start)
-        loss, metrics = out.metrics["loss:sum"], step.metrics
+        loss, metrics = out.metrics["loss:sum"], step.metrics or {}
     peak_gb = cuda_peak / 2**30 if cuda else (peak_rss_kb() - before_kb) / 2**20
     compute = 2 if backend.dtype_name != "float32" else 4
     checkpointed = MODES[args.side]["activation_checkpointing"] == "on"
@@ -147,7 +148,8 @@ def side(args: argparse.Namespace) -> None:
 
 def sft_batches(steps: int, model: str) -> list[list[Any]]:
     """The first `steps` training batches of `kitchen run sl_basic` (the bundled SFT data, the
-    model's chat template), as its workflow hands them to forward_backward."""
+    model's chat template), as its workflow hands them to forward_backward (no held-out split:
+    its evaluation and samples would only cost time)."""
     from kitchen.adapters.local.training_client import LocalTrainingClient
     from kitchen.app.launch import run
 
@@ -162,7 +164,13 @@ def sft_batches(steps: int, model: str) -> list[list[Any]]:
     try:
         run(
             "sl_basic",
-            config={"model_name": model, "eval_every": 0, "save_every": 0, "dtype": "float32"},
+            config={
+                "model_name": model,
+                "eval_every": 0,
+                "save_every": 0,
+                "dtype": "float32",
+                "test_dataset": None,
+            },
             log_dir=tempfile.mkdtemp(prefix="bench-memory-sft-"),
             max_steps=steps,
         )
@@ -171,10 +179,37 @@ def sft_batches(steps: int, model: str) -> list[list[Any]]:
     return seen
 
 
+def pass_work(config: Any, batches: list[Any]) -> tuple[int, float]:
+    """(decoder positions, estimated FLOPs) of the passes `batches` (planned micro-batches) make,
+    forward and backward, with attention as the engine runs it: causal over each padded row, per
+    datum in a packed row. What a step costs, without a clock."""
+    from kitchen.adapters.local.memory import layer_widths
+
+    layers, hidden, intermediate, qkv = layer_widths(config)
+    heads = int(config.num_attention_heads)
+    head_dim = int(getattr(config, "head_dim", None) or hidden // heads)
+    # Per position: every layer's projections and MLP, and the vocabulary head (2 FLOPs a weight).
+    per_position = 2 * (
+        layers * (hidden * qkv + heads * head_dim * hidden + 3 * hidden * intermediate)
+    )
+    per_position += 2 * hidden * int(config.vocab_size)
+    positions, pairs = 0, 0
+    for mb in batches:
+        rows, width = mb.host_tokens.shape
+        positions += rows * width
+        spans = mb.lengths if mb.position_ids is not None else [width] * rows
+        pairs += sum(n * (n + 1) // 2 for n in spans)
+    per_pair = layers * 4 * heads * head_dim  # q.k and the weighted sum of v
+    return positions, 3.0 * (positions * per_position + pairs * per_pair)  # backward ~2x forward
+
+
 def compare_packing(args: argparse.Namespace) -> None:
     """Padded against packed forward_backward on sl_basic's batches, alternating batch by batch in
-    one process, so both see the same machine load."""
+    one process, so both see the same machine load. Printed: the decoder positions and estimated
+    FLOPs of each layout (no clock), the process's CPU seconds (time other processes take on the
+    cores is not counted, but what they do to caches and clocks is) and wall seconds."""
     from kitchen.adapters.local import create_local_backend
+    from kitchen.adapters.local.batching import plan_microbatches
     from kitchen.ports import BackendSettings
 
     batches = sft_batches(args.sft_steps, args.model)
@@ -188,15 +223,26 @@ def compare_packing(args: argparse.Namespace) -> None:
         )
         backend = create_local_backend(settings)
         clients[packing] = backend.create_lora_training_client(args.model, rank=32, seed=0)
-    seconds = {"off": 0.0, "on": 0.0}
+    host = clients["off"].host
+    budget = backend.settings.microbatch_tokens
+    wall = {"off": 0.0, "on": 0.0}
+    cpu = {"off": 0.0, "on": 0.0}
+    positions = {"off": 0, "on": 0}  # decoder positions, and estimated FLOPs, of batches 1..
+    flops = {"off": 0.0, "on": 0.0}
     tokens = sum(len(d.model_input.to_ints()) for data in batches[1:] for d in data)
+    print(f"model {args.model} on {host.device}, dtype {args.dtype}; micro-batches of {budget}")
     for step, data in enumerate(batches):
         losses = {}
         for packing, client in clients.items():
-            start = time.perf_counter()
+            plan = plan_microbatches(data, (), (), {}, budget, "cpu", packed=packing == "on")
+            work = pass_work(host.base.config, plan)
+            start, start_cpu = time.perf_counter(), time.process_time()
             losses[packing] = client.forward_backward(data, "cross_entropy").result().metrics
             if step:  # the first batch warms both up
-                seconds[packing] += time.perf_counter() - start
+                wall[packing] += time.perf_counter() - start
+                cpu[packing] += time.process_time() - start_cpu
+                positions[packing] += work[0]
+                flops[packing] += work[1]
         padding = clients["off"].optim_step(_no_update()).result().metrics or {}
         clients["on"].optim_step(_no_update()).result()
         print(
@@ -204,9 +250,21 @@ def compare_packing(args: argparse.Namespace) -> None:
             f"{losses['on']['loss:sum']:.4f}; padding {padding['train/padding_fraction']:.2f}",
             flush=True,
         )
+    print(f"{'':7s} {'positions':>9s} {'TFLOP':>6s} {'tok/cpu-s':>9s} {'tok/s':>6s}  (batches 1..)")
     for packing, label in (("off", "padded"), ("on", "packed")):
-        print(f"{label:7s} {tokens / seconds[packing]:7.1f} tokens/s over batches 1..")
-    print(f"packed / padded tokens/s: {seconds['off'] / seconds['on']:.2f}x; {machine()}")
+        print(
+            f"{label:7s} {positions[packing]:9d} {flops[packing] / 1e12:6.2f} "
+            f"{tokens / cpu[packing]:9.1f} "
+            f"{tokens / wall[packing]:6.1f}"
+        )
+    work_ratio = {
+        "positions": positions["off"] / positions["on"],
+        "FLOPs": flops["off"] / flops["on"],
+    }
+    speed = {"CPU time": cpu["off"] / cpu["on"], "wall time": wall["off"] / wall["on"]}
+    print("padded / packed work: " + ", ".join(f"{k} {v:.2f}x" for k, v in work_ratio.items()))
+    print("packed / padded tokens/s: " + ", ".join(f"{k} {v:.2f}x" for k, v in speed.items()))
+    print(f"{machine()}")
 
 
 def _no_update() -> Any:
