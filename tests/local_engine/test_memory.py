@@ -292,20 +292,11 @@ def varlen_stand_in(signature: str, calls: list[dict[str, Any]]) -> Any:
         assert scale == pytest.approx(query.shape[-1] ** -0.5)
         return attend(query, key, value, cu_seq_q, cu_seq_k, max_q, max_k)
 
-    def is_causal(
-        query: Any,
-        key: Any,
-        value: Any,
-        cu_seq_q: Any,
-        cu_seq_k: Any,
-        max_q: int,
-        max_k: int,
-        is_causal: bool = False,
-        return_aux: Any = None,
-    ) -> Any:
+    def is_causal(*arguments: Any, is_causal: bool = False, return_aux: Any = None) -> Any:
+        query, key = arguments[:2]
         calls.append({"is_causal": is_causal, "heads": (query.shape[1], key.shape[1])})
         assert is_causal and query.shape[1] == key.shape[1]  # no GQA: key heads repeated
-        return attend(query, key, value, cu_seq_q, cu_seq_k, max_q, max_k)
+        return attend(*arguments)
 
     return window if signature == "window" else is_causal
 
