@@ -60,6 +60,15 @@ def alive(pid: int) -> bool:
     return not (stat.exists() and stat.read_text().split()[2] == "Z")
 
 
+def gone(pid: int) -> bool:
+    """Whether `pid` ends within 10 s (a killed process takes a moment to be reaped)."""
+    for _ in range(100):
+        if not alive(pid):
+            return True
+        time.sleep(0.1)
+    return False
+
+
 def test_start_shows_progress_waits_until_ready_and_stop_kills_every_process(tmp_path):
     lines: list[tuple[str, bool]] = []
     server = StartedServer(spec(tmp_path, fake_server_env(tmp_path)), lambda *a: lines.append(a))
@@ -70,12 +79,8 @@ def test_start_shows_progress_waits_until_ready_and_stop_kills_every_process(tmp
         server.stop()
     assert lines[0][0].startswith("vLLM: loading model (") and not lines[0][1]
     assert lines[-1][1] and "ready in" in lines[-1][0] and server.url in lines[-1][0]
-    leader = int(Path(tmp_path / "child.pid").read_text())
-    for _ in range(50):
-        if not alive(leader):
-            break
-        time.sleep(0.1)
-    assert not alive(leader) and not server.alive()
+    child = int(Path(tmp_path / "child.pid").read_text())
+    assert gone(child) and not server.alive()
     # vLLM's arguments: the runtime LoRA loading and Tinker's logprobs are asked for.
     command = spec(tmp_path, tmp_path / "env").command(8000)
     assert command[1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
@@ -101,8 +106,7 @@ def test_a_server_that_never_answers_is_stopped_after_the_timeout(tmp_path):
     with pytest.raises(BackendError, match="did not answer within 2 s"):
         server.wait_ready(timeout_s=2)
     assert time.monotonic() - started < 30
-    time.sleep(0.2)
-    assert not alive(pid)
+    assert gone(pid)
 
 
 def test_no_vllm_environment_is_one_line_saying_how_to_get_one(tmp_path):
@@ -111,7 +115,8 @@ def test_no_vllm_environment_is_one_line_saying_how_to_get_one(tmp_path):
     assert "\n" not in str(missing.value)
 
 
-def test_samplers_start_the_server_when_training_starts_and_stop_it_on_close(tmp_path):
+def test_samplers_start_the_server_when_training_starts_and_stop_it_on_close(tmp_path, monkeypatch):
+    monkeypatch.setenv("KITCHEN_CACHE", str(tmp_path / "cache"))
     env = fake_server_env(tmp_path)
     lines: list[tuple[str, bool]] = []
     samplers = VllmSamplers(
@@ -137,6 +142,39 @@ def test_samplers_start_the_server_when_training_starts_and_stop_it_on_close(tmp
         samplers.close()
     (started,) = samplers._bases.values() if samplers._bases else [None]
     assert started is None  # close forgot it
-    assert (tmp_path / "run" / "vllm.log").is_file()
     assert any("ready in" in line for line, _ in lines)
-    assert not alive(int((tmp_path / "child.pid").read_text()))
+    (log,) = (tmp_path / "cache" / "vllm-logs").iterdir()
+    assert "fake vLLM: serving" in log.read_text()
+    assert gone(int((tmp_path / "child.pid").read_text()))
+
+
+def test_a_started_server_that_dies_later_is_one_line_with_the_error_from_its_log(tmp_path):
+    from kitchen.adapters.vllm.pool import ServerPool
+    from kitchen.adapters.vllm.server import health
+
+    die = tmp_path / "die"
+    env = stand_in_env(
+        tmp_path,
+        f'PYTHONPATH={Path(__file__).parents[2]} {sys.executable} {FAKE} "$@" & FAKE=$!\n'
+        f"while [ ! -e {die} ]; do sleep 0.1; done\n"
+        "echo 'RuntimeError: einsum(): subscript b has size 2'; echo 'INFO: Finished server'\n"
+        "kill $FAKE; exec sleep 300",
+    )
+    server = StartedServer(spec(tmp_path, env), lambda *a: None)
+    try:
+        server.wait_ready(timeout_s=60)
+        pool = ServerPool([server.url], 30.0, server.explain)
+        die.touch()
+        for _ in range(100):
+            if not health(server.url, timeout_s=1):
+                break
+            time.sleep(0.1)
+        body = {"model": "kitchen-base", "prompt": [1], "n": 1, "max_tokens": 1}
+        with pytest.raises(BackendError) as died:
+            pool.post("/v1/completions", body).result(timeout=30)
+        pool.close()
+    finally:
+        server.stop()
+    line = str(died.value)
+    assert "\n" not in line and "vLLM's log says: RuntimeError: einsum()" in line
+    assert str(tmp_path / "vllm.log") in line and "--resume" in line

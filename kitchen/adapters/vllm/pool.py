@@ -24,9 +24,12 @@ RESUME_HINT = "the run stops here; rerun with --resume to continue from its last
 class ServerPool:
     """POSTs JSON to the servers at `urls` (round robin) and to all of them (`post_all`)."""
 
-    def __init__(self, urls: Sequence[str], timeout_s: float) -> None:
+    def __init__(
+        self, urls: Sequence[str], timeout_s: float, explain: Callable[[], str] | None = None
+    ) -> None:
         import httpx
 
+        self._explain = explain  # what the server's log says, when Kitchen started it
         if not urls:
             raise BackendError("a vLLM server pool needs at least one URL")
         self.urls = [u.rstrip("/") for u in urls]
@@ -125,6 +128,8 @@ class ServerPool:
 
     def _died(self, line: str) -> BackendError:
         if self._dead is None:
+            if self._explain is not None:
+                line = f"{line}; {self._explain()}"
             self._dead = f"{line}; {RESUME_HINT}"
         return BackendError(self._dead)
 

@@ -13,12 +13,14 @@ import itertools
 import shutil
 import sys
 import threading
+import time
 import weakref
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kitchen.adapters.local.resolve import kitchen_cache_dir
 from kitchen.adapters.vllm.pool import ServerPool
 from kitchen.adapters.vllm.sampling_client import VllmSamplingClient
 from kitchen.adapters.vllm.server import SERVED_BASE, ServerSpec, StartedServer, find_python
@@ -127,7 +129,11 @@ class VllmSamplers:
                 max_lora_rank=max_lora_rank,
                 max_model_len=host.max_context,
                 python=find_python(self.settings.env),
-                log_path=self.snapshot_root.parent.parent / "vllm.log",
+                # Outside the run directory: a run that fails before its first step has that
+                # removed (app/rundir.py), and this log is then what says why.
+                log_path=kitchen_cache_dir()
+                / "vllm-logs"
+                / f"vllm-{time.strftime('%Y%m%d-%H%M%S')}.log",
                 max_loras=self.settings.max_loras,
                 gpu_memory_utilization=self.settings.gpu_memory_utilization,
             )
@@ -149,7 +155,7 @@ class VllmSamplers:
             with self._lock:
                 started = self._starting.pop(key)
         started.wait_ready(self.settings.start_timeout_s)
-        pool = ServerPool([started.url], self.settings.request_timeout_s)
+        pool = ServerPool([started.url], self.settings.request_timeout_s, started.explain)
         with self._lock:
             self._bases[key] = _Base(pool, started, SERVED_BASE)
             return self._bases[key]

@@ -185,15 +185,22 @@ class StartedServer:
         return self.proc is not None and self.proc.poll() is None
 
     def last_log_line(self) -> str:
+        """The log's last line naming an error (vLLM's shutdown lines follow the cause), else its
+        last line."""
         with contextlib.suppress(OSError):
             lines = [
                 line.strip()
                 for line in self.spec.log_path.read_text(errors="replace").splitlines()
                 if line.strip()
             ]
-            if lines:
-                return lines[-1][-300:]
+            errors = [line for line in lines if "Error:" in line or "Error'" in line]
+            if errors or lines:
+                return (errors or lines)[-1][-300:]
         return "(no output)"
+
+    def explain(self) -> str:
+        """Why it stopped answering, as far as its log says: for the pool's one line."""
+        return f"vLLM's log says: {self.last_log_line()} ({self.spec.log_path})"
 
     def stop(self, grace_s: float = 15.0) -> None:
         """SIGTERM to its process group, SIGKILL after `grace_s`; idempotent."""
