@@ -285,3 +285,36 @@ def test_an_image_over_the_size_limit_is_refused(
     monkeypatch.setattr(images, "MAX_IMAGE_BYTES", 100)
     with pytest.raises(BackendError, match="at most 100 are taken"):
         client.forward([datum], "cross_entropy").result()
+
+
+def test_the_image_placeholder_is_never_sampled_and_refused_in_text(backend: Any) -> None:
+    """A sampled image token would be taken for an image's place by the next forward: the sampler
+    never picks one, even where the model's likeliest token is one, and a text chunk holding one
+    is refused."""
+    client = backend.create_lora_training_client(VLM, rank=4)
+    pad = client.get_tokenizer().convert_tokens_to_ids("<|image_pad|>")
+    datum = _example(client, (255, 0, 0), "red")
+    targets = datum.loss_fn_inputs["target_tokens"].to_numpy().copy()
+    weights = np.zeros(len(targets), dtype=np.float32)
+    targets[-1], weights[-1] = pad, 1.0
+    trained = types.Datum(
+        model_input=datum.model_input,
+        loss_fn_inputs={"target_tokens": targets, "weights": weights},
+    )
+    for _ in range(8):
+        client.forward_backward([trained], "cross_entropy").result()
+        client.optim_step(types.AdamParams(learning_rate=0.1)).result()
+    assert _logprobs(client.forward([trained], "cross_entropy").result())[0][-1] > np.log(0.5)
+    sampler = client.save_weights_and_get_sampling_client()
+    prompt = datum.model_input.append(
+        types.EncodedTextChunk(tokens=[int(datum.loss_fn_inputs["target_tokens"].to_numpy()[-1])])
+    )
+    greedy = types.SamplingParams(max_tokens=1, temperature=0.0)
+    (sequence,) = sampler.sample(prompt, 1, greedy).result().sequences
+    assert sequence.tokens[0] != pad
+    scored = sampler.compute_logprobs(prompt.append_int(sequence.tokens[0])).result()
+    assert scored[-1] == pytest.approx(sequence.logprobs[0], abs=1e-4)
+
+    text = prompt.append_int(pad)
+    with pytest.raises(BackendError, match=rf"chunk \d+ \(encoded_text\) holds token id {pad}"):
+        sampler.compute_logprobs(text).result()

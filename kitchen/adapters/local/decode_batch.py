@@ -58,6 +58,10 @@ class SampleJob:
     # The prompt's images (a vision-language model): it is prefilled alone, through the whole
     # model, and its rows decode at M-RoPE positions (images.py).
     images: Expanded | None = None
+    # Token ids never sampled: a vision-language model's image placeholders, which a later
+    # forward would take for an image's place. The chosen token's logprob is still the model's
+    # (what the trainer computes for it), not renormalised over the allowed tokens.
+    banned: tuple[int, ...] = ()
     prompt_logprobs: bool = False
     topk_prompt_logprobs: int = 0
     # Called on the compute thread as each token is chosen: (sample index, token, logprob).
@@ -192,6 +196,12 @@ class DecodeBatch:
         for members in by_rule.values():
             params = segments[members[0]][0].params
             logits_NV = torch.cat([segments[i][2] for i in members])
+            banned = any(segments[i][0].banned for i in members)
+            allowed_NV = (
+                torch.cat([_allowed(segments[i][0], segments[i][2]) for i in members])
+                if banned
+                else logits_NV
+            )
             u_N1 = None
             if params.temperature > 0:
                 u_N1 = torch.cat(
@@ -200,7 +210,7 @@ class DecodeBatch:
                         for i in members
                     ]
                 )
-            next_N = choose_tokens(logits_NV, params, u_N1)
+            next_N = choose_tokens(allowed_NV, params, u_N1)
             chosen_N = sampled_logprobs(logits_NV, next_N, params.temperature)
             picks.append(torch.stack([next_N.double(), chosen_N.double()]))  # ids < 2**53: exact
         tokens, logprobs = torch.cat(picks, dim=1).tolist()
@@ -307,6 +317,15 @@ class DecodeBatch:
             for layer in self._cache.layers:
                 layer.keys, layer.values = layer.keys[:, :, trim:], layer.values[:, :, trim:]
             self._pads = [p - trim for p in self._pads]
+
+
+def _allowed(job: SampleJob, logits_NV: Any) -> Any:
+    """`logits_NV` with the job's banned tokens at -inf."""
+    if not job.banned:
+        return logits_NV
+    out = logits_NV.clone()
+    out[:, list(job.banned)] = float("-inf")
+    return out
 
 
 def _image_kwargs(model: Any, images: Expanded, device: Any) -> tuple[dict[str, Any], int]:

@@ -61,11 +61,21 @@ class Expanded:
 class Vision:
     """A vision-language model's image side: its image processor and placeholder token."""
 
-    def __init__(self, model_name: str, processor: Any, image_token_id: int, merge_size: int):
+    def __init__(
+        self,
+        model_name: str,
+        processor: Any,
+        image_token_id: int,
+        merge_size: int,
+        placeholder_ids: frozenset[int],
+    ):
         self.model_name = model_name
         self.processor = processor
         self.image_token_id = image_token_id
         self.merge_size = merge_size
+        # Token ids that mark where image (or video) features go: only an image chunk may stand
+        # for them, and a sample never holds one (see decode_batch.SampleJob.banned).
+        self.placeholder_ids = placeholder_ids
         self._cache: OrderedDict[str, Image] = OrderedDict()
 
     def image(self, data: bytes, fmt: str, where: str) -> Image:
@@ -101,6 +111,13 @@ class Vision:
         images: list[tuple[int, Image]] = []
         for c, chunk in enumerate(model_input.chunks):
             if isinstance(chunk, types.EncodedTextChunk):
+                if not self.placeholder_ids.isdisjoint(chunk.tokens):
+                    token = next(t for t in chunk.tokens if t in self.placeholder_ids)
+                    raise BackendError(
+                        f"{where}: chunk {c} (encoded_text) holds token id {token}, "
+                        f"{self.model_name}'s image placeholder, which only an image chunk may "
+                        "stand for"
+                    )
                 tokens += chunk.tokens
                 continue
             at = f"{where}: chunk {c} ({chunk.type})"
@@ -128,11 +145,17 @@ def vision_of(model: Any) -> Vision | None:
     if getattr(config, "vision_config", None) is None:
         return None
     path = str(getattr(config, "_name_or_path", "") or "")
-    return _vision(path, config.model_type, int(config.image_token_id))
+    video = getattr(config, "video_token_id", None)
+    placeholders = frozenset(
+        {int(config.image_token_id)} | ({int(video)} if video is not None else set())
+    )
+    return _vision(path, config.model_type, int(config.image_token_id), placeholders)
 
 
 @functools.lru_cache(maxsize=8)
-def _vision(path: str, model_type: str, image_token_id: int) -> Vision:
+def _vision(
+    path: str, model_type: str, image_token_id: int, placeholder_ids: frozenset[int]
+) -> Vision:
     if model_type not in VISION_MODEL_TYPES:
         raise BackendError(
             f"model {path}: images on a {model_type} model are not supported; the local engine "
@@ -149,7 +172,8 @@ def _vision(path: str, model_type: str, image_token_id: int) -> Vision:
         raise BackendError(f"model {path}: its image processor could not be loaded: {e}") from e
     finally:
         hf_logging.set_verbosity(verbosity)
-    return Vision(Path(path).name, processor, image_token_id, int(processor.merge_size))
+    merge = int(processor.merge_size)
+    return Vision(Path(path).name, processor, image_token_id, merge, placeholder_ids)
 
 
 def text_only(model_input: types.ModelInput, model_name: str, where: str) -> list[int]:

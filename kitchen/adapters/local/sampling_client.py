@@ -134,6 +134,7 @@ class LocalSamplingClient:
         seed: int,
         prompt_logprobs: bool = False,
     ) -> SampleJob:
+        vision = vision_of(self.host.base)
         expanded = self._expand(prompt, "sample: prompt")
         tokens = expanded.tokens
         if not tokens:
@@ -157,6 +158,7 @@ class LocalSamplingClient:
             weights=self._weights,
             prompt=tokens,
             images=expanded if expanded.images else None,
+            banned=tuple(sorted(vision.placeholder_ids)) if vision is not None else (),
             num_samples=num_samples,
             params=params,
             rule=StopRule.from_params(params, self.eos_ids()),
