@@ -426,6 +426,41 @@ def test_auto_checkpoints_a_pass_that_would_not_fit_otherwise(
     client.close()
 
 
+def test_a_row_longer_than_the_micro_batch_budget_trains_or_is_refused_before_any_work(
+    backend: Any, monkeypatch: Any
+) -> None:
+    client = backend.create_lora_training_client(TINY, rank=4, seed=3)
+    randomised(client, 5)
+    long_row = [(list(range(3, 43)), [7, 8, 9])]  # 42 tokens through the decoder, budget 16
+    data = rl_data("cross_entropy", long_row, seed=4)
+    with client.host.use(client.adapter) as model:
+        alone = run_builtin_loss(model, data, "cross_entropy", None, 16, backward=True)
+    assert_same((alone, grads_of(client)), run(client, data, "cross_entropy"))
+
+    monkeypatch.setattr(memory, "free_memory", lambda device: 1000)
+    with (
+        client.host.use(client.adapter) as model,
+        counting_layer_calls(model) as calls,
+        pytest.raises(BackendError) as refused,
+    ):
+        run_builtin_loss(model, data, "cross_entropy", None, 16, True, checkpointing="auto")
+    message = str(refused.value)
+    assert calls[0] == 0 and "\n" not in message
+    assert "a pass of 42 tokens" in message and "the budget is" in message
+    assert "--max-length of at most" in message
+    client.close()
+
+
+def test_a_client_reads_the_free_memory_once(backend: Any, monkeypatch: Any) -> None:
+    reads = []
+    monkeypatch.setattr(memory, "free_memory", lambda device: reads.append(device) or 2**40)
+    client = backend.create_lora_training_client(TINY, rank=4, seed=3)
+    for _ in range(3):
+        client.forward_backward(rl_data("cross_entropy"), "cross_entropy").result()
+    assert len(reads) == 1
+    client.close()
+
+
 def test_kitchen_serve_hands_the_levers_to_the_engine(tmp_path: Any) -> None:
     from kitchen.serve import ServeSettings
     from kitchen.serve.service import KitchenService

@@ -20,6 +20,7 @@ from kitchen.adapters.local.images import Expanded, vision_of
 from kitchen.adapters.local.logprobs import TargetLogprobs
 from kitchen.adapters.local.losses import loss_fn_named
 from kitchen.adapters.local.memory import (
+    ActivationBudget,
     PaddingTally,
     activation_checkpointing,
     plan_checkpointing,
@@ -62,10 +63,12 @@ def run_builtin_loss(
     packed: bool = False,
     tally: PaddingTally | None = None,
     share: Deal | None = None,
+    budget: ActivationBudget | None = None,
 ) -> types.ForwardBackwardOutput:
     """Compute `loss_fn` on `data` (and its gradients if `backward`, with activation
-    `checkpointing` auto | on | off, memory.py); outputs logprobs per datum. `packed`: padding-free
-    micro-batches (batching.py). `tally` counts the padding of passes with gradients.
+    `checkpointing` auto | on | off within the activation `budget`, memory.py); outputs logprobs
+    per datum. `packed`: padding-free micro-batches (batching.py). `tally` counts the padding of
+    passes with gradients.
     With `share`, each micro-batch's gradient is summed apart and added in plan order (Deal); in a
     --nproc N run every rank plans the same micro-batches and runs its deal of them, and
     gradients reach every rank and results rank 0 (the other ranks return nothing)."""
@@ -94,7 +97,7 @@ def run_builtin_loss(
             f"loss_fn {loss_fn!r} takes one target token per position; got 2-D target_tokens"
         )
     diagnostics = TOKEN_METRICS.get(loss_fn, {})
-    recompute = backward and plan_checkpointing(model, batches, checkpointing)
+    recompute = backward and plan_checkpointing(model, batches, checkpointing, budget)
     if backward and tally is not None:
         tally.add(batches)
     with activation_checkpointing(model, recompute):
@@ -200,6 +203,7 @@ def run_custom_loss(
     tally: PaddingTally | None = None,
     backprop: Callable[[list[Any]], None] | None = None,
     share: Deal | None = None,
+    budget: ActivationBudget | None = None,
 ) -> types.ForwardBackwardOutput:
     """Call `loss_fn(data, logprobs_per_datum)`, then backpropagate its gradient (options as
     run_builtin_loss's). `backprop`, if given, pushes the gradient (per datum, None where the loss
@@ -228,7 +232,7 @@ def run_custom_loss(
         packed=packed,
         vision=vision_of(model),
     )
-    recompute = plan_checkpointing(model, batches, checkpointing)
+    recompute = plan_checkpointing(model, batches, checkpointing, budget)
     if tally is not None:
         tally.add(batches)
     outputs = _score(model, batches)
@@ -289,6 +293,7 @@ def backprop_gradients(
     checkpointing: str,
     packed: bool,
     share: Deal,
+    budget: ActivationBudget | None = None,
 ) -> None:
     """Every rank of a --nproc N run: its deal of a custom loss's backward, given the loss's
     gradient per datum (what run_custom_loss hands its `backprop`), on the same micro-batches."""
@@ -307,7 +312,7 @@ def backprop_gradients(
     )
     with (
         torch.enable_grad(),
-        activation_checkpointing(model, plan_checkpointing(model, batches, checkpointing)),
+        activation_checkpointing(model, plan_checkpointing(model, batches, checkpointing, budget)),
     ):
         _backprop_leaves(model, batches, grads, share)
 

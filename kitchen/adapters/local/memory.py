@@ -153,9 +153,27 @@ def choose_checkpointing(
     return use
 
 
-def plan_checkpointing(model: Any, batches: Sequence[Any], setting: str) -> bool:
+class ActivationBudget:
+    """Bytes a training client's passes may plan for activations: `USABLE_SHARE` of the memory
+    free on its device when its first training pass asks, then kept, so later requests plan by
+    arithmetic alone instead of reading /proc/meminfo or the CUDA allocator each time. Memory
+    that other work takes after that first read is not seen; the share left over covers it."""
+
+    def __init__(self, device: Any) -> None:
+        self.device = device
+        self._bytes: int | None = None
+
+    def bytes(self) -> int:
+        if self._bytes is None:
+            self._bytes = int(USABLE_SHARE * free_memory(self.device))
+        return self._bytes
+
+
+def plan_checkpointing(
+    model: Any, batches: Sequence[Any], setting: str, budget: ActivationBudget | None = None
+) -> bool:
     """`choose_checkpointing` for training passes over the micro-batches `batches` of `model`,
-    inside the host's autocast, against the memory free on its device now."""
+    inside the host's autocast, against `budget` (default: the memory free on its device now)."""
     import torch
 
     device = next(model.parameters()).device
@@ -167,8 +185,8 @@ def plan_checkpointing(model: Any, batches: Sequence[Any], setting: str) -> bool
         (mb.indices[max(range(len(mb.lengths)), key=mb.lengths.__getitem__)], mb.host_tokens.size)
         for mb in batches
     ]
-    budget = int(USABLE_SHARE * free_memory(device))
-    return choose_checkpointing(model.config, setting, passes, dtype_bytes, budget)
+    budget = budget or ActivationBudget(device)
+    return choose_checkpointing(model.config, setting, passes, dtype_bytes, budget.bytes())
 
 
 def _refusal(index: int, tokens: int, need: int, budget: int, how: str, hint: str) -> str:

@@ -34,7 +34,7 @@ from kitchen.adapters.local.lora import (
     peft_config,
     snapshot_adapter,
 )
-from kitchen.adapters.local.memory import PaddingTally
+from kitchen.adapters.local.memory import ActivationBudget, PaddingTally
 from kitchen.adapters.local.optimizer import adam_step, make_optimizer
 from kitchen.adapters.local.sampling_client import LocalSamplingClient
 from kitchen.adapters.local.stability import with_sampler_logprobs
@@ -88,6 +88,7 @@ class LocalTrainingClient:
             self._params = [p for p in host.base.parameters() if p.requires_grad]
         self._optimizer = make_optimizer(self._params)
         self._padding = PaddingTally()  # of the forward_backward calls since the last optim_step
+        self._budget = ActivationBudget(host.device)  # read once, at the first training pass
 
     # -- training ---------------------------------------------------------------------------------
 
@@ -230,6 +231,7 @@ class LocalTrainingClient:
                 settings.packing,
                 self._padding,
                 share=self._deal(),
+                budget=self._budget,
             )
         if backward:
             self._zero_missing_grads()
@@ -275,6 +277,7 @@ class LocalTrainingClient:
                 self._padding,
                 backprop=None if self.backend.world is None else self._backprop_everywhere(data),
                 share=self._deal(),
+                budget=self._budget,
             )
         self._zero_missing_grads()
         return out
@@ -301,6 +304,7 @@ class LocalTrainingClient:
                 settings.activation_checkpointing,
                 settings.packing,
                 deal,
+                self._budget,
             )
         self._zero_missing_grads()  # as rank 0 does after its custom call
 
