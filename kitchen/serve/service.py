@@ -68,6 +68,7 @@ class KitchenService:
                 extra |= {"packing": s.packing}
                 extra |= {"context_length": s.context_length, "rope_scaling": s.rope_scaling}
                 extra |= {"sampler": s.sampler, "vllm_urls": s.vllm_urls}
+                extra |= {"base_quantization": s.base_quantization}
                 self._backend = create_local_backend(
                     BackendSettings(
                         log_dir=s.checkpoint_dir,

@@ -2,7 +2,8 @@
 
 One backend keeps one in-memory copy of each base model (a `ModelHost`); every LoRA training client,
 sampler snapshot and base-model sampler on that base shares it. Full fine-tuning (rank 0) loads a
-private copy instead, since its base weights change.
+private copy instead, since its base weights change. With `--base-quantization nf4` the shared
+copies are 4-bit (quantization.py); full fine-tuning is refused then, having no fp32 base to train.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from kitchen.adapters.local.compute_thread import ComputeThread
 from kitchen.adapters.local.distributed.world import world
 from kitchen.adapters.local.host import LoraSnapshot, ModelHost, load_host
 from kitchen.adapters.local.lora import LoraSpec
+from kitchen.adapters.local.quantization import check_device
 from kitchen.adapters.local.resolve import resolve_model
 from kitchen.adapters.local.sampling_client import LocalSamplingClient, model_eos_ids
 from kitchen.adapters.local.settings import EngineSettings, apply_num_threads, choose_num_threads
@@ -47,6 +49,13 @@ class LocalBackend:
         self.sampler = chosen_sampler(self.backend_settings.extra)
         self._vllm: Any = None  # VllmSamplers, made on first use with --sampler vllm
         self.world = world()  # None unless launched with --nproc > 1 (distributed/world.py)
+        if self.settings.base_quantization != "none":
+            if self.world is not None:
+                raise ConfigError(
+                    f"--base-quantization {self.settings.base_quantization} does not run with "
+                    "--nproc > 1 yet (FSDP cannot shard 4-bit weights here); use --nproc 1"
+                )
+            check_device(self.settings.device)
         if self.world is not None and self.world.leader:
             self.world.send("backend", self.backend_settings)
 
@@ -98,6 +107,12 @@ class LocalBackend:
             raise ConfigError(
                 "full fine-tuning (LoRA rank 0) does not run with --nproc > 1 yet; "
                 "use a LoRA rank or --nproc 1"
+            )
+        if lora is None and self.settings.base_quantization != "none":
+            raise ConfigError(
+                f"full fine-tuning (LoRA rank 0) cannot train a 4-bit base "
+                f"(--base-quantization {self.settings.base_quantization}): its weights are frozen; "
+                "use a LoRA rank or --base-quantization none"
             )
         # Full fine-tuning (no LoRA) gets a private copy: it changes the base weights.
         host = self._load(base_model) if lora is None else self.shared_host(base_model)
@@ -154,28 +169,35 @@ class LocalBackend:
         with self._lock:
             return list(self._hosts.values())
 
-    def shared_host(self, base_model: str) -> ModelHost:
-        """The backend's one in-memory copy of `base_model` (loaded on first use)."""
-        return self.compute.run(lambda: self._shared_host(base_model))
+    def shared_host(self, base_model: str, quantization: str | None = None) -> ModelHost:
+        """The backend's one in-memory copy of `base_model` (loaded on first use), held as
+        `quantization` (default: the backend's --base-quantization)."""
+        held = self.settings.base_quantization if quantization is None else quantization
+        return self.compute.run(lambda: self._shared_host(base_model, held))
 
-    def _shared_host(self, base_model: str) -> ModelHost:
+    def _shared_host(self, base_model: str, quantization: str) -> ModelHost:
         path = resolve_model(base_model)
+        key = str(path) if quantization == "none" else f"{path} ({quantization})"
         with self._lock:
-            host = self._hosts.get(str(path))
+            host = self._hosts.get(key)
             if host is None:
                 if self.world is not None and self.world.leader:
                     self.world.send("host", base_model)
-                host = self._load(base_model, model_path=path)
+                host = self._load(base_model, model_path=path, quantization=quantization)
                 if self.world is None:
                     host.freeze()
                 else:  # freeze's cast copies would be of the whole base, on every rank
                     self.world.shard(host.base)
-                self._hosts[str(path)] = host
+                self._hosts[key] = host
         return host
 
-    def _load(self, model_name: str, model_path: Path | None = None) -> ModelHost:
+    def _load(
+        self, model_name: str, model_path: Path | None = None, quantization: str = "none"
+    ) -> ModelHost:
         """Load a model, then fit torch's thread count to the largest model this backend holds."""
-        host = load_host(model_name, self.settings, model_path=model_path)
+        host = load_host(
+            model_name, self.settings, model_path=model_path, quantization=quantization
+        )
         self._largest_model = max(
             self._largest_model, sum(p.numel() for p in host.base.parameters())
         )
@@ -240,7 +262,8 @@ class LocalBackend:
         folder = ckpt.parse_checkpoint_path(model_path)
         meta = ckpt.read_meta(folder)
         if meta.lora is not None:
-            host = self.shared_host(meta.base_model)
+            # The base the adapter was trained on: a 4-bit one if it was.
+            host = self.shared_host(meta.base_model, meta.base_quantization)
             snapshot = LoraSnapshot.of(
                 ckpt.load_lora_config(folder), ckpt.load_lora_tensors(folder, host.device)
             )

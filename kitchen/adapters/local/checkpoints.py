@@ -48,6 +48,9 @@ class CheckpointMeta:
     # Ranks of the run that saved (--nproc N). What is saved is whole (LoRA and its Adam state are
     # whole on every rank; the sharded base is frozen and never saved), so any N resumes it.
     world_size: int = 1
+    # "none" | "nf4": how the base the weights were trained on was held (LoRA on a 4-bit base is
+    # sampled and exported against that base dequantized, quantization.py)
+    base_quantization: str = "none"
 
     def write(self, folder: Path) -> None:
         (folder / META_FILE).write_text(json.dumps(asdict(self), indent=2) + "\n")

@@ -9,6 +9,10 @@ Sources: a folder the local engine wrote (save_state or save_weights_for_sampler
 adapter folder (e.g. one `tinker checkpoint download` fetched), whose base model is named in its
 adapter_config.json. A vision-language model exports whole (vision tower included) with its image
 processor's config, so `AutoModelForImageTextToText` and `AutoImageProcessor` load the folder. The merged model gives the engine's logprobs (fp32: < 1e-4; tested).
+
+An adapter trained on a 4-bit base (`--base-quantization nf4`) is merged into that base's weights
+dequantized, not the original fp32 ones: those are the weights it was trained against, so the
+merged model computes what the engine computed. Its adapter form still names the fp32 base.
 """
 
 from __future__ import annotations
@@ -40,13 +44,16 @@ class Source:
     base_model: str
     lora: bool
     kind: str  # "state" | "sampler" | "peft"
+    base_quantization: str = "none"  # how the engine held the base it trained on
 
 
 def inspect_checkpoint(path: str) -> Source:
     folder = Path(path.removeprefix("local://")).expanduser()
     if (folder / ckpt.META_FILE).is_file():
         meta = ckpt.read_meta(folder)
-        return Source(folder, meta.base_model, meta.lora is not None, meta.kind)
+        return Source(
+            folder, meta.base_model, meta.lora is not None, meta.kind, meta.base_quantization
+        )
     config = folder / "adapter_config.json"
     if config.is_file():
         base = json.loads(config.read_text()).get("base_model_name_or_path")
@@ -108,7 +115,7 @@ def _merged_lora(source: Source, base_path: Path) -> Any:
     import torch
     from peft import PeftModel
 
-    model: Any = _auto_class(base_path).from_pretrained(base_path, dtype="float32")
+    model = _base_weights(base_path, source.base_quantization)
     targets = set(json.loads((source.folder / "adapter_config.json").read_text())["target_modules"])
     head = model.get_output_embeddings()
     if model.config.tie_word_embeddings and any(
@@ -138,6 +145,22 @@ def _copy_image_processor(base_path: Path, tmp: Path) -> None:
     for name in IMAGE_PROCESSOR_FILES:
         if (base_path / name).is_file():
             shutil.copy2(base_path / name, tmp / name)
+
+
+def _base_weights(base_path: Path, quantization: str) -> Any:
+    """The base model in fp32, as the engine held it: quantized and dequantized again for nf4."""
+    import torch
+
+    from kitchen.adapters.local.quantization import quantization_config
+
+    auto_class = _auto_class(base_path)
+    quantized = quantization_config(quantization, "cpu")
+    if quantized is None:
+        return auto_class.from_pretrained(base_path, dtype="float32")
+    model = auto_class.from_pretrained(
+        base_path, dtype="float32", quantization_config=quantized, device_map={"": "cpu"}
+    )
+    return model.dequantize(dtype=torch.float32)
 
 
 def _tokenizer(base_path: Path) -> Any:

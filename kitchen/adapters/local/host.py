@@ -22,6 +22,7 @@ from typing import Any
 from kitchen.adapters.local.attention import sdpa_backends, sdpa_restricted, use_engine_attention
 from kitchen.adapters.local.context import extend_context
 from kitchen.adapters.local.lora import fuse_lora_forwards, load_adapter_weights
+from kitchen.adapters.local.quantization import prepare_quantized, quantization_config
 from kitchen.adapters.local.resolve import resolve_model
 from kitchen.adapters.local.settings import EngineSettings
 from kitchen.engine.errors import BackendError
@@ -54,8 +55,10 @@ class ModelHost:
         tokenizer: Any,
         autocast_dtype: Any = None,
         attention: list[Any] | None = None,
+        quantization: str = "none",
     ) -> None:
         self.model_name = model_name
+        self.quantization = quantization  # "none" | "nf4": how the base weights are held
         self.autocast_dtype = autocast_dtype  # torch dtype forward passes run in; None = fp32
         self.attention = attention  # SDPA backends its passes may use (attention.sdpa_backends)
         self.model_path = model_path
@@ -188,23 +191,26 @@ class ModelHost:
 
     def _merged_forwards(self, slot: str, snapshot_id: int, build: bool) -> dict[Any, Any] | None:
         """Forwards computing with `slot`'s delta merged into its base Linears (None: not merged:
-        fp32 hosts, where a merged copy would cost the model's size again for little, adapters
-        other than plain LoRA on Linear layers, or another snapshot's merge held and `build`
-        False)."""
+        fp32 hosts, where a merged copy would cost the model's size again for little; 4-bit
+        hosts, where it would cost 4x the quantized weights; adapters other than plain LoRA on
+        Linear layers; or another snapshot's merge held and `build` False)."""
         import functools
 
         import torch
         from peft.tuners.lora import Linear as LoraLinear
 
-        if self.autocast_dtype is None:
+        if self.autocast_dtype is None or self.quantization != "none":
             return None
         if self._merged is not None and self._merged[0] == snapshot_id:
             return self._merged[1]
         if not build:
             return None
-        layers = [m for m in self._peft.modules() if isinstance(m, LoraLinear) and slot in m.lora_A]
+        # Every layer the adapter touches, whatever its kind: merging only some of them (peft's
+        # 4-bit and embedding LoRA layers are no LoraLinear) would sample with the rest disabled.
+        layers = [m for m in self._peft.modules() if slot in getattr(m, "lora_A", ())]
         if any(
-            m.use_dora.get(slot)
+            not isinstance(m, LoraLinear)
+            or m.use_dora.get(slot)
             or m.fan_in_fan_out
             or type(m.get_base_layer()) is not torch.nn.Linear
             for m in layers
@@ -309,14 +315,21 @@ def auto_model_class(config: Any) -> Any:
 
 
 def load_host(
-    model_name: str, settings: EngineSettings, model_path: Path | None = None
+    model_name: str,
+    settings: EngineSettings,
+    model_path: Path | None = None,
+    quantization: str = "none",
 ) -> ModelHost:
-    """Resolve `model_name` (unless `model_path` is given) and load model + tokenizer, frozen, in eval mode."""
+    """Resolve `model_name` (unless `model_path` is given) and load model + tokenizer, frozen, in eval
+    mode; with `quantization` "nf4" its decoder Linears are held in 4 bits (quantization.py)."""
     from transformers import AutoConfig, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     path = model_path if model_path is not None else resolve_model(model_name)
     hf_logging.disable_progress_bar()  # per-load bars would flood logs and CI output
+    quantized = quantization_config(quantization, settings.device)
+    # A quantized model is quantized as it loads onto its device; `.to` is refused afterwards.
+    placement = {} if quantized is None else {"device_map": {"": settings.device}}
     try:
         config = AutoConfig.from_pretrained(path)
     except Exception as e:
@@ -324,13 +337,20 @@ def load_host(
     extend_context(config, settings.context_length, settings.rope_scaling, model_name)
     try:
         # fp32 master weights whatever the compute dtype: bf16 runs as autocast (see EngineSettings).
-        model: Any = auto_model_class(config).from_pretrained(path, config=config, dtype="float32")
+        model: Any = auto_model_class(config).from_pretrained(
+            path, config=config, dtype="float32", quantization_config=quantized, **placement
+        )
         tokenizer = AutoTokenizer.from_pretrained(path)
     except Exception as e:
         raise BackendError(f"could not load model {model_name!r} from {path}: {e}") from e
-    model = model.to(settings.device)
+    if quantized is None:
+        model = model.to(settings.device)
+    else:
+        prepare_quantized(model)
     use_engine_attention(model)
     model.eval()  # no dropout: forward passes are deterministic
     model.requires_grad_(False)
     attention = sdpa_backends(settings.device, settings.cudnn_attention)
-    return ModelHost(model_name, Path(path), model, tokenizer, settings.autocast_dtype, attention)
+    return ModelHost(
+        model_name, Path(path), model, tokenizer, settings.autocast_dtype, attention, quantization
+    )

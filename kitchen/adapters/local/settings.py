@@ -10,6 +10,7 @@ from typing import Any
 
 from kitchen.adapters.local.context import ROPE_SCALINGS
 from kitchen.adapters.local.memory import CHECKPOINTING
+from kitchen.adapters.local.quantization import QUANTIZATIONS
 from kitchen.engine.errors import ConfigError
 from kitchen.ports import BackendSettings
 
@@ -46,6 +47,8 @@ class EngineSettings:
     # Positions a model takes past its trained context, by rescaling its RoPE (context.py)
     context_length: int | None = None
     rope_scaling: str = "yarn"
+    # none | nf4: the shared base's Linear layers held in 4 bits under LoRA (quantization.py)
+    base_quantization: str = "none"
 
     @property
     def dtype(self) -> Any:
@@ -61,8 +64,9 @@ class EngineSettings:
     @classmethod
     def from_backend_settings(cls, settings: BackendSettings) -> EngineSettings:
         """Resolve "auto" values. `settings.extra` may hold `num_threads`, `microbatch_tokens`,
-        `cudnn_attention`, `activation_checkpointing`, `packing`, `context_length` and
-        `rope_scaling`; the env vars KITCHEN_<KEY> (KITCHEN_NUM_THREADS, ...) are the fallbacks."""
+        `cudnn_attention`, `activation_checkpointing`, `packing`, `context_length`,
+        `rope_scaling` and `base_quantization`; the env vars KITCHEN_<KEY> (KITCHEN_NUM_THREADS,
+        ...) are the fallbacks."""
         device = resolve_device(settings.device)
         if settings.dtype == "auto":
             # bf16 autocast is fast on GPUs and on CPUs with bf16 units (LoRA SFT of SmolLM2 on a
@@ -97,6 +101,7 @@ class EngineSettings:
             packing=_flag(settings.extra, "packing"),
             context_length=_positive_int(settings.extra, "context_length", None),
             rope_scaling=_choice(settings.extra, "rope_scaling", ROPE_SCALINGS),
+            base_quantization=_choice(settings.extra, "base_quantization", QUANTIZATIONS),
         )
 
 

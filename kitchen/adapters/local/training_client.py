@@ -326,6 +326,7 @@ class LocalTrainingClient:
             seed=self.seed,
             step=self.step,
             world_size=1 if self.backend.world is None else self.backend.world.size,
+            base_quantization=self.host.quantization,
         )
 
     def _write_weights(self, folder: Path) -> None:

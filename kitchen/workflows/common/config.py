@@ -189,6 +189,11 @@ class TrainConfig(BaseModel):
         description="--sampler vllm on one GPU: the share of the card the vLLM it starts may take "
         "(the trainer gets the rest; docs/sampling.md)",
     )
+    base_quantization: Literal["none", "nf4"] = Field(
+        "none",
+        description="Local engine: hold the base model's Linear layers in 4 bits (NF4, "
+        "bitsandbytes) under LoRA; needs lora_rank > 0 (docs/memory.md)",
+    )
     log_dir: str | None = Field(None, description="Run directory; default runs/<recipe>")
     seed: int = Field(0, description="Seed for data order, LoRA init and sampling")
     lora_rank: int = Field(

@@ -1,0 +1,73 @@
+"""A 4-bit base under LoRA (QLoRA): the shared base model's Linear layers held as NF4 blocks
+(bitsandbytes), dequantized block by block in each matmul; LoRA adapters, norms, embeddings and the
+unembedding stay fp32 and train as usual.
+
+NF4 holds a weight in about 4.5 bits instead of 32, so the base's decoder Linears take about 1/7 of
+their fp32 memory; the price is the dequantization in every pass and weights rounded to 16 levels
+per block (docs/memory.md). Everything that runs on the base (training, sampling, compute_logprobs,
+reference logprobs) runs on the same quantized weights, and export merges an adapter into those
+weights dequantized, so the merged model is the one that was trained.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kitchen.engine.errors import ConfigError
+
+QUANTIZATIONS = ("none", "nf4")
+
+
+def quantization_config(quantization: str, device: str) -> Any:
+    """transformers' load-time quantization for `quantization` on `device` (None for "none"), after
+    checking that bitsandbytes is installed and runs a 4-bit layer there; one line otherwise."""
+    if quantization == "none":
+        return None
+    import torch
+    from transformers import BitsAndBytesConfig
+
+    check_device(device)
+    # fp32 compute, as the rest of the base: under bf16 autocast the dequantized matmul runs in bf16.
+    return BitsAndBytesConfig(
+        load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.float32
+    )
+
+
+def check_device(device: str) -> None:
+    """Raise one line unless bitsandbytes is installed and computes an NF4 layer on `device`,
+    forward and backward (its device list alone says nothing of the build installed)."""
+    try:
+        import bitsandbytes as bnb
+    except ImportError:
+        raise ConfigError(
+            "--base-quantization nf4 needs bitsandbytes, which is not installed: "
+            "pip install 'kitchen[qlora]'"
+        ) from None
+    import torch
+
+    version = getattr(bnb, "__version__", "")
+    try:
+        layer = bnb.nn.Linear4bit(64, 64, bias=False, quant_type="nf4").to(device)
+        x = torch.ones(2, 64, device=device, requires_grad=True)
+        layer(x).sum().backward()
+    except Exception as e:
+        reason = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise ConfigError(
+            f"--base-quantization nf4: bitsandbytes {version} cannot run 4-bit layers on {device!r} "
+            f"({reason}); use --base-quantization none"
+        ) from None
+
+
+def prepare_quantized(model: Any) -> int:
+    """Keep every 4-bit layer of `model` on the one kernel that has a backward; returns how many.
+
+    On a CPU with AVX512-BF16, bitsandbytes repacks a layer's weights for a faster inference kernel
+    the first time it runs without grad (a sampling pass), and from then on runs that kernel for
+    every call, also with grad, where it returns no gradient for its input: LoRA layers below it
+    would then get none."""
+    count = 0
+    for module in model.modules():
+        if hasattr(module, "support_avx512bf16_for_cpu"):
+            module.support_avx512bf16_for_cpu = False
+            count += 1
+    return count
