@@ -89,10 +89,38 @@ def reset_peak() -> None:
     Path("/proc/self/clear_refs").write_text("5")
 
 
-def side(args: argparse.Namespace) -> None:
+def train_steps(
+    client: Any, data: list[Any], steps: int
+) -> tuple[list[float], float, dict[str, float], float]:
+    """`steps` forward_backward + optim_step (learning rate 0) on `data`: their seconds, the last
+    loss and optim_step metrics, and the peak memory the steps added, in GB (RSS growth over the
+    resident size before them; on CUDA, torch's peak allocated over what was allocated before)."""
     import torch
     from tinker import types
 
+    device = client.host.device
+    cuda = device.type == "cuda"
+    before_kb = resident_kb()
+    reset_peak()
+    seconds: list[float] = []
+    metrics: dict[str, float] = {}
+    loss, cuda_peak = 0.0, 0
+    for _ in range(steps):
+        start = time.perf_counter()
+        # The engine resets CUDA's peak at every optim_step (its memory/peak_gib), so the pass's
+        # peak is read between the two calls, over what was allocated before the pass.
+        allocated = torch.cuda.memory_allocated(device) if cuda else 0
+        out = client.forward_backward(data, "cross_entropy").result()
+        if cuda:
+            cuda_peak = max(cuda_peak, torch.cuda.max_memory_allocated(device) - allocated)
+        step = client.optim_step(types.AdamParams(learning_rate=0.0)).result()
+        seconds.append(time.perf_counter() - start)
+        loss, metrics = out.metrics["loss:sum"], step.metrics or {}
+    peak_gb = cuda_peak / 2**30 if cuda else (peak_rss_kb() - before_kb) / 2**20
+    return seconds, loss, metrics, peak_gb
+
+
+def side(args: argparse.Namespace) -> None:
     from kitchen.adapters.local import create_local_backend
     from kitchen.adapters.local.memory import activation_bytes
     from kitchen.ports import BackendSettings
@@ -109,23 +137,7 @@ def side(args: argparse.Namespace) -> None:
     client = backend.create_lora_training_client(args.model, rank=32, seed=0)
     host = client.host
     data = batch(length, host.vocab_size, args.single)
-    cuda = host.device.type == "cuda"
-    before_kb = resident_kb()
-    reset_peak()
-    seconds, loss, cuda_peak = [], 0.0, 0
-    metrics: dict[str, float] = {}
-    for _ in range(args.steps):
-        start = time.perf_counter()
-        # The engine resets CUDA's peak at every optim_step (its memory/peak_gib), so the pass's
-        # peak is read between the two calls, over what was allocated before the pass.
-        allocated = torch.cuda.memory_allocated(host.device) if cuda else 0
-        out = client.forward_backward(data, "cross_entropy").result()
-        if cuda:
-            cuda_peak = max(cuda_peak, torch.cuda.max_memory_allocated(host.device) - allocated)
-        step = client.optim_step(types.AdamParams(learning_rate=0.0)).result()
-        seconds.append(time.perf_counter() - start)
-        loss, metrics = out.metrics["loss:sum"], step.metrics or {}
-    peak_gb = cuda_peak / 2**30 if cuda else (peak_rss_kb() - before_kb) / 2**20
+    seconds, loss, metrics, peak_gb = train_steps(client, data, args.steps)
     compute = 2 if backend.dtype_name != "float32" else 4
     checkpointed = MODES[args.side]["activation_checkpointing"] == "on"
     pass_tokens = length if args.single else 2 * length
