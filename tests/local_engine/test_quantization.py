@@ -186,6 +186,21 @@ def test_full_fine_tuning_of_a_4bit_base_is_refused(nf4: Any) -> None:
         nf4.create_lora_training_client(TINY, rank=0)
 
 
+def test_several_ranks_on_a_4bit_base_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kitchen.adapters.local import backend
+
+    monkeypatch.setattr(backend, "world", lambda: object())  # as under --nproc 2
+    with pytest.raises(ConfigError, match="does not run with --nproc > 1 yet"):
+        nf4_backend(Path("unused"))
+
+
+def test_a_vllm_sampler_on_a_4bit_base_is_refused() -> None:
+    with pytest.raises(ConfigError, match="needs --sampler local: vllm would sample from its own"):
+        create_local_backend(
+            BackendSettings(device="cpu", extra={"base_quantization": "nf4", "sampler": "vllm"})
+        )
+
+
 def test_settings_take_the_option_and_its_env_var(monkeypatch: pytest.MonkeyPatch) -> None:
     def engine(**extra: Any) -> EngineSettings:
         return EngineSettings.from_backend_settings(BackendSettings(device="cpu", extra=extra))

@@ -37,6 +37,10 @@ class LocalBackend:
     def __init__(self, settings: BackendSettings | None = None) -> None:
         self.backend_settings = settings or BackendSettings()
         self.settings = EngineSettings.from_backend_settings(self.backend_settings)
+        self.sampler = chosen_sampler(self.backend_settings.extra)
+        self.world = world()  # None unless launched with --nproc > 1 (distributed/world.py)
+        if self.settings.base_quantization != "none":
+            self._check_quantization()
         self._largest_model = 0
         self._hosts: dict[str, ModelHost] = {}
         self._lock = threading.Lock()
@@ -46,18 +50,24 @@ class LocalBackend:
         # What samplers recorded for stable_reinforce, by sequence id (stability.py).
         self.stability = StabilityRecords()
         self._clients: list[LocalTrainingClient] = []
-        self.sampler = chosen_sampler(self.backend_settings.extra)
         self._vllm: Any = None  # VllmSamplers, made on first use with --sampler vllm
-        self.world = world()  # None unless launched with --nproc > 1 (distributed/world.py)
-        if self.settings.base_quantization != "none":
-            if self.world is not None:
-                raise ConfigError(
-                    f"--base-quantization {self.settings.base_quantization} does not run with "
-                    "--nproc > 1 yet (FSDP cannot shard 4-bit weights here); use --nproc 1"
-                )
-            check_device(self.settings.device)
         if self.world is not None and self.world.leader:
             self.world.send("backend", self.backend_settings)
+
+    def _check_quantization(self) -> None:
+        """Refuse, before any work, what a 4-bit base cannot run with."""
+        quantization = self.settings.base_quantization
+        if self.world is not None:
+            raise ConfigError(
+                f"--base-quantization {quantization} does not run with --nproc > 1 yet "
+                "(FSDP cannot shard 4-bit weights here); use --nproc 1"
+            )
+        if self.sampler != "local":
+            raise ConfigError(
+                f"--base-quantization {quantization} needs --sampler local: {self.sampler} would "
+                "sample from its own full-precision base, not the 4-bit one that trains"
+            )
+        check_device(self.settings.device)
 
     @property
     def dtype_name(self) -> str:
