@@ -77,9 +77,11 @@ def batch(length: int, vocab: int, single: bool, seed: int = 0) -> list[Any]:
     return data
 
 
-def resident_kb() -> int:
+def resident_kb(field: str = "VmRSS") -> int:
+    """A size from /proc/self/status in KiB: the resident size, or another (RssAnon: its anonymous
+    part)."""
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1])
     return 0
 

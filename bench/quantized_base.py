@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 # Importing bench/memory.py also sets its environment for the sides: offline, and glibc's mmap
 # threshold, so a freed mid-sized block leaves RSS and a peak counts what a pass holds.
-from memory import batch, train_steps  # noqa: E402
+from memory import batch, resident_kb, train_steps  # noqa: E402
 from model_options import add_model_options, resolve_model_options  # noqa: E402
 from sides import emit, machine, run_side  # noqa: E402
 
@@ -47,30 +47,23 @@ def weight_bytes(model: Any) -> int:
     return total
 
 
-def anon_kb() -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("RssAnon:"):
-            return int(line.split()[1])
-    return 0
-
-
 class AnonPeak:
     """The most anonymous RSS seen while it runs, sampled by a thread every 10 ms."""
 
     def __init__(self) -> None:
-        self.peak_kb = anon_kb()
+        self.peak_kb = resident_kb("RssAnon")
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
 
     def _sample(self) -> None:
         while not self._stop.wait(0.01):
-            self.peak_kb = max(self.peak_kb, anon_kb())
+            self.peak_kb = max(self.peak_kb, resident_kb("RssAnon"))
 
     def stop(self) -> int:
         self._stop.set()
         self._thread.join()
-        return max(self.peak_kb, anon_kb())
+        return max(self.peak_kb, resident_kb("RssAnon"))
 
 
 def side(args: argparse.Namespace) -> None:
