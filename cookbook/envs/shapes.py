@@ -1,10 +1,12 @@
 """Name what the picture shows: single-turn RL whose prompt carries an image (the bundled `shapes`
 pictures, or any rows with an image and a class column), graded by the word the answer names.
 
-The prompt is the picture then "What colour is the shape? Answer with one word." (or "What shape
-is it?"); the answer is correct when the first of the task's class words it names is the row's
-class, and well formed when it names exactly one of them. Reward as ProblemEnv's: 1 for a correct
-answer, minus format_coef when it is malformed.
+The prompt is the picture then vlm_classifier's question (tinker-cookbook's "What is the name of
+the subject in this photo?"), so a model that vlm_classifier fine-tuned answers in its format and RL
+goes on from there; the class is the row's `target` column (the colour, or the shape). The answer is
+correct when the first of the task's class words it names is the row's class, and well formed when
+it names exactly one of them. Reward as ProblemEnv's: 1 for a correct answer, minus format_coef
+when it is malformed.
 """
 
 from __future__ import annotations
@@ -25,10 +27,6 @@ from train_core.rl.problem_env import ProblemEnv, ProblemGroupBuilder
 from train_core.rl.types import EnvGroupBuilder, RLDataset, RLEnvContext
 
 Target = Literal["colour", "shape"]
-QUESTIONS: dict[str, str] = {
-    "colour": "What colour is the shape? Answer with one word.",
-    "shape": "What shape is it? Answer with one word.",
-}
 
 
 def named_classes(text: str, classes: Sequence[str]) -> list[str]:
@@ -132,7 +130,7 @@ class ShapesEnvs:
         rows = self._rows(ctx.datasets, "train")
         classes = sorted({r["answer"] for r in rows})
         order = np.random.default_rng(self.seed).permutation(len(rows))
-        question = QUESTIONS[self.target]
+        from cookbook.datasets.images import QUESTION as question
         train = ImageClassDataset(
             [rows[i] for i in order],
             classes,
