@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from tinker import types
 
 from kitchen.adapters.tinker.futures import wait, wrap
-from kitchen.adapters.tinker.tokenizers import load_tokenizer
+from kitchen.adapters.tinker.tokenizers import load_image_processor, load_tokenizer
 from kitchen.engine.futures import APIFuture
 from kitchen.ports import CustomLossFn
 
@@ -131,6 +131,12 @@ class TinkerTrainingClient:
         info = self.get_info()
         name = info.model_data.model_name or info.model_name or ""
         return load_tokenizer(name, info.model_data.tokenizer_id, self.sdk.get_tokenizer)
+
+    def get_image_processor(self) -> Any:
+        """The model's image processor (renderers size image chunks with it); None for a
+        text-only model."""
+        info = self.get_info()
+        return load_image_processor(info.model_data.model_name or info.model_name or "")
 
     def get_info(self) -> types.GetInfoResponse:
         info: types.GetInfoResponse = self.sdk.get_info()
