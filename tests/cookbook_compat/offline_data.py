@@ -1,5 +1,5 @@
 """Run a tinker-cookbook module unchanged, with the Hugging Face datasets it loads answered from a
-few rows here (the hub is offline in tests):
+few rows here, or from a bundled image set (the hub is offline in tests):
 
     python -m tests.cookbook_compat.offline_data tinker_cookbook.recipes.sl_loop key=value ...
 
@@ -47,7 +47,39 @@ _SPLITS: dict[str, dict[str, list[dict[str, Any]]]] = {
 }
 
 
+# Image classification sets (tinker-cookbook's vlm_classifier) answered by a bundled image set: an
+# image column and an integer label column with its class names, as the hub's sets have them.
+_IMAGE_SETS = {"dpdl-benchmark/caltech101": "bundled:shapes"}
+
+
+def _image_splits(source: str) -> datasets.DatasetDict:
+    import base64
+
+    from kitchen.adapters.datasets import HFDatasetStore
+
+    store = HFDatasetStore()
+    rows = {split: store.load(source, split) for split in ("train", "test")}
+    names = sorted({r["label"] for r in rows["train"]})
+    features = datasets.Features(
+        {"image": datasets.Image(), "label": datasets.ClassLabel(names=names)}
+    )
+
+    def cell(row: dict[str, Any]) -> dict[str, Any]:
+        data = base64.b64decode(row["image"].partition(",")[2])
+        return {"image": {"bytes": data, "path": None}, "label": names.index(row["label"])}
+
+    return datasets.DatasetDict(
+        {
+            split: datasets.Dataset.from_list([cell(r) for r in split_rows], features=features)
+            for split, split_rows in rows.items()
+        }
+    )
+
+
 def load_dataset(path: str, *args: Any, split: str | None = None, **kwargs: Any) -> Any:
+    if path in _IMAGE_SETS:
+        images = _image_splits(_IMAGE_SETS[path])
+        return images if split is None else images[split]
     if path not in _SPLITS:
         raise FileNotFoundError(f"{path}: not among the offline test datasets")
     least = int(os.environ.get("KITCHEN_OFFLINE_ROWS", "0"))

@@ -20,6 +20,8 @@ import pytest
 from click.testing import Result
 from tinker import types
 
+from tests.helpers import TINY_VLM
+
 TINY = "kitchen/tiny-llama"
 TEST_KEY = "tml-kitchen-test"
 START_TIMEOUT_S = 120.0
@@ -127,9 +129,10 @@ def run_two_steps(recipe: str, base_url: str, log_dir: Path) -> Result:
     from kitchen.app.cli import app
     from kitchen.app.resolve import get_recipe
 
-    fields = get_recipe(recipe).Config.model_fields
-    overrides = [f"{k}={v}" for k, v in SHRINK.items() if k in fields]
-    args = ["run", recipe, "--backend", "tinker", f"model_name={TINY}", f"base_url={base_url}"]
+    config = get_recipe(recipe).Config
+    overrides = [f"{k}={v}" for k, v in SHRINK.items() if k in config.model_fields]
+    model = TINY_VLM if getattr(config, "takes_images", False) else TINY  # image prompts
+    args = ["run", recipe, "--backend", "tinker", f"model_name={model}", f"base_url={base_url}"]
     args += [*overrides, "--max-steps", "2", "--log-dir", str(log_dir), "--no-progress"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output

@@ -165,6 +165,14 @@ class LocalTrainingClient:
     def get_tokenizer(self) -> Any:
         return self.host.tokenizer
 
+    def get_image_processor(self) -> Any:
+        """The model's own image processor (renderers size image chunks with it); None for a
+        text-only model."""
+        from kitchen.adapters.local.images import vision_of
+
+        vision = vision_of(self.host.base)
+        return vision.processor if vision is not None else None
+
     @property
     def dtype_name(self) -> str:
         """The compute dtype forward and backward passes run in (weights and Adam state are fp32)."""
