@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from cookbook.datasets.images import QUESTION, image_data_uri
 from kitchen.engine.errors import ConfigError, DataError
 from train_core.completers import RendererLike
 from train_core.renderers.types import Message
@@ -130,11 +131,10 @@ class ShapesEnvs:
         rows = self._rows(ctx.datasets, "train")
         classes = sorted({r["answer"] for r in rows})
         order = np.random.default_rng(self.seed).permutation(len(rows))
-        from cookbook.datasets.images import QUESTION as question
         train = ImageClassDataset(
             [rows[i] for i in order],
             classes,
-            question,
+            QUESTION,
             ctx.renderer,
             self.groups_per_batch,
             self.group_size,
@@ -143,12 +143,10 @@ class ShapesEnvs:
             return train, None
         test_rows = self._rows(ctx.datasets, "test")[: self.test_problems]
         return train, ImageClassDataset(
-            test_rows, classes, question, ctx.renderer, len(test_rows), 1
+            test_rows, classes, QUESTION, ctx.renderer, len(test_rows), 1
         )
 
     def _rows(self, store: Any, split: str) -> list[dict[str, str]]:
-        from cookbook.datasets.images import image_data_uri
-
         rows = store.load(self.source, split)
         where = getattr(rows, "where", lambda i: f"{self.source} ({split}) row {i}")
         out = []

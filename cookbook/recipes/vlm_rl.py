@@ -1,7 +1,8 @@
 """vlm_rl: policy-gradient RL whose prompts carry images, with a verifiable reward: the model names
 the colour (or the shape) of the bundled `shapes` pictures and is rewarded when it names the right
-one (cookbook/envs/shapes.py). Locally the tiny random-weight VLM's reward rises within minutes on
-a CPU; the same recipe runs a Qwen3-VL model on Tinker with `--backend tinker --model ...`.
+one (cookbook/envs/shapes.py). It asks vlm_classifier's question, so it goes on from a model that
+recipe fine-tuned (`--registered-model registry:vlm_classifier`): from there the tiny VLM's reward
+rises within minutes on a CPU. A Qwen3-VL model runs it on Tinker with `--backend tinker -m ...`.
 """
 
 from __future__ import annotations
@@ -23,11 +24,14 @@ class VLMRLConfig(RLConfig):
     defaults: ClassVar[dict[str, Any]] = {
         "model_name": TINY_VLM,
         "renderer_name": "qwen3_vl_instruct",
+        # Every weight, as vlm_classifier trains the tiny VLM, so RL starts from its weights
+        # (--registered-model registry:vlm_classifier); a random model names no colour to reward.
+        "lora_rank": 0,
         "group_size": 8,
         "groups_per_batch": 8,
-        "num_batches": 20,
-        "learning_rate": 5e-3,
-        "max_tokens": 4,
+        "num_batches": 15,
+        "learning_rate": 1e-3,
+        "max_tokens": 16,
         "remove_constant_reward_groups": True,
         "eval_every": 5,
     }

@@ -131,7 +131,9 @@ def run_two_steps(recipe: str, base_url: str, log_dir: Path) -> Result:
 
     config = get_recipe(recipe).Config
     overrides = [f"{k}={v}" for k, v in SHRINK.items() if k in config.model_fields]
-    model = TINY_VLM if getattr(config, "takes_images", False) else TINY  # image prompts
+    model = TINY  # a recipe whose prompts carry images: the tiny VLM, with LoRA (Tinker's only)
+    if getattr(config, "takes_images", False):
+        model, overrides = TINY_VLM, [*overrides, "lora_rank=4"]
     args = ["run", recipe, "--backend", "tinker", f"model_name={model}", f"base_url={base_url}"]
     args += [*overrides, "--max-steps", "2", "--log-dir", str(log_dir), "--no-progress"]
     result = CliRunner().invoke(app, args)
