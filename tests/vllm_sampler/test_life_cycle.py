@@ -87,6 +87,10 @@ def test_start_shows_progress_waits_until_ready_and_stop_kills_every_process(tmp
     assert "processed_logprobs" in command and "--enable-lora" in command
     assert command[command.index("--max-lora-rank") + 1] == "8"
     assert spec(tmp_path, tmp_path / "env").environment()["VLLM_ALLOW_RUNTIME_LORA_UPDATING"]
+    # On a CPU, prompts are never split over steps (server.py says why).
+    assert "--no-enable-chunked-prefill" not in command
+    cpu = ServerSpec(**{**spec(tmp_path, tmp_path / "env").__dict__, "cpu": True}).command(8000)
+    assert "--no-enable-chunked-prefill" in cpu
 
 
 def test_a_server_that_exits_while_loading_is_one_line_with_its_last_words(tmp_path):

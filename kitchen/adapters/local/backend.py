@@ -167,6 +167,7 @@ class LocalBackend:
                 VllmSettings.from_extra(self.backend_settings.extra),
                 dtype=self.settings.dtype_name,
                 checkpoint_root=self.settings.checkpoint_root,
+                device=self.settings.device,
                 seed=self.settings.seed,
                 records=self.stability,
             )

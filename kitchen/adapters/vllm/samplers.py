@@ -92,12 +92,14 @@ class VllmSamplers:
         *,
         dtype: str,
         checkpoint_root: Path,
+        device: str = "cpu",
         seed: int,
         records: Any = None,
         say: Callable[[str, bool], None] = say_on_stderr,
     ) -> None:
         self.settings = settings
         self.dtype = dtype
+        self.device = device
         self.snapshot_root = checkpoint_root / "vllm_snapshots"
         self.seed = seed
         self.records = records
@@ -136,6 +138,7 @@ class VllmSamplers:
                 / f"vllm-{time.strftime('%Y%m%d-%H%M%S')}.log",
                 max_loras=self.settings.max_loras,
                 gpu_memory_utilization=self.settings.gpu_memory_utilization,
+                cpu=self.device == "cpu",
             )
             self._starting[key] = StartedServer(spec, self._say)
 

