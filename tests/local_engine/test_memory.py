@@ -387,6 +387,42 @@ def test_auto_turns_checkpointing_on_only_when_the_pass_would_not_fit() -> None:
     assert memory.choose_checkpointing(config, "on", passes, 4, budget=plain + 1)
 
 
+# What a training pass grew peak memory by (GiB), measured by bench/memory.py with one row of L
+# tokens under LoRA rank 32 (docs/memory.md): a random 1.07B Llama in bf16 on an H200 (torch's peak
+# allocated during the pass) and SmolLM2-135M in fp32 on this CPU (peak RSS).
+SMOLLM2 = {"hidden_size": 576, "intermediate_size": 1536, "num_hidden_layers": 30}
+LLAMA_1B = {"hidden_size": 2048, "num_hidden_layers": 16, "intermediate_size": 8192, "head_dim": 64}
+MEASURED_GIB = [
+    (LLAMA_1B, 32, 8, 2, 16384, False, 28.95),
+    (LLAMA_1B, 32, 8, 2, 16384, True, 4.64),
+    (LLAMA_1B, 32, 8, 2, 32768, False, 57.79),
+    (LLAMA_1B, 32, 8, 2, 32768, True, 9.19),
+    (SMOLLM2, 9, 3, 4, 4096, False, 5.49),
+    (SMOLLM2, 9, 3, 4, 8192, False, 10.19),
+]
+
+
+def test_the_activation_estimate_bounds_what_was_measured() -> None:
+    """At least what was measured, so auto never plans a pass that does not fit, and at most 12%
+    over it, so it does not turn checkpointing on (or refuse) much too early."""
+    from transformers import LlamaConfig
+
+    for shape, heads, kv_heads, dtype_bytes, tokens, checkpointed, measured in MEASURED_GIB:
+        config = LlamaConfig(
+            **shape, num_attention_heads=heads, num_key_value_heads=kv_heads, vocab_size=49152
+        )
+        estimate = memory.activation_bytes(config, tokens, dtype_bytes, checkpointed) / 2**30
+        assert measured <= estimate <= 1.12 * measured, (tokens, checkpointed, estimate, measured)
+    # Checkpointed on the CPU, peak RSS also holds a fixed part (LoRA gradients, Adam's state, the
+    # allocator's slack): the estimate bounds its growth, 1.09 GB at 4096 tokens and 1.49 at 8192.
+    config = smollm2_config()
+    grown = (
+        memory.activation_bytes(config, 8192, 4, True)
+        - memory.activation_bytes(config, 4096, 4, True)
+    ) / 2**30
+    assert 1.49 - 1.09 <= grown <= 1.4 * (1.49 - 1.09)
+
+
 def test_a_pass_that_cannot_fit_is_refused_in_one_line_naming_the_way_out() -> None:
     config = smollm2_config()
     plain = memory.activation_bytes(config, 4096, 4, checkpointed=False)
@@ -489,5 +525,4 @@ def test_settings_take_the_levers() -> None:
 def smollm2_config() -> Any:
     from transformers import LlamaConfig
 
-    shape = {"hidden_size": 576, "intermediate_size": 1536, "num_hidden_layers": 30}
-    return LlamaConfig(**shape, num_attention_heads=9, num_key_value_heads=3)
+    return LlamaConfig(**SMOLLM2, num_attention_heads=9, num_key_value_heads=3, vocab_size=49152)

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from kitchen.adapters.local.logprobs import LOGIT_CHUNK_TOKENS
 from kitchen.engine.errors import BackendError
 
 log = logging.getLogger(__name__)
@@ -28,14 +29,23 @@ log = logging.getLogger(__name__)
 CHECKPOINTING = ("auto", "on", "off")
 
 # Bytes a training pass keeps per token and decoder layer for backward, in units of the model's
-# widths and the compute dtype's size (see activation_bytes). Fitted on SmolLM2-135M under LoRA,
-# fp32, CPU SDPA (bench/memory.py): one row of 4096 tokens grew peak RSS by 5.49 GB, against 5.9 GB
-# estimated; the estimate errs high, so `auto` turns checkpointing on a little early, not late.
-_PER_LAYER_HIDDEN = 7.0  # norms, residuals, attention input and output, o_proj input
+# widths: fp32 for the residual stream (the weights are fp32 masters, so under autocast the
+# embeddings and every residual add stay fp32, and RMSNorm computes in fp32), the compute dtype
+# for the rest. Fitted on two measurements (bench/memory.py): SmolLM2-135M, LoRA, fp32, CPU (one
+# row of 4096 tokens: peak RSS +5.49 GB, estimated 5.73) and a 1.07B Llama, LoRA, bf16 on an H200
+# (one row of 16k: 28.95 GB, estimated 29.2; docs/memory.md).
+_PER_LAYER_FP32_HIDDEN = 3.0  # the layer's input, the residual after attention, a norm's fp32 copy
+_PER_LAYER_HIDDEN = 4.0  # the normed inputs cast for the projections and LoRA, attention output
 _PER_LAYER_INTERMEDIATE = 4.0  # gate, up, act(gate), act(gate) * up
 _PER_LAYER_QKV = 2.0  # q, k, v after rotary embedding, kept by SDPA's backward
-# Checkpointed: the input of every layer, and one layer's activations during its recompute.
-_CHECKPOINTED_PER_LAYER_HIDDEN = 1.0
+# Checkpointed, a pass keeps every layer's input (the fp32 residual stream) and, in backward, one
+# layer's activations while it runs again, plus the gradients of its MLP's intermediate tensors:
+# without that last term the estimate said 2.62 GB where the H200 measured 4.64 at 16k tokens.
+_CHECKPOINTED_PER_LAYER_FP32_HIDDEN = 1.0
+_CHECKPOINTED_BACKWARD_INTERMEDIATE = 3.0
+# The head's fixed part: one chunk's fp32 logits and their gradient (logprobs.py), whatever the
+# sequence's length.
+_HEAD_CHUNK_COPIES = 2
 # Only this share of the memory free when a request starts is planned for activations: the
 # optimizer's moments, gradients, the vocabulary chunk's logits and the allocator's slack need the
 # rest.
@@ -72,17 +82,25 @@ def layer_widths(config: Any) -> tuple[int, int, int, int]:
 
 
 def activation_bytes(config: Any, tokens: int, dtype_bytes: int, checkpointed: bool) -> int:
-    """Estimated bytes a pass with gradients over `tokens` tokens keeps for backward in the decoder
-    (the head runs in chunks of fixed size, logprobs.py, so it does not grow with the sequence)."""
+    """Estimated bytes a pass with gradients over `tokens` tokens holds at its peak beyond what was
+    allocated before it: the decoder's activations kept for backward, and the head's one chunk of
+    logits (the head runs in chunks of fixed size, logprobs.py, so it does not grow with the
+    sequence). `dtype_bytes`: the compute dtype's size (2 under bf16 autocast)."""
     layers, hidden, intermediate, qkv = layer_widths(config)
-    per_layer = (
+    per_layer = _PER_LAYER_FP32_HIDDEN * hidden * 4 + dtype_bytes * (
         _PER_LAYER_HIDDEN * hidden + _PER_LAYER_INTERMEDIATE * intermediate + _PER_LAYER_QKV * qkv
     )
     if checkpointed:
-        per_token = layers * _CHECKPOINTED_PER_LAYER_HIDDEN * hidden + per_layer
+        per_token = (
+            layers * _CHECKPOINTED_PER_LAYER_FP32_HIDDEN * hidden * 4
+            + per_layer
+            + _CHECKPOINTED_BACKWARD_INTERMEDIATE * intermediate * dtype_bytes
+        )
     else:
         per_token = layers * per_layer
-    return int(per_token * tokens * dtype_bytes)
+    vocab = int(getattr(config.get_text_config(), "vocab_size", 0) or 0)
+    head = _HEAD_CHUNK_COPIES * min(tokens, LOGIT_CHUNK_TOKENS) * vocab * 4
+    return int(per_token * tokens + head)
 
 
 def free_memory(device: Any) -> int:
