@@ -502,12 +502,18 @@ def test_kitchen_serve_hands_the_levers_to_the_engine(tmp_path: Any) -> None:
     from kitchen.serve.service import KitchenService
 
     serve = ServeSettings(
-        checkpoint_dir=tmp_path, device=engine_device(), activation_checkpointing="on", packing=True
+        checkpoint_dir=tmp_path,
+        device=engine_device(),
+        activation_checkpointing="on",
+        packing=True,
+        context_length=4096,
+        rope_scaling="linear",
     )
     service = KitchenService(serve)
     try:
         settings = service.backend.settings
         assert (settings.activation_checkpointing, settings.packing) == ("on", True)
+        assert (settings.context_length, settings.rope_scaling) == (4096, "linear")
     finally:
         service.backend.close()
 
