@@ -105,13 +105,10 @@ def test_a_bad_row_is_one_line_naming_it(row: dict[str, object], expected: str) 
 def test_the_fake_counts_image_tokens_as_the_tiny_vlm_processor_does(size: tuple[int, int]) -> None:
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
+    from kitchen.adapters.local.tiny import TINY_IMAGE_PROCESSOR
+
     fake = FakeImageProcessor()
-    real = Qwen2VLImageProcessorPil(
-        patch_size=fake.patch_size,
-        merge_size=fake.merge_size,
-        temporal_patch_size=2,
-        size={"shortest_edge": fake.min_pixels, "longest_edge": fake.max_pixels},
-    )
+    real = Qwen2VLImageProcessorPil(**TINY_IMAGE_PROCESSOR)
     width, height = size
     assert fake.get_number_of_image_patches(height, width) == real.get_number_of_image_patches(
         height, width

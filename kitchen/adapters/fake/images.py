@@ -16,7 +16,10 @@ from typing import Any
 
 from tinker import types
 
+from kitchen.adapters.local.tiny import TINY_IMAGE_PROCESSOR
 from kitchen.engine.errors import BackendError
+
+_TINY = TINY_IMAGE_PROCESSOR
 
 
 @dataclass(frozen=True)
@@ -24,10 +27,10 @@ class FakeImageProcessor:
     """The part of a Qwen-VL image processor a renderer calls (`get_number_of_image_patches`,
     `merge_size`), with the tiny VLM's patching: 16-pixel patches, 2x2 merge, 32^2..128^2 pixels."""
 
-    patch_size: int = 16
-    merge_size: int = 2
-    min_pixels: int = 32 * 32
-    max_pixels: int = 128 * 128
+    patch_size: int = _TINY["patch_size"]
+    merge_size: int = _TINY["merge_size"]
+    min_pixels: int = _TINY["size"]["shortest_edge"]
+    max_pixels: int = _TINY["size"]["longest_edge"]
 
     def resized(self, height: int, width: int) -> tuple[int, int]:
         """Qwen2-VL's smart_resize: the size the processor scales an image to."""

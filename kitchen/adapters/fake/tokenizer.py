@@ -6,11 +6,10 @@ from __future__ import annotations
 import re
 
 # The tiny models' special tokens, so a renderer sees the same markers on the fake as on them.
-from kitchen.adapters.local.tiny_tokenizer import SPECIAL_TOKENS
-
-# Qwen3-VL's vision markers, special tokens as in the tiny VLM's vocabulary, so the qwen3_vl
+# Qwen3-VL's vision markers too, special tokens as in the tiny VLM's vocabulary, so the qwen3_vl
 # renderers frame an image on the fake as they do on it.
-VISION_TOKENS = ("<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>")
+from kitchen.adapters.local.tiny import VISION_TOKENS
+from kitchen.adapters.local.tiny_tokenizer import SPECIAL_TOKENS
 
 
 class FakeTokenizer:
