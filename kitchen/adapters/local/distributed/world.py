@@ -14,14 +14,20 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from kitchen.engine.errors import BackendError
 
 if TYPE_CHECKING:
     from kitchen.adapters.local.distributed.sharded_base import ShardedBase
 
 # Set by launch.py in every rank's environment: the ranks of one run.
 ENV_FLAG = "KITCHEN_NPROC"
+# Seconds a collective within a training call waits for the other ranks before the run fails.
+TIMEOUT_ENV = "KITCHEN_COLLECTIVE_TIMEOUT"
+DEFAULT_TIMEOUT_S = 600.0
 
 
 @dataclass
@@ -30,6 +36,9 @@ class World:
 
     rank: int
     size: int
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    calls: Any = None  # the process group rank 0's calls go by (None: the default group)
+    broken: bool = False  # a collective failed: the ranks are out of step, so no goodbye
     _sharded: dict[int, ShardedBase] = field(default_factory=dict)  # by id(base model)
 
     @property
@@ -39,17 +48,20 @@ class World:
     # -- calls from rank 0 -------------------------------------------------------------------------
 
     def send(self, *call: Any) -> None:
-        """Rank 0: hand `call` (a kind and its arguments, all picklable) to every other rank."""
+        """Rank 0: hand `call` (a kind and its arguments, all picklable) to every other rank;
+        nothing once a collective failed (the others are out of step, or gone)."""
         import torch.distributed as dist
 
-        dist.broadcast_object_list([call], src=0)
+        if self.broken:
+            return
+        dist.broadcast_object_list([call], src=0, group=self.calls)
 
     def receive(self) -> tuple[Any, ...]:
         """Ranks > 0: the next call rank 0 sent."""
         import torch.distributed as dist
 
         box: list[Any] = [None]
-        dist.broadcast_object_list(box, src=0)
+        dist.broadcast_object_list(box, src=0, group=self.calls)
         return tuple(box[0])
 
     # -- the sharded base ------------------------------------------------------------------------
@@ -60,9 +72,29 @@ class World:
 
         self._sharded[id(model)] = ShardedBase(model, self.size, self.leader)
 
-    def sharded_call(self, model: Any) -> contextlib.AbstractContextManager[None]:
-        """Every rank, for the span of one training call on `model`'s sharded base."""
-        return self._sharded[id(model)].call()
+    @contextlib.contextmanager
+    def sharded_call(self, model: Any) -> Iterator[None]:
+        """Every rank, for the span of one training call on `model`'s sharded base. A collective
+        that waited past the timeout (a rank stopped answering) fails the call in one line."""
+        import torch.distributed as dist
+
+        if self.broken:
+            raise BackendError(f"rank {self.rank} of {self.size}: the ranks are out of step")
+        try:
+            with self._sharded[id(model)].call():
+                yield
+        except (dist.DistError, RuntimeError) as e:
+            self.broken = True
+            # gloo says "Application timeout caused pair closure" as a plain RuntimeError
+            if not isinstance(e, dist.DistError) and "timeout" not in str(e).lower():
+                raise
+            raise BackendError(
+                f"rank {self.rank} of {self.size}: a collective waited more than "
+                f"{self.timeout_s:g} s for the other ranks ({TIMEOUT_ENV}); one stopped answering"
+            ) from e
+        except BaseException:
+            self.broken = True
+            raise
 
     # -- gradients and outputs ---------------------------------------------------------------------
 
@@ -95,10 +127,14 @@ def _join() -> World:
     cuda = torch.cuda.is_available()
     if cuda:
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
-    # Ranks > 0 wait for rank 0's next call as long as rank 0 works alone (an RL step's sampling),
-    # so the wait has no short limit; a rank that dies ends the run through torch.distributed.run.
-    dist.init_process_group("nccl" if cuda else "gloo", timeout=datetime.timedelta(hours=24))
-    here = World(rank=dist.get_rank(), size=dist.get_world_size())
+    timeout_s = float(os.environ.get(TIMEOUT_ENV) or DEFAULT_TIMEOUT_S)
+    limit = datetime.timedelta(seconds=timeout_s)
+    dist.init_process_group("nccl" if cuda else "gloo", timeout=limit)
+    # Ranks > 0 wait for rank 0's next call as long as rank 0 works alone (an RL step's sampling):
+    # that wait alone, on a group of its own, has no short limit. A rank that dies ends the run
+    # through torch.distributed.run; one that stops answering, by the others' timeout.
+    calls = dist.new_group(timeout=datetime.timedelta(days=1))
+    here = World(dist.get_rank(), dist.get_world_size(), timeout_s, calls)
     if here.leader:
         atexit.register(_stop, here)
     return here
@@ -108,7 +144,7 @@ def _stop(here: World) -> None:
     """Rank 0 at exit: the other ranks stop too."""
     import torch.distributed as dist
 
-    if dist.is_initialized():
+    if dist.is_initialized() and not here.broken:
         here.send("stop")
         leave()
 
