@@ -193,7 +193,7 @@ class LocalBackend:
             host = self._hosts.get(key)
             if host is None:
                 if self.world is not None and self.world.leader:
-                    self.world.send("host", base_model)
+                    self.world.send("host", base_model, quantization)
                 host = self._load(base_model, model_path=path, quantization=quantization)
                 if self.world is None:
                     host.freeze()

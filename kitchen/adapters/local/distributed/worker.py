@@ -23,10 +23,10 @@ def serve_calls(world: World) -> None:
         if kind == "backend":
             backend, clients = LocalBackend(args[0]), {}
         elif kind == "host":
-            backend._shared_host(args[0])
+            backend._shared_host(*args)
         elif kind == "client":
             model_id, base_model, lora, seed = args
-            host = backend._shared_host(base_model)
+            host = backend._shared_host(base_model, backend.settings.base_quantization)
             clients[model_id] = LocalTrainingClient(backend, host, lora, seed)
         elif kind == "call":
             model_id, method, call_args = args
