@@ -222,8 +222,12 @@ class StartedServer:
             except subprocess.TimeoutExpired:
                 _signal_group(proc, signal.SIGKILL)
                 proc.wait(timeout=grace_s)
-            # Engine processes that outlived the leader still hold the group id.
+            # Engine processes that outlived the leader still hold the group id; wait until they
+            # are gone, so a caller that returns has no vLLM process left (their memory freed).
             _signal_group(proc, signal.SIGKILL)
+            deadline = time.monotonic() + grace_s
+            while _group_alive(proc) and time.monotonic() < deadline:
+                time.sleep(0.05)
         with contextlib.suppress(OSError):
             self._log.close()
 
@@ -231,6 +235,16 @@ class StartedServer:
 def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, sig)
+
+
+def _group_alive(proc: subprocess.Popen[bytes]) -> bool:
+    try:
+        os.killpg(proc.pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def health(url: str, timeout_s: float) -> bool:

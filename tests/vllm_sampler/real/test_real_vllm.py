@@ -50,7 +50,9 @@ def test_kitchen_samples_base_and_snapshot_on_vllm_with_tinkers_meaning(tmp_path
                     p.normal_(0, 0.05)
         snapshot = client.save_weights_and_get_sampling_client()
         base = backend.create_sampling_client(base_model="kitchen/tiny-llama")
-        params = types.SamplingParams(max_tokens=12, seed=7, temperature=0.8)
+        # At temperature 1 the sampled logprob is the model's own, which compute_logprobs gives;
+        # at another temperature it is log_softmax(logits / T) (completions.py), a different number.
+        params = types.SamplingParams(max_tokens=12, seed=7, temperature=1.0)
         on_snapshot = snapshot.sample(prompt, 4, params).result()
         on_base = base.sample(prompt, 4, params).result()
         again = snapshot.sample(prompt, 4, params).result()
