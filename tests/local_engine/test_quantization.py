@@ -139,7 +139,7 @@ def test_export_merges_into_the_dequantized_base(nf4: Any, tmp_path: Path) -> No
         expected = np.asarray(
             sampler.compute_logprobs(types.ModelInput.from_ints(tokens)).result()[1:]
         )
-    ids = torch.tensor([tokens])
+    ids = torch.tensor([tokens], device="cpu")  # transformers loads the export on the CPU
     with torch.inference_mode():
         logprobs = torch.log_softmax(model(input_ids=ids).logits[0, :-1].float(), dim=-1)
     exported = logprobs.gather(-1, ids[0, 1:, None]).squeeze(-1).numpy()
