@@ -64,7 +64,9 @@ class VLMClassifierConfig(SupervisedConfig):
 
 
 class VLMClassifier(Recipe[VLMClassifierConfig]):
-    """Image classification SFT of a vision-language model (LoRA), with held-out accuracy."""
+    """Image classification SFT of a vision-language model, with held-out accuracy.
+
+    The tiny default model trains every weight; a real VLM takes LoRA (--lora-rank 32)."""
 
     name = "vlm_classifier"
 
