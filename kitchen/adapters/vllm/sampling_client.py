@@ -8,6 +8,7 @@ engine's sampler on the same weights (completions.py says why).
 
 from __future__ import annotations
 
+import concurrent.futures
 import itertools
 from collections.abc import Collection
 from typing import Any
@@ -68,7 +69,7 @@ class VllmSamplingClient:
         topk_prompt_logprobs: int = 0,
         record_stability_info: bool = False,
         sequence_ids: list[str] | None = None,
-    ) -> APIFuture[types.SampleResponse]:
+    ) -> VllmSampleFuture:
         seed = self._seeds.draw(sampling_params)
         try:
             tokens = self._prompt(prompt, "sample")
@@ -85,23 +86,24 @@ class VllmSamplingClient:
                 raise BackendError(
                     f"sample: {len(sequence_ids)} sequence ids for {num_samples} samples"
                 )
+            max_new = budget if sampling_params.max_tokens is None else sampling_params.max_tokens
+            body = completion_body(
+                model=self.model,
+                prompt=tokens,
+                num_samples=num_samples,
+                params=sampling_params,
+                seed=seed,
+                # vLLM samples at least one token; Tinker's max_tokens=0 asks for none.
+                max_tokens=max(1, min(max_new, budget)),
+                eos_ids=self._eos,
+            )
         except BackendError as e:
-            return APIFuture.failed(e)
-        max_new = budget if sampling_params.max_tokens is None else sampling_params.max_tokens
-        body = completion_body(
-            model=self.model,
-            prompt=tokens,
-            num_samples=num_samples,
-            params=sampling_params,
-            seed=seed,
-            # vLLM samples at least one token; Tinker's max_tokens=0 asks for none.
-            max_tokens=max(1, min(max_new, budget)),
-            eos_ids=self._eos,
-        )
+            return VllmSampleFuture(APIFuture.failed(e))
         ids = sequence_ids or [
             f"{self.sampler_id}:{next(self._sequence_ids)}" for _ in range(num_samples)
         ]
-        sampled = APIFuture(self.pool.post("/v1/completions", body))
+        request = self.pool.post("/v1/completions", body)
+        sampled = APIFuture(request)
         scored = None
         if include_prompt_logprobs or topk_prompt_logprobs > 0:
             scored = self.scorer.sample(
@@ -132,7 +134,7 @@ class VllmSamplingClient:
         # Both halves settle before respond runs, on whichever thread settles last: the HTTP
         # loop never waits on the engine.
         halves = gather(sampled, scored if scored is not None else APIFuture.completed(None))
-        return halves.map(respond)
+        return VllmSampleFuture(halves.map(respond), request)
 
     def compute_logprobs(self, prompt: types.ModelInput) -> APIFuture[list[float | None]]:
         """log p(token | prefix) for every prompt token (None for the first), from the scorer."""
@@ -161,6 +163,22 @@ class VllmSamplingClient:
                 f"{what}: prompt token {bad[0]} is outside the vocabulary (0..{self.vocab_size - 1})"
             )
         return tokens
+
+
+class VllmSampleFuture(APIFuture[types.SampleResponse]):
+    """A sample request's future; `cancel()` abandons its HTTP request (`kitchen serve` cancels
+    the work of a request its client dropped), and vLLM aborts a request whose client left."""
+
+    def __init__(
+        self,
+        response: APIFuture[types.SampleResponse],
+        request: concurrent.futures.Future[Any] | None = None,
+    ) -> None:
+        super().__init__(response._inner, response._sources)
+        self._request = request
+
+    def cancel(self) -> bool:
+        return self._request.cancel() if self._request is not None else False
 
 
 def _emptied(seq: types.SampledSequence) -> types.SampledSequence:
