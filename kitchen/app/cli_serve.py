@@ -89,6 +89,15 @@ def command(
             help="--sampler vllm: a running vLLM server (repeatable); none: Kitchen starts one",
         ),
     ] = None,
+    vllm_max_lora_rank: Annotated[
+        int,
+        typer.Option(
+            "--vllm-max-lora-rank",
+            min=1,
+            help="--sampler vllm: the largest LoRA rank a tenant may train (vLLM fixes it when it "
+            "starts)",
+        ),
+    ] = 32,
     base_quantization: Annotated[
         str,
         typer.Option(
@@ -144,6 +153,7 @@ def command(
         rope_scaling=rope_scaling,
         sampler=sampler,
         vllm_urls=list(vllm_url or []),
+        vllm_max_lora_rank=vllm_max_lora_rank,
         base_quantization=base_quantization,
         session_timeout_s=session_timeout,
         log_level=log_level,

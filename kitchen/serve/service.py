@@ -68,6 +68,7 @@ class KitchenService:
                 extra |= {"packing": s.packing}
                 extra |= {"context_length": s.context_length, "rope_scaling": s.rope_scaling}
                 extra |= {"sampler": s.sampler, "vllm_urls": s.vllm_urls}
+                extra |= {"vllm_max_lora_rank": s.vllm_max_lora_rank}
                 extra |= {"base_quantization": s.base_quantization}
                 self._backend = create_local_backend(
                     BackendSettings(
@@ -85,7 +86,10 @@ class KitchenService:
         return Path(self.backend.settings.checkpoint_root)
 
     def preload(self, base_model: str) -> None:
-        self.backend.shared_host(base_model)
+        host = self.backend.shared_host(base_model)
+        if self.settings.sampler == "vllm":
+            # vLLM loads for minutes: before the server answers, not in a client's first request.
+            self.backend.vllm().base(host)
 
     def loaded_models(self) -> list[tuple[str, int]]:
         if self._backend is None:

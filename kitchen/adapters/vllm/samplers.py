@@ -23,7 +23,13 @@ from typing import Any
 from kitchen.adapters.local.resolve import kitchen_cache_dir
 from kitchen.adapters.vllm.pool import ServerPool
 from kitchen.adapters.vllm.sampling_client import VllmSamplingClient
-from kitchen.adapters.vllm.server import SERVED_BASE, ServerSpec, StartedServer, find_python
+from kitchen.adapters.vllm.server import (
+    SERVED_BASE,
+    ServerSpec,
+    StartedServer,
+    find_python,
+    vllm_rank,
+)
 from kitchen.engine.errors import BackendError, ConfigError
 
 SAMPLERS = ("local", "vllm")
@@ -40,6 +46,9 @@ class VllmSettings:
     request_timeout_s: float = 600.0
     gpu_memory_utilization: float | None = None
     max_loras: int = 4
+    # The least --max-lora-rank a started server takes: `kitchen serve`, whose tenants come later
+    # with ranks of their own, starts it before any; 0: the first training client's rank.
+    max_lora_rank: int = 0
 
     @classmethod
     def from_extra(cls, extra: dict[str, Any]) -> VllmSettings:
@@ -55,6 +64,7 @@ class VllmSettings:
             start_timeout_s=float(extra.get("vllm_start_timeout", 600.0)),
             request_timeout_s=float(extra.get("vllm_request_timeout", 600.0)),
             gpu_memory_utilization=extra.get("vllm_gpu_memory_utilization"),
+            max_lora_rank=int(extra.get("vllm_max_lora_rank") or 0),
         )
 
 
@@ -110,12 +120,23 @@ class VllmSamplers:
 
     # -- start-up ---------------------------------------------------------------------------------
 
-    def check_trainable(self, rank: int, train_unembed: bool) -> None:
-        """Refuse at start-up what vLLM cannot sample, with what to change."""
+    def check_trainable(self, rank: int, model_path: Path) -> None:
+        """Refuse at start-up what vLLM cannot sample, with what to change: full fine-tuning, and
+        a rank above that of the server already started for `model_path` (vLLM fixes its
+        --max-lora-rank when it starts)."""
         if rank == 0:
             raise ConfigError(
                 "--sampler vllm samples a base model plus LoRA adapters; full fine-tuning "
                 "(--lora-rank 0) needs --sampler local, or a LoRA rank"
+            )
+        with self._lock:
+            base = self._bases.get(str(model_path))
+            started = base.started if base is not None else self._starting.get(str(model_path))
+        if started is not None and rank > started.spec.max_lora_rank:
+            raise ConfigError(
+                f"LoRA rank {rank} is above the --max-lora-rank {started.spec.max_lora_rank} that "
+                f"vLLM was started with for {model_path.name}; use a rank up to "
+                f"{started.spec.max_lora_rank}, or start with a larger --vllm-max-lora-rank"
             )
 
     def start(self, host: Any, max_lora_rank: int) -> None:
@@ -125,10 +146,11 @@ class VllmSamplers:
         with self._lock:
             if self.settings.urls or key in self._bases or key in self._starting:
                 return
+            rank = max(max_lora_rank, self.settings.max_lora_rank)
             spec = ServerSpec(
                 model_path=host.model_path,
                 dtype=self.dtype,
-                max_lora_rank=max_lora_rank,
+                max_lora_rank=vllm_rank(rank) if rank > 0 else 0,
                 max_model_len=host.max_context,
                 python=find_python(self.settings.env),
                 # Outside the run directory: a run that fails before its first step has that

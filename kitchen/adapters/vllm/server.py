@@ -71,7 +71,7 @@ class ServerSpec:
             args += [
                 "--enable-lora",
                 "--max-lora-rank",
-                str(_vllm_rank(self.max_lora_rank)),
+                str(vllm_rank(self.max_lora_rank)),
                 "--max-loras",
                 str(self.max_loras),
             ]
@@ -105,7 +105,7 @@ class ServerSpec:
 _VLLM_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 
 
-def _vllm_rank(rank: int) -> int:
+def vllm_rank(rank: int) -> int:
     for allowed in _VLLM_RANKS:
         if rank <= allowed:
             return allowed
