@@ -19,6 +19,8 @@ from rich.table import Table
 from typer._click import exceptions as click_errors  # typer vendors click: its own classes
 from typer.core import TyperGroup
 
+from kitchen.app import ranks
+from kitchen.app.ranks import NnodesOpt, NodeRankOpt, NprocOpt, RdzvEndpointOpt
 from kitchen.app.rundir import LogDirExists
 from kitchen.engine.errors import ConfigError, KitchenError
 
@@ -186,22 +188,16 @@ def run(
         int | None, typer.Option("--max-steps", min=1, help="Stop after this many training steps")
     ] = None,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress bar")] = False,
-    nproc: Annotated[
-        int, typer.Option("--nproc", min=1, help="Ranks on this machine (local backend)")
-    ] = 1,
-    nnodes: Annotated[int, typer.Option("--nnodes", min=1, help="Machines of the run")] = 1,
-    node_rank: Annotated[int, typer.Option("--node-rank", min=0, help="This machine's index")] = 0,
-    rdzv_endpoint: Annotated[
-        str | None, typer.Option("--rdzv-endpoint", help="host:port where the machines meet")
-    ] = None,
+    nproc: NprocOpt = 1,
+    nnodes: NnodesOpt = 1,
+    node_rank: NodeRankOpt = 0,
+    rdzv_endpoint: RdzvEndpointOpt = None,
     debug: DebugOpt = False,
 ) -> None:
     """Run a recipe. Recipe flags: `kitchen run RECIPE --help`; also key=value (dotted for nested)."""
     STATE["debug"] = debug
     try:
-        from kitchen.adapters.local.distributed import launch
-
-        if launch.relaunched() and _serve_other_rank():
+        if ranks.other_rank():
             return
         if recipe in HELP_WORDS or (recipe is None and set(HELP_WORDS) & set(ctx.args)):
             typer.echo(ctx.get_help())
@@ -223,13 +219,14 @@ def run(
         if dry_run:
             _print_plan(resolved)
             return
-        ranks = launch.Launch(nproc, nnodes, node_rank, rdzv_endpoint)
-        if ranks.distributed and resolved.backend != "local":
+        launch = ranks.Launch(nproc, nnodes, node_rank, rdzv_endpoint)
+        if launch.distributed and resolved.backend != "local":
             raise ConfigError(
                 f"--nproc/--nnodes start ranks of the local engine; backend is {resolved.backend!r}"
             )
-        if ranks.distributed and not launch.relaunched():
-            raise typer.Exit(launch.relaunch(ranks, sys.argv[1:], "kitchen.app.rank"))
+        code = ranks.start(launch)
+        if code is not None:
+            raise typer.Exit(code)
         result = run_recipe(
             resolved,
             if_exists="resume" if resume else if_exists,  # type: ignore[arg-type]
@@ -254,19 +251,6 @@ def run(
             err_console.print("interrupted; metrics and checkpoints written so far are kept")
             raise typer.Exit(130) from None
         _fail(e)
-
-
-def _serve_other_rank() -> bool:
-    """In a --nproc N run: ranks > 0 run rank 0's engine calls instead of the recipe (True once
-    done); rank 0 joins the group and goes on (False)."""
-    from kitchen.adapters.local.distributed.worker import serve_calls
-    from kitchen.adapters.local.distributed.world import world
-
-    here = world()
-    if here is None or here.leader:
-        return False
-    serve_calls(here)
-    return True
 
 
 @app.command("list")

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from kitchen.app import ranks
+from kitchen.app.ranks import NnodesOpt, NodeRankOpt, NprocOpt, RdzvEndpointOpt
 
 API_KEY_ENV = "KITCHEN_SERVE_API_KEY"
 
@@ -116,20 +120,37 @@ def command(
         ),
     ] = 30.0,
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level")] = "warning",
+    nproc: NprocOpt = 1,
+    nnodes: NnodesOpt = 1,
+    node_rank: NodeRankOpt = 0,
+    rdzv_endpoint: RdzvEndpointOpt = None,
 ) -> None:
     """Serve the local engine over the Tinker SDK 0.38.0 protocol (point TINKER_BASE_URL here)."""
     from rich.console import Console
 
-    from kitchen.serve import ServeSettings, serve
-    from kitchen.serve.settings import LOOPBACK
+    from kitchen.engine.errors import KitchenError
 
     err = Console(stderr=True)
+    try:
+        launch = ranks.Launch(nproc, nnodes, node_rank, rdzv_endpoint)
+    except KitchenError as e:
+        err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
+        raise typer.Exit(e.exit_code) from None
+    if ranks.other_rank():  # ranks > 0 of --nproc N: rank 0's engine calls, until it stops
+        return
     try:
         import fastapi  # noqa: F401
         import uvicorn  # noqa: F401
     except ModuleNotFoundError as e:
         err.print(f"[red]error:[/red] kitchen serve needs {e.name}: pip install 'kitchen[serve]'")
         raise typer.Exit(2) from None
+    code = ranks.start(launch)
+    if code is not None:
+        # Stopping the server is how it ends: as one process, it ends well when its ranks did.
+        raise typer.Exit(0 if code - 128 in (signal.SIGINT, signal.SIGTERM) else code)
+    from kitchen.serve import ServeSettings, serve
+    from kitchen.serve.settings import LOOPBACK
+
     if checkpoint_dir is None:
         from kitchen.adapters.local import kitchen_cache_dir
 
@@ -169,6 +190,10 @@ def command(
         f"  export TINKER_BASE_URL={url} TINKER_API_KEY=tml-local   # checkpoints in {checkpoint_dir}",
         highlight=False,
     )
+    # Once shut down, uvicorn raises the signal that stopped it again: a SIGTERM would then end
+    # this process before its exit handlers ran (rank 0 of --nproc N says stop to the others in
+    # one). As Ctrl-C, it ends the command.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         serve(settings)
     except KeyboardInterrupt:

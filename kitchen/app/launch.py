@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import kitchen.app.builtins  # noqa: F401  (registers the built-in adapters)
+from kitchen.adapters.local.distributed.launch import Launch as Ranks
+from kitchen.adapters.local.distributed.launch import relaunched
 from kitchen.app.resolve import Resolved, needed_ports, open_ports, resolve_config
 from kitchen.app.rundir import (
     IfExists,
@@ -31,6 +33,7 @@ from kitchen.app.rundir import (
 from kitchen.app.sinks import JsonlSink, MemorySink, MetricsHook, wandb_sink
 from kitchen.app.trackers import open_trackers
 from kitchen.engine import cores
+from kitchen.engine.errors import BackendError, ConfigError
 from kitchen.engine.graph import Workflow
 from kitchen.engine.plugins import BACKENDS, DATASET_STORES
 from kitchen.engine.recipe import Recipe
@@ -221,16 +224,27 @@ def run(
     ports: dict[str, Any] | None = None,
     datasets: DatasetStore | None = None,
     announce: Callable[[str], None] | None = None,
+    nproc: int = 1,
+    nnodes: int = 1,
+    node_rank: int = 0,
+    rdzv_endpoint: str | None = None,
 ) -> RunResult:
     """Run a registered recipe (by name or instance) with a config (object or overrides), or a run
     resolve_config resolved (`kitchen run`); `announce` gets the lines a person starting the run
-    should see (the compute dtype)."""
+    should see (the compute dtype). `nproc`, `nnodes`, `node_rank` and `rdzv_endpoint` are `kitchen
+    run`'s flags of those names: ranks of the local engine, in processes of their own
+    (_run_on_ranks)."""
+    ranks = Ranks(nproc, nnodes, node_rank, rdzv_endpoint)
     if isinstance(recipe, Resolved):
         if config is not None or backend is not None or log_dir is not None:
             raise TypeError("run(resolved): its config, backend and log_dir are resolved already")
         resolved = recipe
     else:
         resolved = resolve_config(recipe, values=config, backend=backend, log_dir=log_dir)
+    if ranks.distributed and not relaunched():
+        given = {"hooks": hooks, "ports": ports, "datasets": datasets, "announce": announce}
+        return _run_on_ranks(resolved, ranks, [k for k, v in given.items() if v], if_exists,
+                             max_steps, progress)  # fmt: skip
     cfg = resolved.config
     launch = Launch(
         backend=resolved.backend,
@@ -262,6 +276,60 @@ def run(
         announce=announce,
     )
     return run_launch(resolved.workflow, launch)
+
+
+def _run_on_ranks(
+    resolved: Resolved,
+    ranks: Ranks,
+    given: list[str],
+    if_exists: IfExists,
+    max_steps: int | None,
+    progress: bool,
+) -> RunResult:
+    """The run as `kitchen run` runs it with these ranks (kitchen/app/ranks.py): each rank is a
+    process of its own, rank 0 runs the recipe by its name and config, and the run directory is
+    what comes back. The result's steps and metrics are read from it; its state is a fresh one of
+    the workflow at that step, as the run's own stayed in rank 0's process (what it trained is in
+    the run directory's checkpoints)."""
+    import tempfile
+
+    from kitchen.app import ranks as cli_ranks
+    from kitchen.engine.plugins import RECIPES
+
+    where = f"run(nproc={ranks.nproc}, nnodes={ranks.nnodes})"
+    name = resolved.recipe.name
+    if given:
+        raise ConfigError(
+            f"{where}: {', '.join(given)} cannot reach the ranks, which run in processes of "
+            "their own; pass names and config values only"
+        )
+    if resolved.backend != "local":
+        raise ConfigError(
+            f"{where}: ranks are of the local engine; backend is {resolved.backend!r}"
+        )
+    if name not in RECIPES.names():
+        raise ConfigError(
+            f"{where}: each rank runs the recipe by its registered name; {name!r} is not one"
+        )
+    if resolved.log_dir is None:
+        raise ConfigError(f"{where} needs a log_dir: the run directory is what comes back")
+    log_dir = Path(resolved.log_dir)
+    with tempfile.TemporaryDirectory(prefix="kitchen-ranks-") as tmp:
+        config_file = Path(tmp) / "config.json"
+        config_file.write_text(resolved.config.model_dump_json())
+        argv = ["run", name, "--config", str(config_file), "--log-dir", str(log_dir),
+                "--if-exists", if_exists, "--nproc", str(ranks.nproc), "--nnodes", str(ranks.nnodes),
+                "--node-rank", str(ranks.node_rank)]  # fmt: skip
+        argv += ["--rdzv-endpoint", ranks.rdzv_endpoint] if ranks.rdzv_endpoint else []
+        argv += ["--max-steps", str(max_steps)] if max_steps is not None else []
+        argv += [] if progress else ["--no-progress"]
+        code = cli_ranks.start(ranks, argv)
+    if code:
+        raise BackendError(f"{where}: the run exited with code {code} (the ranks' lines say why)")
+    rows = [json.loads(line) for line in (log_dir / "metrics.jsonl").read_text().splitlines()]
+    state = resolved.workflow.state()
+    state.step = 1 + max((int(r["step"]) for r in rows), default=-1)  # rows count steps from 0
+    return RunResult(state=state, steps=state.step, metrics=rows)
 
 
 def run_workflow(

@@ -17,7 +17,10 @@ import pytest
 from safetensors.numpy import load_file
 from typer.testing import CliRunner
 
+import kitchen
+from kitchen.app import ranks
 from kitchen.app.cli import app
+from kitchen.engine.errors import ConfigError
 from tests.helpers import chat_files
 from tests.preference_workflow.helpers import comparison, write_jsonl
 
@@ -48,9 +51,20 @@ def _dpo_args(data: str, log_dir: Path) -> list[str]:
 
 @launches
 def test_sl_basic_on_two_ranks_equals_one(tmp_path, monkeypatch):
+    """The two ranks are started from Python: kitchen.run(nproc=2) runs what `kitchen run
+    --nproc 2` runs, and its result is read back from the run directory."""
     monkeypatch.setenv("KITCHEN_MICROBATCH_TOKENS", "64")
     data, _ = chat_files(tmp_path)
-    _same_on_two_ranks(tmp_path, lambda log_dir: _sl_basic_args(data, log_dir))
+
+    def from_python(log_dir: Path) -> None:
+        values = {"model_name": "kitchen/tiny-llama", "dataset": data, "batch_size": 8,
+                  "register_model": False, "test_dataset": None, "learning_rate": 1e-2,
+                  "save_every": 3}  # fmt: skip
+        result = kitchen.run("sl_basic", values, log_dir=log_dir, max_steps=3, nproc=2)
+        assert result.steps == result.state.step == 3
+        assert [r["step"] for r in result.metrics if "train_mean_nll" in r] == [0, 1, 2]
+
+    _same_on_two_ranks(tmp_path, lambda log_dir: _sl_basic_args(data, log_dir), from_python)
 
 
 def _rl_basic_args(log_dir: Path) -> list[str]:
@@ -83,15 +97,23 @@ def test_dpo_on_two_ranks_equals_one(tmp_path, monkeypatch):
 
 
 def _same_on_two_ranks(
-    tmp_path: Path, args: Callable[[Path], list[str]], one_in_a_process: bool = False
+    tmp_path: Path,
+    args: Callable[[Path], list[str]],
+    two_ranks: Callable[[Path], None] | None = None,
+    one_in_a_process: bool = False,
 ) -> None:
+    """`kitchen *args` run in one process and on two ranks (or by `two_ranks`) give the same
+    losses and final adapter."""
     one, two = tmp_path / "nproc1", tmp_path / "nproc2"
     if one_in_a_process:
         assert "done: 3 steps" in _launch([*args(one), "--nproc", "1"])
     else:
         result = CliRunner().invoke(app, args(one))
         assert result.exit_code == 0, result.output
-    assert "done: 3 steps" in _launch([*args(two), "--nproc", "2"])
+    if two_ranks is None:
+        assert "done: 3 steps" in _launch([*args(two), "--nproc", "2"])
+    else:
+        two_ranks(two)
     expected, got = _losses(one), _losses(two)
     assert len(expected) == 3 and [r.keys() for r in got] == [r.keys() for r in expected]
     for want, have in zip(expected, got, strict=True):
@@ -183,6 +205,41 @@ def test_nproc_needs_the_local_engine():
     result = CliRunner().invoke(app, ["run", "sl_basic", "--backend", "fake", "--nproc", "2"])
     assert result.exit_code == 2
     assert "--nproc/--nnodes start ranks of the local engine; backend is 'fake'" in result.output
+
+
+@pytest.mark.parametrize(
+    ("options", "error"),
+    [
+        ({"nproc": 0}, "nproc (--nproc): expected a whole number >= 1, got 0"),
+        ({"nproc": "2"}, "nproc (--nproc): expected a whole number >= 1, got '2'"),
+        ({"nnodes": 2}, "nnodes (--nnodes) 2: the machines need rdzv_endpoint (--rdzv-endpoint)"),
+        ({"nnodes": 2, "node_rank": 2, "rdzv_endpoint": "h:29500"}, "node_rank (--node-rank) 2"),
+        (
+            {"nnodes": 2, "rdzv_endpoint": "h"},
+            "rdzv_endpoint (--rdzv-endpoint): expected host:port",
+        ),
+        ({"nproc": 2, "backend": "fake"}, "ranks are of the local engine; backend is 'fake'"),
+        ({"nproc": 2, "hooks": [object()]}, "hooks cannot reach the ranks"),
+        ({"nproc": 2}, "run(nproc=2, nnodes=1) needs a log_dir"),
+    ],
+)
+def test_the_python_api_refuses_what_ranks_cannot_run(options, error, monkeypatch):
+    """kitchen.run's nproc, nnodes, node_rank and rdzv_endpoint are `kitchen run`'s flags; a bad
+    value or what cannot cross to the ranks is refused in one line, before any rank starts."""
+    monkeypatch.setattr(ranks, "relaunch", lambda *a: pytest.fail("a rank was started"))
+    with pytest.raises(ConfigError) as e:
+        kitchen.run("sl_basic", {"register_model": False}, **options)
+    assert error in str(e.value) and "\n" not in str(e.value)
+
+
+def test_serve_refuses_bad_rank_flags_in_one_line():
+    result = CliRunner().invoke(
+        app, ["serve", "--nnodes", "2", "--rdzv-endpoint", "h:1", "--node-rank", "3"]
+    )
+    assert result.exit_code == 2
+    assert result.output.strip() == (
+        "error: node_rank (--node-rank) 3: expected below nnodes (2); machines count from 0"
+    )
 
 
 @launches

@@ -78,6 +78,7 @@ class LocalTrainingClient:
         self.step = 0
         self._queued: list[Future[Any]] = []  # submitted calls not yet seen done
         self._queue_lock = threading.Lock()
+        self._closed = False
         if lora is not None:
             self.adapter = self.model_id
             self._peft_config = peft_config(host.base, lora)
@@ -203,7 +204,8 @@ class LocalTrainingClient:
         if self.adapter is not None:
             self.host.remove_adapter(self.adapter)
         world = self.backend.world
-        if world is not None and world.leader:
+        closed, self._closed = self._closed, True  # a server closes it with its session and at exit
+        if world is not None and world.leader and not closed:
             self.backend.compute.run(lambda: world.send("close", self.model_id))
 
     # -- work run on the backend's compute thread --------------------------------------------------

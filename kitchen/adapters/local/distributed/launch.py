@@ -6,21 +6,53 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import sys
 from dataclasses import dataclass
 
 from kitchen.adapters.local.distributed.world import ENV_FLAG
 from kitchen.engine.cores import rank_threads, usable_cores
+from kitchen.engine.errors import ConfigError
 
 ARGV_ENV = "KITCHEN_RANK_ARGV"
 
 
+# What stops torch.distributed.run: it hands the signal on to every rank (handlers of its own).
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
+
+
 @dataclass(frozen=True)
 class Launch:
+    """The ranks of a run, as `--nproc`, `--nnodes`, `--node-rank` and `--rdzv-endpoint` (or the
+    Python API's options of the same names) give them; a bad value is refused in one line."""
+
     nproc: int = 1
     nnodes: int = 1
     node_rank: int = 0
     rdzv_endpoint: str | None = None
+
+    def __post_init__(self) -> None:
+        for name, least in (("nproc", 1), ("nnodes", 1), ("node_rank", 0)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                flag = "--" + name.replace("_", "-")
+                raise ConfigError(
+                    f"{name} ({flag}): expected a whole number >= {least}, got {value!r}"
+                )
+        if self.node_rank >= self.nnodes:
+            raise ConfigError(
+                f"node_rank (--node-rank) {self.node_rank}: expected below nnodes ({self.nnodes}); "
+                "machines count from 0"
+            )
+        if self.nnodes > 1 and not self.rdzv_endpoint:
+            raise ConfigError(
+                f"nnodes (--nnodes) {self.nnodes}: the machines need rdzv_endpoint "
+                "(--rdzv-endpoint), the host:port where they meet"
+            )
+        if self.rdzv_endpoint is not None and ":" not in self.rdzv_endpoint:
+            raise ConfigError(
+                f"rdzv_endpoint (--rdzv-endpoint): expected host:port (got {self.rdzv_endpoint!r})"
+            )
 
     @property
     def distributed(self) -> bool:
@@ -35,7 +67,9 @@ def relaunched() -> bool:
 def relaunch(launch: Launch, argv: list[str], entry: str) -> int:
     """Run `kitchen *argv` as launch.nproc ranks on this machine, each rank as `python -m entry`
     (a module of the app, which an adapter must not import); the exit code of the run. A rank that
-    fails is named in one line."""
+    fails is named in one line. A signal that stops the launcher (Ctrl-C, SIGTERM) is handed on to
+    every rank, which it waits for (a rank still there after 30 s is killed): 128 + the signal."""
+    from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.run import parse_args, run
 
@@ -52,12 +86,18 @@ def relaunch(launch: Launch, argv: list[str], entry: str) -> int:
         # Ranks on one machine split its cores; each also waits passively (kitchen/engine/cores.py).
         "OMP_NUM_THREADS": rank_threads(os.environ, usable_cores(), launch.nproc),
     }
-    # The failure is said once, below: not again in the launcher's own log lines.
-    logging.getLogger("torch.distributed.elastic").setLevel(logging.CRITICAL)
+    # The failure (or the stop) is said once, below and by rank 0: not again in the launcher's
+    # own log lines. Each of its modules' loggers has a level of its own, set at import.
+    for name in list(logging.root.manager.loggerDict):
+        if name.startswith("torch.distributed.elastic"):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
     saved = {key: os.environ.get(key) for key in env}
+    handlers = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
     os.environ.update(env)  # the ranks inherit this process's environment
     try:
         run(parse_args([*args, "-m", entry]))
+    except SignalException as e:
+        return 128 + int(e.sigval)
     except ChildFailedError as e:
         rank, failure = e.get_first_failure()
         print(
@@ -67,6 +107,10 @@ def relaunch(launch: Launch, argv: list[str], entry: str) -> int:
         )
         return 1
     finally:
+        # The launcher's handlers would raise in this process after it: this process's come back.
+        for sig, handler in handlers.items():
+            if handler is not None:
+                signal.signal(sig, handler)
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)

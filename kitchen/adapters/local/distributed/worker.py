@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import signal
 from typing import Any
 
 from kitchen.adapters.local.distributed.world import World, leave
@@ -11,7 +12,16 @@ from kitchen.adapters.local.distributed.world import World, leave
 def serve_calls(world: World) -> None:
     """Run rank 0's calls on this rank until it stops."""
     from kitchen.adapters.local.backend import LocalBackend
+    from kitchen.adapters.local.distributed.launch import STOP_SIGNALS
     from kitchen.adapters.local.training_client import LocalTrainingClient
+
+    # torch.distributed.run hands a signal that stops it (Ctrl-C, SIGTERM) to every rank. Rank 0
+    # ends as one process ends (a server finishes its running step, a run its call) and then says
+    # stop; this rank, gone at the signal, would fail rank 0's call midway, or its goodbye. A rank
+    # 0 that dies instead ends this one through the group's closed connections; the launcher kills
+    # a rank still there 30 s after the signal.
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
 
     backend: Any = None
     clients: dict[str, LocalTrainingClient] = {}
