@@ -1,7 +1,8 @@
 """`kitchen serve --nproc 2`: rank 0 serves HTTP, rank 1 runs its share of each training call. Two
 LoRA clients, the second created after the first trained (its adapter added to the sharded base),
-driven through the tinker SDK, give the losses and sampled tokens `--nproc 1` gives; stopping the
-server (SIGTERM to the command) stops every rank."""
+and a third restored from the first's checkpoint, driven through the tinker SDK, give the losses
+and sampled tokens `--nproc 1` gives; stopping the server (SIGTERM to the command) stops every
+rank."""
 
 from __future__ import annotations
 
@@ -41,7 +42,12 @@ def _session(url: str) -> dict[str, Any]:
     second = service.create_lora_training_client(TINY, rank=4, seed=2).result()
     for client in (second, first, second):
         step(client)
-    for client in (first, second):
+    # A client restored from a checkpoint: its adapter and Adam state loaded on every rank.
+    restored = service.create_training_client_from_state_with_optimizer(
+        first.save_state("first").result().path
+    ).result()
+    step(restored)
+    for client in (first, second, restored):
         seen["losses"].append(
             float(client.forward(batch, "cross_entropy").result().metrics["loss:sum"])
         )
@@ -96,7 +102,10 @@ def _serve(root: Path, nproc: int, sig: signal.Signals) -> tuple[dict[str, Any],
 def test_serve_on_two_ranks_equals_one(tmp_path):
     one, _ = _serve(tmp_path / "nproc1", 1, signal.SIGINT)
     two, log = _serve(tmp_path / "nproc2", 2, signal.SIGTERM)
-    assert len(one["losses"]) == 6 and one["losses"][2] < one["losses"][0]  # the first trained
+    assert len(one["losses"]) == 8 and one["losses"][2] < one["losses"][0]  # the first trained
+    assert one["losses"][5] == pytest.approx(
+        one["losses"][4], rel=1e-6
+    )  # restored where the first is
     assert two["losses"] == pytest.approx(one["losses"], rel=1e-5)
     assert two["tokens"] == one["tokens"] and len(one["tokens"]) == 3
     assert "Traceback" not in log and "error" not in log.lower(), log[-3000:]
