@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import signal
+import sys
 from typing import Any
 
 from kitchen.adapters.local.distributed.world import World, leave
@@ -26,7 +27,15 @@ def serve_calls(world: World) -> None:
     backend: Any = None
     clients: dict[str, LocalTrainingClient] = {}
     while True:
-        kind, *args = world.receive()
+        try:
+            kind, *args = world.receive()
+        except RuntimeError as e:  # gloo: "Connection closed by peer" (DistError is one too)
+            if world.leader or "closed" not in str(e).lower():
+                raise
+            # Rank 0 ended without its goodbye: it died, and the launcher names it and stops the
+            # run. This rank's traceback would only bury that line.
+            print(f"rank {world.rank} of {world.size}: rank 0 is gone; stopping", file=sys.stderr)
+            raise SystemExit(1) from None
         if kind == "stop":
             leave()
             return
