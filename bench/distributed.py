@@ -149,7 +149,7 @@ def base_bytes_rank(model_name: str) -> None:
     rank = dist.get_rank()
     model = load_host(model_name, EngineSettings.from_backend_settings(BackendSettings())).base
     whole = sum(p.numel() * p.element_size() for p in model.parameters())
-    base = ShardedBase(model, dist.get_world_size(), rank == 0)
+    base = ShardedBase(model, dist.get_world_size())
 
     def held() -> int:
         total = 0

@@ -79,13 +79,28 @@ def _rl_basic_args(log_dir: Path) -> list[str]:
 
 @launches
 def test_rl_basic_on_two_ranks_equals_one(tmp_path, monkeypatch):
-    """Rank 0 samples and scores the reference alone; every rank trains. Both runs are processes
-    under MKL_CBWR=AUTO,STRICT: MKL's matrix products otherwise differ in the last bits with the
-    alignment of their operands, and rank 0 samples from weights in other memory than one process
-    (without it the adapter moved by 1.8e-6 after 3 steps, the sampled tokens unchanged)."""
+    """Every rank takes part in sampling (rank 0 decodes, rank 1 runs a forward beside each of
+    its forwards) and in the reference scoring (dealt); every rank trains. The sampled tokens
+    are those of one process. Both runs are processes under MKL_CBWR=AUTO,STRICT: MKL's matrix
+    products otherwise differ in the last bits with the alignment of their operands, and the
+    ranks compute from gathered weights in other memory than one process (without it the
+    adapter moved by 1.8e-6 after 3 steps, the sampled tokens unchanged)."""
     monkeypatch.setenv("KITCHEN_MICROBATCH_TOKENS", "96")
     monkeypatch.setenv("MKL_CBWR", "AUTO,STRICT")
     _same_on_two_ranks(tmp_path, _rl_basic_args, one_in_a_process=True)
+    sampled = [_sampled_tokens(tmp_path / run) for run in ("nproc1", "nproc2")]
+    assert len(sampled[0]) == 3 * 2 * 4 and sampled[1] == sampled[0]
+
+
+def _sampled_tokens(log_dir: Path) -> list[list[str]]:
+    """Every sampled response's tokens, in order, from the run's rollout transcripts."""
+    return [
+        turn["tokens"]
+        for path in sorted((log_dir / "rollouts").glob("iter_*.jsonl"))
+        for group in map(json.loads, path.read_text().splitlines())
+        for trajectory in group["trajectories"]
+        for turn in trajectory["turns"]
+    ]
 
 
 @launches

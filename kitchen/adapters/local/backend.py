@@ -199,6 +199,7 @@ class LocalBackend:
                     host.freeze()
                 else:  # freeze's cast copies would be of the whole base, on every rank
                     self.world.shard(host.base)
+                    host.sharded = True
                 self._hosts[key] = host
         return host
 
@@ -226,6 +227,7 @@ class LocalBackend:
             model_path,
             self.stability,
             microbatch_tokens=self.settings.microbatch_tokens,
+            world=self.world if self.world is not None and host.sharded else None,
         )
         if self.sampler == "vllm":  # vLLM samples; the local one scores prompts
             eos = model_eos_ids(host)
@@ -275,9 +277,16 @@ class LocalBackend:
         if meta.lora is not None:
             # The base the adapter was trained on: a 4-bit one if it was.
             host = self.shared_host(meta.base_model, meta.base_quantization)
-            snapshot = LoraSnapshot.of(
-                ckpt.load_lora_config(folder), ckpt.load_lora_tensors(folder, host.device)
-            )
+            snapshot = snapshot_from(folder, host)
+            if self.world is not None:  # every rank samples from it
+                self.world.share(
+                    snapshot,
+                    "snapshot_path",
+                    str(folder),
+                    snapshot.snapshot_id,
+                    meta.base_model,
+                    meta.base_quantization,
+                )
             return self.sampling_client_for(host, snapshot, model_path=str(folder))
         if self.sampler == "vllm":
             raise ConfigError(
@@ -291,3 +300,9 @@ class LocalBackend:
             ckpt.load_full_state(folder, host.base)
         host.freeze()
         return self.sampling_client_for(host, None, model_path=str(folder))
+
+
+def snapshot_from(folder: Path, host: ModelHost, snapshot_id: int | None = None) -> LoraSnapshot:
+    """The LoRA adapter saved in `folder`, on `host`'s device (`snapshot_id`: rank 0's)."""
+    tensors = ckpt.load_lora_tensors(folder, host.device)
+    return LoraSnapshot.of(ckpt.load_lora_config(folder), tensors, snapshot_id)

@@ -204,10 +204,12 @@ def run_custom_loss(
     backprop: Callable[[list[Any]], None] | None = None,
     share: Deal | None = None,
     budget: ActivationBudget | None = None,
+    score: Callable[[], list[np.ndarray | None] | None] | None = None,
 ) -> types.ForwardBackwardOutput:
     """Call `loss_fn(data, logprobs_per_datum)`, then backpropagate its gradient (options as
-    run_builtin_loss's). `backprop`, if given, pushes the gradient (per datum, None where the loss
-    did not use it) through the model instead (a --nproc N run: every rank, backprop_gradients).
+    run_builtin_loss's). In a --nproc N run, `score` gives the logprobs per datum (every rank
+    scores its deal, score_data) and `backprop` pushes the gradient (per datum, None where the
+    loss did not use it) through the model (every rank, backprop_gradients).
 
     Tinker's linearisation: logprobs are computed without a graph and handed to `loss_fn` as leaf
     tensors; the loss's gradient g w.r.t. them is then pushed through the model one micro-batch at
@@ -221,21 +223,12 @@ def run_custom_loss(
     """
     import torch
 
-    batches = plan_microbatches(
-        data,
-        (),
-        (),
-        {},
-        microbatch_tokens,
-        _device(model),
-        *model_limits(model),
-        packed=packed,
-        vision=vision_of(model),
-    )
+    batches = _plan_scored(model, data, microbatch_tokens, packed)
     recompute = plan_checkpointing(model, batches, checkpointing, budget)
     if tally is not None:
         tally.add(batches)
-    outputs = _score(model, batches)
+    outputs = _score(model, batches) if score is None else score()
+    assert outputs is not None  # on rank 0
     leaves = [torch.tensor(o, device="cpu", requires_grad=True) for o in outputs if o is not None]
     with torch.enable_grad():
         loss, metrics = loss_fn(list(data), leaves)
@@ -299,7 +292,27 @@ def backprop_gradients(
     gradient per datum (what run_custom_loss hands its `backprop`), on the same micro-batches."""
     import torch
 
-    batches = plan_microbatches(
+    batches = _plan_scored(model, data, microbatch_tokens, packed)
+    with (
+        torch.enable_grad(),
+        activation_checkpointing(model, plan_checkpointing(model, batches, checkpointing, budget)),
+    ):
+        _backprop_leaves(model, batches, grads, share)
+
+
+def score_data(
+    model: Any, data: Sequence[types.Datum], microbatch_tokens: int, packed: bool, share: Deal
+) -> list[np.ndarray | None] | None:
+    """Every rank of a --nproc N run: the logprobs of each datum's targets (run_custom_loss's
+    micro-batches), this rank's deal of the passes, gathered on rank 0 (None elsewhere)."""
+    return _score(model, _plan_scored(model, data, microbatch_tokens, packed), share)
+
+
+def _plan_scored(
+    model: Any, data: Sequence[types.Datum], microbatch_tokens: int, packed: bool
+) -> list[MicroBatch]:
+    """The micro-batches of data scored with target tokens only (a custom loss's)."""
+    return plan_microbatches(
         data,
         (),
         (),
@@ -310,20 +323,20 @@ def backprop_gradients(
         packed=packed,
         vision=vision_of(model),
     )
-    with (
-        torch.enable_grad(),
-        activation_checkpointing(model, plan_checkpointing(model, batches, checkpointing, budget)),
-    ):
-        _backprop_leaves(model, batches, grads, share)
 
 
 def score_sequences(
-    model: Any, sequences: Sequence[Sequence[int] | Expanded], microbatch_tokens: int
-) -> list[np.ndarray]:
+    model: Any,
+    sequences: Sequence[Sequence[int] | Expanded],
+    microbatch_tokens: int,
+    share: Deal | None = None,
+) -> list[np.ndarray] | None:
     """log p(token t | the tokens before it) for t >= 1 of each sequence (float32 [len - 1]), in
     shared micro-batches: many sequences per decoder pass, and those that start alike (a DPO
     pair's prompt, an RL group's) through their common prefix once. The sequences are valid ids
-    for the model (the caller checked); an `Expanded` one carries images (images.py)."""
+    for the model (the caller checked); an `Expanded` one carries images (images.py). With a
+    --nproc N `share`, every rank runs its deal of the passes and rank 0 gets the result (the
+    others None)."""
     expanded_N = [s if isinstance(s, Expanded) else Expanded(list(s), []) for s in sequences]
     scored = [i for i, s in enumerate(expanded_N) if len(s.tokens) > 1]
     out = [np.zeros(0, dtype=np.float32) for _ in sequences]
@@ -346,19 +359,40 @@ def score_sequences(
     batches = plan_microbatches(
         data, (), (), {}, microbatch_tokens, _device(model), vision=vision, expanded=inputs
     )
-    for i, lp in zip(scored, _score(model, batches), strict=True):
+    lps = _score(model, batches, share)
+    if lps is None:
+        return None
+    for i, lp in zip(scored, lps, strict=True):
         assert lp is not None
         out[i] = lp
     return out
 
 
-def _score(model: Any, batches: list[MicroBatch]) -> list[np.ndarray | None]:
-    """Every datum's logprobs of its targets, without grad."""
+def _score(
+    model: Any, batches: list[MicroBatch], share: Deal | None = None
+) -> list[np.ndarray | None] | None:
+    """Every datum's logprobs of its targets, without grad; with a --nproc N `share`, this rank's
+    deal of the passes, gathered on rank 0 (None elsewhere)."""
     import torch
 
+    count = sum(len(mb.indices) for mb in batches)
+    passes = (
+        [(i, True) for i in range(len(batches))]
+        if share is None or not share.distributed
+        else share.passes(_pass_kinds(batches))
+    )
+    indices, lps = [], []
     with torch.no_grad():
-        lps = [TargetLogprobs(model, mb).values().view(mb.targets.shape) for mb in batches]
-    return _collect(sum(len(mb.indices) for mb in batches), batches, lps)
+        for i, kept in passes:
+            lp = TargetLogprobs(model, batches[i]).values().view(batches[i].targets.shape)
+            if kept:  # else a filler pass: it only kept the ranks in step
+                indices.append(i)
+                lps.append(lp)
+    if share is not None and share.distributed:
+        _, lps = _gather_results(share, len(batches), indices, [None] * len(indices), lps)
+        if not share.leader:
+            return None
+    return _collect(count, batches, lps)
 
 
 def _train(

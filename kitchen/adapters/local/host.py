@@ -40,8 +40,12 @@ class LoraSnapshot:
     snapshot_id: int
 
     @classmethod
-    def of(cls, config: Any, tensors: dict[str, Any]) -> LoraSnapshot:
-        return cls(config=config, tensors=tensors, snapshot_id=next(_snapshot_ids))
+    def of(
+        cls, config: Any, tensors: dict[str, Any], snapshot_id: int | None = None
+    ) -> LoraSnapshot:
+        """A new snapshot; `snapshot_id` is rank 0's for the copy a rank > 0 takes (world.py)."""
+        sid = next(_snapshot_ids) if snapshot_id is None else snapshot_id
+        return cls(config=config, tensors=tensors, snapshot_id=sid)
 
 
 class ModelHost:
@@ -63,6 +67,9 @@ class ModelHost:
         self.attention = attention  # SDPA backends its passes may use (attention.sdpa_backends)
         self.model_path = model_path
         self.base = model
+        # Sharded over the ranks of a --nproc N run (distributed/sharded_base.py): its weights
+        # are never whole outside a call, so nothing may copy them (no merged snapshot weights).
+        self.sharded = False
         self.tokenizer = tokenizer
         self.lock = threading.RLock()
         self._peft: Any = None
@@ -192,14 +199,15 @@ class ModelHost:
     def _merged_forwards(self, slot: str, snapshot_id: int, build: bool) -> dict[Any, Any] | None:
         """Forwards computing with `slot`'s delta merged into its base Linears (None: not merged:
         fp32 hosts, where a merged copy would cost the model's size again for little; 4-bit
-        hosts, where it would cost 4x the quantized weights; adapters other than plain LoRA on
+        hosts, where it would cost 4x the quantized weights; sharded hosts, where the base weights
+        are whole only within a call; adapters other than plain LoRA on
         Linear layers; or another snapshot's merge held and `build` False)."""
         import functools
 
         import torch
         from peft.tuners.lora import Linear as LoraLinear
 
-        if self.autocast_dtype is None or self.quantization != "none":
+        if self.autocast_dtype is None or self.quantization != "none" or self.sharded:
             return None
         if self._merged is not None and self._merged[0] == snapshot_id:
             return self._merged[1]

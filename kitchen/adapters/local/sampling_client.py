@@ -4,9 +4,10 @@ shared base, or a separately loaded full model) in the backend's shared decode b
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Generator, Hashable
+from collections.abc import Callable, Generator, Hashable, Iterator
 from concurrent.futures import Future
-from typing import Any
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from tinker import types
@@ -14,6 +15,7 @@ from tinker import types
 from kitchen.adapters.local.batching import check_token_ids
 from kitchen.adapters.local.compute_thread import ComputeThread, ScoreJob
 from kitchen.adapters.local.decode_batch import SampleJob
+from kitchen.adapters.local.distributed.deal import Deal
 from kitchen.adapters.local.forward import score_sequences
 from kitchen.adapters.local.host import LoraSnapshot, ModelHost
 from kitchen.adapters.local.images import Expanded, text_only, vision_of
@@ -28,6 +30,9 @@ from kitchen.adapters.local.stability import SequenceRecord, StabilityRecords
 from kitchen.engine.errors import BackendError
 from kitchen.engine.futures import APIFuture, settle
 
+if TYPE_CHECKING:
+    from kitchen.adapters.local.distributed.world import World
+
 _sampler_ids = itertools.count(1)
 
 
@@ -37,6 +42,10 @@ class LocalSamplingClient:
     Without `SamplingParams.seed`, each request draws its seed from a stream seeded by the backend
     seed and this sampler's serial number, so a whole run is reproducible; drawn seeds are below
     2**31, as every seed Kitchen draws (docs/resume.md).
+
+    With `world` (a --nproc N run; the host's base is sharded), every rank computes with the base:
+    rank 0 decodes every request while each other rank runs a forward beside each of its decode
+    batch's forwards, and compute_logprobs batches are dealt to the ranks (docs/distributed.md).
     """
 
     def __init__(
@@ -49,8 +58,10 @@ class LocalSamplingClient:
         records: StabilityRecords | None = None,
         *,
         microbatch_tokens: int,
+        world: World | None = None,
     ) -> None:
         self.host = host
+        self.world = world
         self.microbatch_tokens = microbatch_tokens  # padded tokens per scoring pass
         self.records = records
         self.snapshot = snapshot
@@ -126,6 +137,18 @@ class LocalSamplingClient:
             self.host.use_snapshot(self.snapshot, merge) if self.snapshot else self.host.use(None)
         )
 
+    @contextmanager
+    def _forward_weights(self) -> Iterator[Any]:
+        """The weights for one forward of the decode batch, on the compute thread; in a --nproc N
+        run every other rank runs a forward beside it, gathering the same layers (world.py)."""
+        if self.world is None:
+            with self._weights() as model:
+                yield model
+            return
+        self.world.send("forward", self.host.model_name, self.host.quantization)
+        with self._weights() as model, self.world.sharded_call(self.host.base):
+            yield model
+
     def _job(
         self,
         prompt: types.ModelInput,
@@ -155,7 +178,7 @@ class LocalSamplingClient:
             )
         return SampleJob(
             key=self._weights_key(),
-            weights=self._weights,
+            weights=self._forward_weights,
             prompt=tokens,
             images=expanded if expanded.images else None,
             banned=tuple(sorted(vision.placeholder_ids)) if vision is not None else (),
@@ -226,9 +249,20 @@ class LocalSamplingClient:
 
     def _score(self, sequences: list[list[int] | Expanded]) -> list[np.ndarray]:
         """Logprobs of every token after the first of each sequence, in shared passes (on the
-        compute thread; a scoring pass does not repay merging a snapshot's weights)."""
-        with self._weights(merge=False) as model:
-            return score_sequences(model, sequences, self.microbatch_tokens)
+        compute thread; a scoring pass does not repay merging a snapshot's weights). In a
+        --nproc N run every rank scores its deal of the passes (score_on_every_rank)."""
+        if self.world is None:
+            with self._weights(merge=False) as model:
+                scored = score_sequences(model, sequences, self.microbatch_tokens)
+        else:
+            snapshot_id = self.snapshot.snapshot_id if self.snapshot else None
+            call = (self.host.model_name, self.host.quantization, snapshot_id)
+            self.world.send("score", *call, sequences, self.microbatch_tokens)
+            scored = score_on_every_rank(
+                self.world, self.host, self.snapshot, sequences, self.microbatch_tokens
+            )
+        assert scored is not None
+        return scored
 
     def eos_ids(self) -> set[int]:
         return model_eos_ids(self.host)
@@ -272,6 +306,20 @@ class ScoreFuture(APIFuture[list[float | None]]):
     def __await__(self) -> Generator[Any, None, list[float | None]]:
         self._release()
         return (yield from super().__await__())
+
+
+def score_on_every_rank(
+    world: World,
+    host: ModelHost,
+    snapshot: LoraSnapshot | None,
+    sequences: list[list[int] | Expanded],
+    microbatch_tokens: int,
+) -> list[np.ndarray] | None:
+    """Every rank of a --nproc N run: its deal of a compute_logprobs batch on `host`'s sharded
+    base with `snapshot`'s weights (this rank's copy); the logprobs on rank 0, None elsewhere."""
+    weights = host.use_snapshot(snapshot, merge=False) if snapshot else host.use(None)
+    with weights as model, world.sharded_call(host.base):
+        return score_sequences(model, sequences, microbatch_tokens, share=Deal(world, []))
 
 
 def model_eos_ids(host: ModelHost) -> set[int]:

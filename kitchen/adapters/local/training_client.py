@@ -25,6 +25,7 @@ from kitchen.adapters.local.forward import (
     backprop_gradients,
     run_builtin_loss,
     run_custom_loss,
+    score_data,
 )
 from kitchen.adapters.local.host import LoraSnapshot, ModelHost
 from kitchen.adapters.local.lora import (
@@ -288,9 +289,20 @@ class LocalTrainingClient:
                 backprop=None if self.backend.world is None else self._backprop_everywhere(data),
                 share=self._deal(),
                 budget=self._budget,
+                score=None if self.backend.world is None else lambda: self._score_data(data),
             )
         self._zero_missing_grads()
         return out
+
+    @on_every_rank
+    def _score_data(self, data: list[types.Datum]) -> list[Any] | None:
+        """Every rank: its deal of scoring a custom loss's data on the sharded base; the logprobs
+        per datum on rank 0."""
+        deal = self._deal()
+        assert deal is not None
+        settings = self.backend.settings
+        with self.host.use(self.adapter) as model, self._sharded_call():
+            return score_data(model, data, settings.microbatch_tokens, settings.packing, deal)
 
     def _backprop_everywhere(self, data: list[types.Datum]) -> Callable[[list[Any]], None]:
         """Rank 0's custom loss gradient (per datum) pushed through the model by every rank."""
@@ -399,12 +411,19 @@ class LocalTrainingClient:
 
     def _snapshot_sampler(self) -> LocalSamplingClient:
         if self.adapter is not None:
-            with self.host.lock:
-                snapshot = LoraSnapshot.of(
-                    self._peft_config, snapshot_adapter(self.host.model, self.adapter)
-                )
+            snapshot = self.snapshot()
+            world = self.backend.world
+            if world is not None:  # every rank samples from it (its copy of the same weights)
+                world.share(snapshot, "snapshot", self.model_id, snapshot.snapshot_id)
             return self.backend.sampling_client_for(self.host, snapshot)
         return self.backend.sampling_client_for(self.backend.copy_host(self.host), None)
+
+    def snapshot(self, snapshot_id: int | None = None) -> LoraSnapshot:
+        """A copy of the adapter's weights as they are now (`snapshot_id`: rank 0's, world.py)."""
+        assert self.adapter is not None
+        with self.host.lock:
+            tensors = snapshot_adapter(self.host.model, self.adapter)
+        return LoraSnapshot.of(self._peft_config, tensors, snapshot_id)
 
 
 def peak_memory(device: Any) -> dict[str, float]:

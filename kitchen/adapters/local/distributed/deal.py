@@ -1,5 +1,5 @@
-"""Which micro-batches of a training call each rank of a --nproc N run computes (`passes`), and the
-sum of their gradients on every rank (`own_grads`)."""
+"""Which micro-batches of a training or scoring call each rank of a --nproc N run computes
+(`passes`), and the sum of their gradients on every rank (`own_grads`)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ if TYPE_CHECKING:
 
 
 class Deal:
-    """One training call's share of the work on this rank: which micro-batches it runs, and the
-    sum of the gradients they leave in `params` (the client's LoRA tensors).
+    """One call's share of the work on this rank: which micro-batches it runs, and the sum of the
+    gradients they leave in `params` (the client's LoRA tensors; none for a scoring call).
 
     Each pass's gradient is summed apart, then added to the accumulated ones; in a --nproc N run
     the ranks' passes of one round are added in rank order, on every rank (each rank broadcasts

@@ -1,13 +1,14 @@
 """The frozen base of a --nproc N run, sharded with FSDP2: `fully_shard` on each decoder layer and at
 the root (the embedding, the final norm and the head, which are tied in the models we run).
 
-During a training call every rank holds its shards, the root whole (logprobs.py calls the decoder
-and the head apart, so the root's own hooks never run), and a decoder layer whole only while it
-computes: FSDP's hooks all-gather it before its forward and free it after, and again for its
-backward. Those all-gathers are collectives, so every rank must run passes with the same sequence of
-decoder calls (Deal sees to it). Between calls rank 0 keeps the whole base, so sampling and
-compute_logprobs run on rank 0 alone, with no collective, as one process runs them; ranks > 0 keep
-their shards only.
+Between calls every rank holds its shards and nothing else. Every call that computes with the base
+(a training call, a compute_logprobs batch, each forward of the decode batch) runs on every rank at
+once, within `call`: the root is whole for the call (logprobs.py calls the decoder and the head
+apart, so the root's own hooks never run), and a decoder layer whole only while it computes: FSDP's
+hooks all-gather it before its forward and free it after, and again for its backward. Those
+all-gathers are collectives, so every rank must call the decoder the same number of times in each
+call (Deal deals the passes of training and scoring calls; ranks > 0 match each forward of the
+decode batch with one of their own, world.py).
 """
 
 from __future__ import annotations
@@ -18,16 +19,15 @@ from typing import Any
 
 
 class ShardedBase:
-    """One base model sharded over the ranks of the run; `leader` is rank 0."""
+    """One base model sharded over the ranks of the run."""
 
-    def __init__(self, model: Any, size: int, leader: bool) -> None:
+    def __init__(self, model: Any, size: int) -> None:
         """Every rank: shard `model` (a collective). Trainable parameters (LoRA) are left out of
         FSDP: they stay whole on every rank and Deal sums their gradients."""
         import torch
         from torch.distributed.device_mesh import init_device_mesh
         from torch.distributed.fsdp import fully_shard
 
-        self.leader = leader
         device = next(model.parameters()).device
         mesh = init_device_mesh(device.type, (size,))
         trained = {p for p in model.parameters() if p.requires_grad}
@@ -48,30 +48,14 @@ class ShardedBase:
         # FSDP's root is the module first run forward: the model, not its first layer.
         with torch.no_grad():
             model(input_ids=torch.zeros((1, 1), dtype=torch.long, device=device), use_cache=False)
-        self._park()
+        self.root.reset_iter_state()  # every module back to its shard
 
     @contextmanager
     def call(self) -> Iterator[None]:
-        """Every rank, for one training call: the layers gathered one at a time as they compute."""
-        self.root.reset_iter_state()  # every module back to its shard (rank 0 frees its whole copy)
-        self._layers_free_after_use(True)
+        """Every rank, for one call: the root whole, the layers gathered one at a time as they
+        compute; then every module back to its shard."""
         self.root.unshard()
         try:
             yield
         finally:
             self.root.reset_iter_state()
-            self._park()
-
-    def _park(self) -> None:
-        """Between calls: rank 0 gathers the whole base and keeps it; the others drop each module
-        as soon as rank 0 has it."""
-        for module in [*self.layers, self.root]:
-            module.unshard()
-            if not self.leader:
-                module.reshard()
-        self._layers_free_after_use(not self.leader)
-
-    def _layers_free_after_use(self, free: bool) -> None:
-        for layer in self.layers:
-            layer.set_reshard_after_forward(free, recurse=False)
-            layer.set_reshard_after_backward(free, recurse=False)

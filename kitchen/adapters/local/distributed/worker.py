@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import signal
 import sys
+from pathlib import Path
 from typing import Any
 
 from kitchen.adapters.local.distributed.world import World, leave
@@ -12,8 +13,9 @@ from kitchen.adapters.local.distributed.world import World, leave
 
 def serve_calls(world: World) -> None:
     """Run rank 0's calls on this rank until it stops."""
-    from kitchen.adapters.local.backend import LocalBackend
+    from kitchen.adapters.local.backend import LocalBackend, snapshot_from
     from kitchen.adapters.local.distributed.launch import STOP_SIGNALS
+    from kitchen.adapters.local.sampling_client import score_on_every_rank
     from kitchen.adapters.local.training_client import LocalTrainingClient
 
     # torch.distributed.run hands a signal that stops it (Ctrl-C, SIGTERM) to every rank. Rank 0
@@ -26,6 +28,7 @@ def serve_calls(world: World) -> None:
 
     backend: Any = None
     clients: dict[str, LocalTrainingClient] = {}
+    snapshots: dict[int, Any] = {}  # this rank's copies of rank 0's sampler snapshots, by id
     while True:
         try:
             kind, *args = world.receive()
@@ -40,7 +43,7 @@ def serve_calls(world: World) -> None:
             leave()
             return
         if kind == "backend":
-            backend, clients = LocalBackend(args[0]), {}
+            backend, clients, snapshots = LocalBackend(args[0]), {}, {}
         elif kind == "host":
             backend._shared_host(*args)
         elif kind == "client":
@@ -52,5 +55,22 @@ def serve_calls(world: World) -> None:
             getattr(clients[model_id], method)(*call_args)
         elif kind == "close":
             clients.pop(args[0]).close()
+        elif kind == "forward":  # beside a forward of rank 0's decode batch
+            world.shadow_forward(backend._shared_host(*args).base)
+        elif kind == "score":
+            base_model, quantization, snapshot_id, sequences, microbatch_tokens = args
+            host = backend._shared_host(base_model, quantization)
+            snapshot = None if snapshot_id is None else snapshots[snapshot_id]
+            score_on_every_rank(world, host, snapshot, sequences, microbatch_tokens)
+        elif kind == "snapshot":
+            model_id, snapshot_id = args
+            snapshots[snapshot_id] = clients[model_id].snapshot(snapshot_id)
+        elif kind == "snapshot_path":
+            folder, snapshot_id, base_model, quantization = args
+            host = backend._shared_host(base_model, quantization)
+            snapshots[snapshot_id] = snapshot_from(Path(folder), host, snapshot_id)
+        elif kind == "forget":
+            for snapshot_id in args[0]:
+                snapshots.pop(snapshot_id, None)
         else:
             raise RuntimeError(f"rank {world.rank}: unknown call {kind!r} from rank 0")

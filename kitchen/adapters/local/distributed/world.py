@@ -1,12 +1,13 @@
 """One rank's view of a `--nproc N` run: rank 0 runs the recipe, and its compute thread `send`s each
 engine call that needs every rank; ranks > 0 `receive` them in that one order (worker.py).
 
-The frozen base is sharded with FSDP2 (sharded_base.py): within a training call each decoder layer
-is gathered only while it computes, so every rank runs passes of one shape in step (deal.py);
-between calls rank 0 keeps it whole, so sampling and compute_logprobs run on rank 0 alone, with no
-collective, exactly as one process runs them. LoRA parameters are plain tensors, whole on every
-rank; each micro-batch's gradient reaches every rank (Deal), so every rank's Adam takes the same
-step.
+The frozen base is sharded with FSDP2 (sharded_base.py): no rank holds it whole between calls, and
+within a call each decoder layer is gathered only while it computes, so every call that computes
+with the base runs on every rank, in step: training and compute_logprobs calls deal their passes
+(deal.py), and each forward of rank 0's decode batch is matched by a `shadow_forward` on the others.
+LoRA parameters are plain tensors, whole on every rank; each micro-batch's gradient reaches every
+rank (Deal), so every rank's Adam takes the same step, and a sampler's LoRA snapshot is taken on
+every rank alike (`forget` lets ranks > 0 drop theirs once rank 0's is gone).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import threading
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -25,7 +28,7 @@ if TYPE_CHECKING:
 
 # Set by launch.py in every rank's environment: the ranks of one run.
 ENV_FLAG = "KITCHEN_NPROC"
-# Seconds a collective within a training call waits for the other ranks before the run fails.
+# Seconds a collective within a call on the sharded base waits for the other ranks before the run fails.
 TIMEOUT_ENV = "KITCHEN_COLLECTIVE_TIMEOUT"
 DEFAULT_TIMEOUT_S = 600.0
 
@@ -40,6 +43,8 @@ class World:
     calls: Any = None  # the process group rank 0's calls go by (None: the default group)
     broken: bool = False  # a collective failed: the ranks are out of step, so no goodbye
     _sharded: dict[int, ShardedBase] = field(default_factory=dict)  # by id(base model)
+    _forgotten: list[int] = field(default_factory=list)  # snapshot ids rank 0 no longer holds
+    _forgotten_lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def leader(self) -> bool:
@@ -54,7 +59,22 @@ class World:
 
         if self.broken:
             return
+        with self._forgotten_lock:
+            forgotten, self._forgotten = self._forgotten, []
+        if forgotten:
+            dist.broadcast_object_list([("forget", forgotten)], src=0, group=self.calls)
         dist.broadcast_object_list([call], src=0, group=self.calls)
+
+    def share(self, snapshot: Any, *call: Any) -> None:
+        """Rank 0: `call` has every other rank take its own copy of the sampler `snapshot`
+        (a LoraSnapshot), which it drops once rank 0's copy is gone."""
+        self.send(*call)
+        weakref.finalize(snapshot, self._forget, snapshot.snapshot_id)
+
+    def _forget(self, snapshot_id: int) -> None:
+        """From any thread (a finalizer): sent with the next call."""
+        with self._forgotten_lock:
+            self._forgotten.append(snapshot_id)
 
     def receive(self) -> tuple[Any, ...]:
         """Ranks > 0: the next call rank 0 sent."""
@@ -70,12 +90,17 @@ class World:
         """Every rank: shard `model`'s (frozen) weights over the ranks (sharded_base.py)."""
         from kitchen.adapters.local.distributed.sharded_base import ShardedBase
 
-        self._sharded[id(model)] = ShardedBase(model, self.size, self.leader)
+        self._sharded[id(model)] = ShardedBase(model, self.size)
+
+    def holds(self, model: Any) -> bool:
+        """Whether `model` is a base sharded over the ranks (a full model a sampler loaded from
+        a path is rank 0's alone)."""
+        return id(model) in self._sharded
 
     @contextlib.contextmanager
     def sharded_call(self, model: Any) -> Iterator[None]:
-        """Every rank, for the span of one training call on `model`'s sharded base. A collective
-        that waited past the timeout (a rank stopped answering) fails the call in one line."""
+        """Every rank, for the span of one call on `model`'s sharded base. A collective that
+        waited past the timeout (a rank stopped answering) fails the call in one line."""
         import torch.distributed as dist
 
         if self.broken:
@@ -95,6 +120,16 @@ class World:
         except BaseException:
             self.broken = True
             raise
+
+    def shadow_forward(self, model: Any) -> None:
+        """Ranks > 0: one forward of `model`'s sharded base, its output dropped: it gathers the
+        layers (and lends this rank's shards) for a forward rank 0's decode batch runs; one token
+        is enough, the all-gathers are the same for any input."""
+        import torch
+
+        with self.sharded_call(model), torch.no_grad():
+            ids = torch.zeros((1, 1), dtype=torch.long, device=next(model.parameters()).device)
+            model(input_ids=ids, use_cache=False)
 
     # -- gradients and outputs ---------------------------------------------------------------------
 
@@ -130,7 +165,7 @@ def _join() -> World:
     timeout_s = float(os.environ.get(TIMEOUT_ENV) or DEFAULT_TIMEOUT_S)
     limit = datetime.timedelta(seconds=timeout_s)
     dist.init_process_group("nccl" if cuda else "gloo", timeout=limit)
-    # Ranks > 0 wait for rank 0's next call as long as rank 0 works alone (an RL step's sampling):
+    # Ranks > 0 wait for rank 0's next call as long as rank 0 works alone (an RL step's envs):
     # that wait alone, on a group of its own, has no short limit. A rank that dies ends the run
     # through torch.distributed.run; one that stops answering, by the others' timeout.
     calls = dist.new_group(timeout=datetime.timedelta(days=1))
