@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 from pathlib import Path
 from typing import Annotated
 
@@ -193,15 +194,17 @@ def command(
     # Once shut down, uvicorn raises the signal that stopped it again: a SIGTERM would then end
     # this process before its exit handlers ran (rank 0 of --nproc N says stop to the others in
     # one). As Ctrl-C, it ends the command.
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    main = threading.current_thread() is threading.main_thread()  # signals are the main thread's
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler) if main else None
     try:
         serve(settings)
     except KeyboardInterrupt:
         pass
     except Exception as e:
-        from kitchen.engine.errors import KitchenError
-
         if not isinstance(e, KitchenError):
             raise
         err.print(f"[red]error:[/red] {e}", highlight=False)
         raise typer.Exit(e.exit_code) from None
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
