@@ -145,9 +145,10 @@ class LocalSamplingClient:
             with self._weights() as model:
                 yield model
             return
-        self.world.send("forward", self.host.model_name, self.host.quantization)
-        with self._weights() as model, self.world.sharded_call(self.host.base):
-            yield model
+        with self._weights() as model:  # sent once nothing on rank 0 can fail before the call
+            self.world.send("forward", self.host.model_name, self.host.quantization)
+            with self.world.sharded_call(self.host.base):
+                yield model
 
     def _job(
         self,
@@ -257,9 +258,13 @@ class LocalSamplingClient:
         else:
             snapshot_id = self.snapshot.snapshot_id if self.snapshot else None
             call = (self.host.model_name, self.host.quantization, snapshot_id)
-            self.world.send("score", *call, sequences, self.microbatch_tokens)
             scored = score_on_every_rank(
-                self.world, self.host, self.snapshot, sequences, self.microbatch_tokens
+                self.world,
+                self.host,
+                self.snapshot,
+                sequences,
+                self.microbatch_tokens,
+                call=("score", *call, sequences, self.microbatch_tokens),
             )
         assert scored is not None
         return scored
@@ -314,12 +319,17 @@ def score_on_every_rank(
     snapshot: LoraSnapshot | None,
     sequences: list[list[int] | Expanded],
     microbatch_tokens: int,
+    call: tuple[Any, ...] | None = None,
 ) -> list[np.ndarray] | None:
     """Every rank of a --nproc N run: its deal of a compute_logprobs batch on `host`'s sharded
-    base with `snapshot`'s weights (this rank's copy); the logprobs on rank 0, None elsewhere."""
+    base with `snapshot`'s weights (this rank's copy); the logprobs on rank 0, None elsewhere.
+    Rank 0 sends the other ranks their `call` once its weights are in place."""
     weights = host.use_snapshot(snapshot, merge=False) if snapshot else host.use(None)
-    with weights as model, world.sharded_call(host.base):
-        return score_sequences(model, sequences, microbatch_tokens, share=Deal(world, []))
+    with weights as model:
+        if call is not None:
+            world.send(*call)
+        with world.sharded_call(host.base):
+            return score_sequences(model, sequences, microbatch_tokens, share=Deal(world, []))
 
 
 def model_eos_ids(host: ModelHost) -> set[int]:
