@@ -15,6 +15,7 @@ from kitchen.engine.cores import rank_threads, usable_cores
 from kitchen.engine.errors import ConfigError
 
 ARGV_ENV = "KITCHEN_RANK_ARGV"
+LAUNCHER_ENV = "KITCHEN_LAUNCHER_PID"  # the process that started the ranks (rank.py)
 
 
 # What stops torch.distributed.run: it hands the signal on to every rank (handlers of its own).
@@ -83,6 +84,7 @@ def relaunch(launch: Launch, argv: list[str], entry: str) -> int:
         # The command goes by the environment: torch.distributed.run's parser would take flags
         # of ours that abbreviate or repeat its own (--nproc, --log-dir) after the module name.
         ARGV_ENV: json.dumps(argv),
+        LAUNCHER_ENV: str(os.getpid()),
         # Ranks on one machine split its cores; each also waits passively (kitchen/engine/cores.py).
         "OMP_NUM_THREADS": rank_threads(os.environ, usable_cores(), launch.nproc),
     }
