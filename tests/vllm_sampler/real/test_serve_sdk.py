@@ -1,10 +1,13 @@
 """`kitchen serve --sampler vllm` through the unmodified Tinker SDK (`make test-vllm`): seeds,
 stops, sampled and prompt logprobs, and two LoRA tenants sampling at once, each from its own
 adapter. One `kitchen serve` (and so one vLLM start-up, minutes on a busy 2-core machine) for the
-module; at the end, no process it started is left."""
+module, the one start of `make test-vllm`: serve samples through the same LocalBackend as
+`kitchen run --sampler vllm`. It showed its progress line, and at the end no process it started is
+left."""
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -83,6 +86,7 @@ def vllm_serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             env.setenv("TINKER_BASE_URL", url)
             yield url
     assert started, "kitchen serve started no vLLM process"
+    assert re.search(r"vLLM: \S+ ready in \d+ s", (checkpoints / "serve.log").read_text())
     # Kitchen stops every process it started (the SIGTERM goes to vLLM's whole process group).
     assert not [pid for pid in started if _alive(pid)]
 
