@@ -193,6 +193,8 @@ def _signal_rank_one(
             time.sleep(0.5)
         ranks = {_rank_of(pid): pid for pid in _children(proc.pid)}
         assert set(ranks) == {"0", "1"}, ranks
+        # The launcher has glibc give freed blocks back (docs/distributed.md, Measured).
+        assert {_environ(pid, "MALLOC_MMAP_THRESHOLD_") for pid in ranks.values()} == {"1048576"}
         os.kill(ranks["1"], sig)
         sent = time.monotonic()
         out, err = proc.communicate(timeout=120)
@@ -212,8 +214,16 @@ def _children(pid: int) -> list[int]:
 
 
 def _rank_of(pid: int) -> str:
+    rank = _environ(pid, "RANK")
+    assert rank is not None, pid
+    return rank
+
+
+def _environ(pid: int, key: str) -> str | None:
+    """The value of `key` in the environment process `pid` started with."""
     env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    return next(e.split(b"=", 1)[1].decode() for e in env if e.startswith(b"RANK="))
+    found = (e.split(b"=", 1)[1].decode() for e in env if e.startswith(key.encode() + b"="))
+    return next(found, None)
 
 
 def test_nproc_needs_the_local_engine():
