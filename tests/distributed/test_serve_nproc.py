@@ -1,7 +1,7 @@
-"""`kitchen serve --nproc 2`: rank 0 serves HTTP, rank 1 runs its share of each training call. Two
+"""`kitchen serve --nproc 2`: rank 0 serves HTTP, rank 1 runs its share of each call on the base. Two
 LoRA clients, the second created after the first trained (its adapter added to the sharded base),
-and a third restored from the first's checkpoint, driven through the tinker SDK, give the losses
-and sampled tokens `--nproc 1` gives; stopping the server (SIGTERM to the command) stops every
+and a third restored from the first's checkpoint, driven through the tinker SDK, give the losses,
+sampled tokens and compute_logprobs (of snapshots, the base and a saved adapter) `--nproc 1` gives; stopping the server (SIGTERM to the command) stops every
 rank."""
 
 from __future__ import annotations
@@ -52,13 +52,25 @@ def _session(url: str) -> dict[str, Any]:
             float(client.forward(batch, "cross_entropy").result().metrics["loss:sum"])
         )
     prompt = types.ModelInput.from_ints(batch[0].model_input.to_ints()[:5])
+    samplers = [
+        first.save_weights_and_get_sampling_client(),
+        second.save_weights_and_get_sampling_client(),
+        service.create_sampling_client(base_model=TINY),
+        # Every rank reads the saved adapter (its own copy of the sampler's weights).
+        service.create_sampling_client(
+            model_path=second.save_weights_for_sampler("second").result().path
+        ),
+    ]
     seen["tokens"] = [
         [list(s.tokens) for s in sampler.result().sample(prompt, 2, PARAMS).result().sequences]
-        for sampler in (
-            first.save_weights_and_get_sampling_client(),
-            second.save_weights_and_get_sampling_client(),
-            service.create_sampling_client(base_model=TINY),
-        )
+        for sampler in samplers
+    ]
+    # Scored on every rank, each its deal of the passes.
+    seen["logprobs"] = [
+        0.0 if x is None else x
+        for sampler in samplers
+        for text in (batch[0].model_input, batch[1].model_input)
+        for x in sampler.result().compute_logprobs(text).result()
     ]
     service.close("success").result()
     return seen
@@ -107,5 +119,7 @@ def test_serve_on_two_ranks_equals_one(tmp_path):
         one["losses"][4], rel=1e-6
     )  # restored where the first is
     assert two["losses"] == pytest.approx(one["losses"], rel=1e-5)
-    assert two["tokens"] == one["tokens"] and len(one["tokens"]) == 3
+    assert two["tokens"] == one["tokens"] and len(one["tokens"]) == 4
+    assert one["tokens"][3] == one["tokens"][1]  # the second's saved weights sample as it does
+    assert two["logprobs"] == pytest.approx(one["logprobs"], rel=1e-5)
     assert "Traceback" not in log and "error" not in log.lower(), log[-3000:]
