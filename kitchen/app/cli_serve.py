@@ -103,6 +103,14 @@ def command(
             "starts)",
         ),
     ] = 32,
+    vllm_gpu_memory_utilization: Annotated[
+        float | None,
+        typer.Option(
+            "--vllm-gpu-memory-utilization",
+            help="--sampler vllm on one GPU: the share of the card the vLLM it starts may take "
+            "(the trainer gets the rest; docs/sampling.md)",
+        ),
+    ] = None,
     base_quantization: Annotated[
         str,
         typer.Option(
@@ -132,6 +140,14 @@ def command(
     from kitchen.engine.errors import KitchenError
 
     err = Console(stderr=True)
+    share = vllm_gpu_memory_utilization
+    if share is not None and not 0 < share <= 1:
+        err.print(
+            f"[red]error:[/red] --vllm-gpu-memory-utilization {share}: expected a share in (0, 1]",
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(2)
     try:
         launch = ranks.Launch(nproc, nnodes, node_rank, rdzv_endpoint)
     except KitchenError as e:
@@ -176,6 +192,7 @@ def command(
         sampler=sampler,
         vllm_urls=list(vllm_url or []),
         vllm_max_lora_rank=vllm_max_lora_rank,
+        vllm_gpu_memory_utilization=vllm_gpu_memory_utilization,
         base_quantization=base_quantization,
         session_timeout_s=session_timeout,
         log_level=log_level,

@@ -69,6 +69,7 @@ class KitchenService:
                 extra |= {"context_length": s.context_length, "rope_scaling": s.rope_scaling}
                 extra |= {"sampler": s.sampler, "vllm_urls": s.vllm_urls}
                 extra |= {"vllm_max_lora_rank": s.vllm_max_lora_rank}
+                extra |= {"vllm_gpu_memory_utilization": s.vllm_gpu_memory_utilization}
                 extra |= {"base_quantization": s.base_quantization}
                 self._backend = create_local_backend(
                     BackendSettings(

@@ -140,3 +140,22 @@ def test_kitchen_serve_says_its_compute_dtype_before_serving(
     kitchen.serve.serve(ServeSettings(checkpoint_dir=tmp_path, preload=[TINY], dtype="float32"))
     assert "kitchen serve: compute dtype float32 (--dtype float32)" in capsys.readouterr().err
     assert sent == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+
+
+def test_kitchen_serve_gives_vllm_its_share_of_the_gpu(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    import kitchen.serve
+    from kitchen.app.cli import app
+
+    seen: list[ServeSettings] = []
+    monkeypatch.setattr(kitchen.serve, "serve", seen.append)
+    args = ["serve", "--checkpoint-dir", str(tmp_path), "--sampler", "vllm"]
+    result = CliRunner().invoke(app, [*args, "--vllm-gpu-memory-utilization", "0.4"])
+    assert result.exit_code == 0, result.output
+    assert seen[0].vllm_gpu_memory_utilization == 0.4
+    refused = CliRunner().invoke(app, [*args, "--vllm-gpu-memory-utilization", "0"])
+    assert refused.exit_code == 2 and len(seen) == 1
+    assert "--vllm-gpu-memory-utilization 0.0: expected a share in (0, 1]" in refused.output
