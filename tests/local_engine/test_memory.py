@@ -187,6 +187,27 @@ def test_packed_plan_lays_rows_end_to_end_with_positions_restarting() -> None:
     assert tally_padded.take()["train/padding_fraction"] > 0.1
 
 
+def test_packed_plans_keep_only_groups_that_save_more_than_their_passes_cost() -> None:
+    """A shared-prefix group costs two decoder calls of its own; in a packed plan its rows would
+    join the packed row instead, so only a group saving PACKED_MIN_SAVING tokens stays one (a long
+    RL prompt's samples); rows sharing a short prompt (SFT's chat header) are packed."""
+    long_prompt, short_prompt = list(range(100, 200)), list(range(300, 320))
+    pairs = [(long_prompt, [k, k + 1]) for k in range(3)]
+    pairs += [(short_prompt, list(range(400 + 10 * k, 400 + 10 * k + n))) for k, n in ((0, 9), (1, 5))]
+    data = rl_data("cross_entropy", pairs)
+    tokens_N = [d.model_input.to_ints() for d in data]
+    assert sorted(sorted(rows) for rows, _ in batching.prefix_groups(tokens_N, 512)) == [
+        [0, 1, 2],
+        [3, 4],
+    ]
+    for packed, kept in ((False, [[0, 1, 2], [3, 4]]), (True, [[0, 1, 2]])):
+        plan = batching.plan_microbatches(data, ("weights",), (), {}, 512, "cpu", packed=packed)
+        grouped = [sorted(mb.indices[r] for r in rows) for mb in plan for rows, _ in mb.shared]
+        assert sorted(grouped) == kept
+    packed_rows = [mb for mb in plan if mb.position_ids is not None]
+    assert [sorted(mb.indices) for mb in packed_rows] == [[3, 4]]
+
+
 def test_packed_dpo_equals_padded(backend: Any) -> None:
     """DPO's custom loss: its gradients go back through packed micro-batches as through padded."""
     client = backend.create_lora_training_client(TINY, rank=4, seed=3)

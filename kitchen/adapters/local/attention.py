@@ -115,12 +115,12 @@ def engine_attention(
         out = kernel(query, key, value, kwargs["cu_seq_lens_q"], kwargs["max_length_q"], kwargs)
         if out is not None:
             return out, None
-    outs, start = [], 0
-    for n in lengths:
-        end = start + n
-        q, k, v = query[:, :, start:end], key[:, :, start:end], value[:, :, start:end]
-        outs.append(_sdpa(module, q, k, v, None, **kwargs)[0])
-        start = end
+    if len(lengths) == 1:
+        return _sdpa(module, query, key, value, None, **kwargs)
+    # split, not slicing: a slice's backward fills a zero tensor of the whole row per datum (and
+    # per q, k, v, layer); a split's is one cat.
+    parts = zip(*(x.split(lengths, dim=2) for x in (query, key, value)), strict=True)
+    outs = [_sdpa(module, q, k, v, None, **kwargs)[0] for q, k, v in parts]
     return torch.cat(outs, dim=1), None
 
 

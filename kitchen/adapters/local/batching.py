@@ -9,9 +9,10 @@ Padding-free (`packed`): the rows of a micro-batch are laid end to end in one ro
 up to `max_tokens` real tokens, with position ids restarting at each row's start and the rows'
 layout (cumulative lengths) beside them; attention is confined to each row without a mask
 (attention.py: a variable-length kernel on CUDA, SDPA per row elsewhere). No position is
-padding. Rows that start with the same tokens (an RL group's samples of one prompt) form groups whose shared prefix
-the decoder runs once (logprobs.py), when that pushes fewer tokens through it; groups share
-micro-batches of their own.
+padding. Rows that start with the same tokens (an RL group's samples of one prompt) form groups
+whose shared prefix the decoder runs once (logprobs.py), when that pushes fewer tokens through it
+(in a packed plan, at least PACKED_MIN_SAVING fewer: a group's passes cost more than their tokens);
+groups share micro-batches of their own.
 
 Images (a vision-language model, images.py): each image chunk becomes its run of image tokens, and
 a micro-batch holding any carries the forward's image arguments (`MicroBatch.images`). A request
@@ -35,6 +36,12 @@ from kitchen.engine.errors import BackendError
 
 # Rows sharing at least this many leading tokens may run them once; below it the saving is noise.
 MIN_SHARED_PREFIX = 16
+# In a packed plan, the tokens a shared-prefix group must save to earn its passes: packed, its rows
+# would join a packed row at no padding and no pass of their own, while the group runs two decoder
+# calls (prefix, then rows) whose fixed cost is 20-35 tokens' worth each on a CPU (SmolLM2-135M,
+# forward and backward: 0.15-0.28 s a call against 8 ms a token, 2026-11-27). GPUs run more tokens
+# for a call's fixed cost, so there this keeps groups that could have been packed, as before.
+PACKED_MIN_SAVING = 64
 
 
 @dataclass
@@ -147,6 +154,8 @@ def plan_microbatches(
             targets = _array(data[i], "target_tokens", i).reshape(-1).tolist()
             check_token_ids(targets, vocab_size, f"datum {i}: target_tokens")
     shared = [] if with_images else prefix_groups(tokens_N, max_tokens)
+    if packed:
+        shared = [g for g in shared if _saving(tokens_N, g) >= PACKED_MIN_SAVING]
     grouped = {i for rows, _ in shared for i in rows}
     # Groups share micro-batches (one padded prefix pass for all, then one pass for their rows)
     # while the tokens through the decoder stay within max_tokens: small RL groups otherwise cost
@@ -235,6 +244,12 @@ def _bins(order: list[int], tokens_N: list[list[int]], max_tokens: int) -> list[
             batches.append([i])
             used.append(n)
     return batches
+
+
+def _saving(tokens_N: list[list[int]], group: tuple[list[int], int]) -> int:
+    """Decoder tokens a group saves against its rows laid end to end unpadded."""
+    rows, prefix = group
+    return sum(len(tokens_N[i]) for i in rows) - _shared_cost(tokens_N, [group])
 
 
 def _shared_cost(tokens_N: list[list[int]], groups: list[tuple[list[int], int]]) -> int:
