@@ -193,7 +193,9 @@ def test_packed_plans_keep_only_groups_that_save_more_than_their_passes_cost() -
     RL prompt's samples); rows sharing a short prompt (SFT's chat header) are packed."""
     long_prompt, short_prompt = list(range(100, 200)), list(range(300, 320))
     pairs = [(long_prompt, [k, k + 1]) for k in range(3)]
-    pairs += [(short_prompt, list(range(400 + 10 * k, 400 + 10 * k + n))) for k, n in ((0, 9), (1, 5))]
+    pairs += [
+        (short_prompt, list(range(400 + 10 * k, 400 + 10 * k + n))) for k, n in ((0, 9), (1, 5))
+    ]
     data = rl_data("cross_entropy", pairs)
     tokens_N = [d.model_input.to_ints() for d in data]
     assert sorted(sorted(rows) for rows, _ in batching.prefix_groups(tokens_N, 512)) == [
