@@ -93,9 +93,11 @@ def test_shutdown_cancels_the_backlog_within_seconds(tmp_path: Path) -> None:
     assert all(service.requests.get(r).future.done() for r in backlog)  # type: ignore[union-attr]
 
 
-def test_kitchen_serve_takes_the_session_timeout_from_its_flag(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def serve_cli(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *flags: str
+) -> tuple[Any, list[ServeSettings]]:
+    """`kitchen serve --checkpoint-dir tmp_path FLAGS` up to serving: its result and the settings
+    it would have served with."""
     from typer.testing import CliRunner
 
     import kitchen.serve
@@ -103,8 +105,14 @@ def test_kitchen_serve_takes_the_session_timeout_from_its_flag(
 
     seen: list[ServeSettings] = []
     monkeypatch.setattr(kitchen.serve, "serve", seen.append)
-    args = ["serve", "--checkpoint-dir", str(tmp_path), "--session-timeout", "300"]
-    result = CliRunner().invoke(app, args)
+    result = CliRunner().invoke(app, ["serve", "--checkpoint-dir", str(tmp_path), *flags])
+    return result, seen
+
+
+def test_kitchen_serve_takes_the_session_timeout_from_its_flag(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result, seen = serve_cli(tmp_path, monkeypatch, "--session-timeout", "300")
     assert result.exit_code == 0, result.output
     assert seen[0].session_timeout_s == 300.0
     assert ServeSettings(checkpoint_dir=tmp_path).session_timeout_s == 30.0
@@ -145,17 +153,10 @@ def test_kitchen_serve_says_its_compute_dtype_before_serving(
 def test_kitchen_serve_gives_vllm_its_share_of_the_gpu(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from typer.testing import CliRunner
-
-    import kitchen.serve
-    from kitchen.app.cli import app
-
-    seen: list[ServeSettings] = []
-    monkeypatch.setattr(kitchen.serve, "serve", seen.append)
-    args = ["serve", "--checkpoint-dir", str(tmp_path), "--sampler", "vllm"]
-    result = CliRunner().invoke(app, [*args, "--vllm-gpu-memory-utilization", "0.4"])
+    share = ("--sampler", "vllm", "--vllm-gpu-memory-utilization")
+    result, seen = serve_cli(tmp_path, monkeypatch, *share, "0.4")
     assert result.exit_code == 0, result.output
     assert seen[0].vllm_gpu_memory_utilization == 0.4
-    refused = CliRunner().invoke(app, [*args, "--vllm-gpu-memory-utilization", "0"])
-    assert refused.exit_code == 2 and len(seen) == 1
+    refused, seen = serve_cli(tmp_path, monkeypatch, *share, "0")
+    assert refused.exit_code == 2 and not seen
     assert "--vllm-gpu-memory-utilization 0.0: expected a share in (0, 1]" in refused.output
