@@ -84,7 +84,11 @@ def test_rl_basic_on_two_ranks_equals_one(tmp_path, monkeypatch):
     are those of one process. Both runs are processes under MKL_CBWR=AUTO,STRICT: MKL's matrix
     products otherwise differ in the last bits with the alignment of their operands, and the
     ranks compute from gathered weights in other memory than one process (without it the
-    adapter moved by 1.8e-6 after 3 steps, the sampled tokens unchanged)."""
+    adapter moved by 1.8e-6 after 3 steps, the sampled tokens unchanged). The two groups'
+    requests, gathered, start decoding together on both sides (compute_thread.py): when the
+    compute thread could start the first alone and pad the second in a step later, the step-0
+    sampled logprobs moved in the last bits, the KL-only advantage with them, and about one run
+    in a few (either N) trained another adapter and sampled other tokens from the second batch."""
     monkeypatch.setenv("KITCHEN_MICROBATCH_TOKENS", "96")
     monkeypatch.setenv("MKL_CBWR", "AUTO,STRICT")
     _same_on_two_ranks(tmp_path, _rl_basic_args, one_in_a_process=True)

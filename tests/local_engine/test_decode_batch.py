@@ -4,6 +4,7 @@ max_tokens, and its logprobs equal a full forward pass over prompt + sample."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from typing import Any
@@ -96,6 +97,34 @@ def test_prompts_arriving_together_are_prefilled_in_one_padded_forward(backend: 
             expected = full_forward_logprobs(backend, prompt + seq.tokens)[len(prompt) - 1 :]
             np.testing.assert_allclose(seq.logprobs, expected, atol=1e-4)
     assert backend.compute.batch.prefills - before == 1
+
+
+def test_requests_of_one_event_loop_iteration_join_the_batch_together(backend: Any) -> None:
+    """An RL batch's groups sample from tasks of one asyncio.gather: their requests start
+    decoding together however late the compute thread is or how early, so a seeded run repeats
+    to the last bit. The first task here holds the loop after submitting (as a loaded machine
+    may), giving the compute thread time to start its request alone."""
+    sampler = backend.create_sampling_client(base_model=TINY)
+    params = types.SamplingParams(max_tokens=4, stop=[], seed=5)
+    before = backend.compute.batch.prefills
+
+    async def group(prompt: list[int], hold: float) -> types.SampleResponse:
+        future = sampler.sample(types.ModelInput.from_ints(prompt), 2, params)
+        time.sleep(hold)
+        return await future
+
+    async def both() -> list[types.SampleResponse]:
+        return await asyncio.gather(group(PROMPTS[0], 0.5), group(PROMPTS[1], 0))
+
+    responses = asyncio.run(both())
+    assert backend.compute.batch.prefills - before == 1  # one forward over both prompts
+    assert [len(r.sequences) for r in responses] == [2, 2]
+    blocked = sampler.sample(types.ModelInput.from_ints(PROMPTS[2]), 1, params)
+
+    async def blocking() -> types.SampleResponse:  # a loop blocked on a result still gets it
+        return sampler.sample(types.ModelInput.from_ints(PROMPTS[2]), 1, params).result(10)
+
+    assert asyncio.run(blocking()).sequences[0].tokens == blocked.result().sequences[0].tokens
 
 
 def test_compute_logprobs_submitted_together_are_scored_together_each_as_alone(

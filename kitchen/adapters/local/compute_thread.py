@@ -13,11 +13,23 @@ shared micro-batches (a DPO step's 32 reference scorings: one or two decoder pas
 Which requests share a batch so follows the caller's program order, never the compute thread's
 timing: a batch's composition moves the last bits of its results, and runs must repeat exactly
 (resume equals an uninterrupted run).
+
+Sample requests submitted from a running event loop are queued together at the end of the loop's
+iteration, so the requests of one iteration's tasks (an RL batch's groups, gathered) join the decode
+batch together, in submission order. Queued one at a time, the first group could start decoding
+alone and the second join it a step later, padded: the logprobs move in the last bits, and an RL
+step whose KL term starts at zero turns those bits into its update (rl_basic at --nproc 1 gave
+another adapter and 16 of 24 other tokens from its second batch on). A request submitted later
+(a multi-turn env's next turn) still joins whenever it arrives. A sample future looked at without
+awaiting (result, done, a callback) queues the requests at once; and should the loop block on one
+another way, the compute thread takes them after GATHER_GRACE_S.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
+import time
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -29,6 +41,10 @@ from kitchen.adapters.local.sampling import Generated, PromptScores
 from kitchen.engine.errors import BackendError
 
 T = TypeVar("T")
+
+# How long sample requests gathered on an event loop may wait for it to queue them before the
+# compute thread takes them itself: only a loop blocked on their result waits this long.
+GATHER_GRACE_S = 2.0
 
 
 @dataclass
@@ -50,6 +66,9 @@ class ComputeThread:
     def __init__(self, name: str = "kitchen-compute") -> None:
         self._cond = threading.Condition()
         self._pending: list[SampleJob] = []
+        self._gathered: list[SampleJob] = []  # submitted from event loops, not yet queued
+        self._gathered_at = 0.0  # when the first of them was submitted (monotonic)
+        self._gathering: set[asyncio.AbstractEventLoop] = set()  # loops with a queueing scheduled
         self._calls: list[tuple[Callable[[], Any], Future[Any]] | list[ScoreJob]] = []
         self._held: list[ScoreJob] = []  # score requests not yet queued (see the module docstring)
         self._closed = False
@@ -59,8 +78,38 @@ class ComputeThread:
         self._thread.start()
 
     def submit_sample(self, job: SampleJob) -> Future[tuple[list[Generated], PromptScores]]:
-        self._put(lambda: self._pending.append(job))
+        """Queue `job`; from a running event loop, with the requests submitted in the same
+        iteration of it (see the module docstring)."""
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is None:
+            self._put(lambda: self._pending.append(job))
+            return job.future
+        with self._cond:
+            if self._closed:
+                raise BackendError("the local backend is closed; it takes no more requests")
+            if not self._gathered:
+                self._gathered_at = time.monotonic()
+                self._cond.notify()  # the compute thread keeps the grace period
+            self._gathered.append(job)
+            schedule = loop not in self._gathering
+            self._gathering.add(loop)
+        if schedule:
+            loop.call_soon(self.queue_gathered, loop)
         return job.future
+
+    def queue_gathered(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        """Queue the sample requests gathered on event loops, in submission order."""
+        with self._cond:
+            if loop is not None:
+                self._gathering.discard(loop)
+            if self._gathered:
+                self._release_held()
+                self._pending += self._gathered
+                self._gathered = []
+                self._cond.notify()
 
     def submit_call(self, fn: Callable[[], T]) -> Future[T]:
         """Run `fn` on the compute thread between decode steps, after the calls queued before it."""
@@ -94,6 +143,8 @@ class ComputeThread:
         """Stop taking requests; finish those in flight, or (`cancel`) drop them first."""
         with self._cond:
             self._closed = True
+            self._pending += self._gathered
+            self._gathered = []
             if cancel:
                 for job in self._pending + self.batch.jobs():
                     job.future.cancel()
@@ -127,7 +178,15 @@ class ComputeThread:
         while True:
             with self._cond:
                 while not (self._pending or self._calls or self.batch.rows or self._closed):
-                    self._cond.wait()
+                    if not self._gathered:
+                        self._cond.wait()
+                        continue
+                    late = time.monotonic() - self._gathered_at - GATHER_GRACE_S
+                    if late >= 0:  # a loop blocked on them: take them (module docstring)
+                        self._pending += self._gathered
+                        self._gathered = []
+                    else:
+                        self._cond.wait(-late)
                 if self._closed and not (self._pending or self._calls or self.batch.rows):
                     return
                 calls, self._calls = self._calls, []

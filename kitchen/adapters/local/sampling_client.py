@@ -105,7 +105,9 @@ class LocalSamplingClient:
         done = self._compute.submit_sample(job)
         record = self.records if record_stability_info else None
         return SampleFuture(
-            _then(done, lambda out: self._response(out, ids, job.prompt, record)), done
+            _then(done, lambda out: self._response(out, ids, job.prompt, record)),
+            done,
+            self._compute.queue_gathered,
         )
 
     def compute_logprobs(
@@ -274,11 +276,31 @@ class LocalSamplingClient:
 
 
 class SampleFuture(APIFuture[types.SampleResponse]):
-    """A sample request's future; `cancel()` drops its work from the decode batch at once."""
+    """A sample request's future; `cancel()` drops its work from the decode batch at once.
+    Looking at it without awaiting queues the requests gathered on event loops (compute_thread.py):
+    a loop that blocks on its result must not wait for its own next iteration."""
 
-    def __init__(self, inner: Future[types.SampleResponse], job: Future[Any]) -> None:
+    def __init__(
+        self,
+        inner: Future[types.SampleResponse],
+        job: Future[Any],
+        queue: Callable[[], None] = lambda: None,
+    ) -> None:
         super().__init__(inner)
         self._job = job
+        self._queue = queue
+
+    def done(self) -> bool:
+        self._queue()
+        return super().done()
+
+    def add_done_callback(self, fn: Callable[[Future[types.SampleResponse]], Any]) -> None:
+        self._queue()
+        super().add_done_callback(fn)
+
+    def result(self, timeout: float | None = None) -> types.SampleResponse:
+        self._queue()
+        return super().result(timeout)
 
     def cancel(self) -> bool:
         return self._job.cancel()
