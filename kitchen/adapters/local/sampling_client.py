@@ -134,10 +134,7 @@ class LocalSamplingClient:
         return self.host.model_name
 
     def _weights(self, merge: bool = True) -> Any:
-        """The snapshot's weights (see ModelHost.use_snapshot for `merge`), else the base's."""
-        return (
-            self.host.use_snapshot(self.snapshot, merge) if self.snapshot else self.host.use(None)
-        )
+        return snapshot_weights(self.host, self.snapshot, merge)
 
     @contextmanager
     def _forward_weights(self) -> Iterator[Any]:
@@ -259,14 +256,14 @@ class LocalSamplingClient:
                 scored = score_sequences(model, sequences, self.microbatch_tokens)
         else:
             snapshot_id = self.snapshot.snapshot_id if self.snapshot else None
-            call = (self.host.model_name, self.host.quantization, snapshot_id)
+            call = ("score", self.host.model_name, self.host.quantization, snapshot_id)
             scored = score_on_every_rank(
                 self.world,
                 self.host,
                 self.snapshot,
                 sequences,
                 self.microbatch_tokens,
-                call=("score", *call, sequences, self.microbatch_tokens),
+                call=(*call, sequences, self.microbatch_tokens),
             )
         assert scored is not None
         return scored
@@ -335,6 +332,11 @@ class ScoreFuture(APIFuture[list[float | None]]):
         return (yield from super().__await__())
 
 
+def snapshot_weights(host: ModelHost, snapshot: LoraSnapshot | None, merge: bool = True) -> Any:
+    """`snapshot`'s weights on `host` (see ModelHost.use_snapshot for `merge`), else the base's."""
+    return host.use_snapshot(snapshot, merge) if snapshot else host.use(None)
+
+
 def score_on_every_rank(
     world: World,
     host: ModelHost,
@@ -346,8 +348,7 @@ def score_on_every_rank(
     """Every rank of a --nproc N run: its deal of a compute_logprobs batch on `host`'s sharded
     base with `snapshot`'s weights (this rank's copy); the logprobs on rank 0, None elsewhere.
     Rank 0 sends the other ranks their `call` once its weights are in place."""
-    weights = host.use_snapshot(snapshot, merge=False) if snapshot else host.use(None)
-    with weights as model:
+    with snapshot_weights(host, snapshot, merge=False) as model:
         if call is not None:
             world.send(*call)
         with world.sharded_call(host.base):

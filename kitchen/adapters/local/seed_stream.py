@@ -17,17 +17,17 @@ from typing import Any
 
 from kitchen.engine.errors import BackendError
 
-_LOW_BITS = 2**32 - 1
 
-
-def seed_bits(seed: int) -> int:
-    """The seed's 64 bits (a negative one as its two's complement); BackendError outside them."""
+def seed_halves(seed: int) -> tuple[int, int]:
+    """The seed's 64 bits (a negative one as its two's complement) as its low and high 32;
+    BackendError outside 64 bits."""
     if not -(2**63) <= seed < 2**64:
         raise BackendError(
             f"sample: sampling_params.seed is {seed}; "
             "expected a 64-bit integer (-2**63 to 2**64 - 1)"
         )
-    return seed % 2**64
+    bits = seed % 2**64
+    return bits % 2**32, bits >> 32
 
 
 class SeedStream:
@@ -36,9 +36,8 @@ class SeedStream:
     def __init__(self, seed: int, device: Any) -> None:
         import torch
 
-        bits = seed_bits(seed)
-        self.low = torch.Generator(device=device).manual_seed(bits & _LOW_BITS)
-        high = bits >> 32
+        low, high = seed_halves(seed)
+        self.low = torch.Generator(device=device).manual_seed(low)
         self.high = torch.Generator(device=device).manual_seed(high) if high else None
 
     def uniform(self, shape: tuple[int, ...], device: Any) -> Any:

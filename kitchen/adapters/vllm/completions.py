@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from tinker import types
 
-from kitchen.adapters.local.seed_stream import seed_bits
+from kitchen.adapters.local.seed_stream import seed_halves
 from kitchen.engine.errors import BackendError
 
 # The tokens of vLLM's `return_tokens_as_token_ids` answers: "token_id:123".
@@ -50,18 +50,14 @@ def check_honoured(params: types.SamplingParams) -> None:
         )
 
 
-_LOW_BITS = 2**32 - 1
-
-
 def vllm_seed(seed: int) -> int:
     """Tinker's 64-bit seed as the one vLLM gets. vLLM on a CPU seeds torch's mt19937, which keeps
     only the low 32 bits (seed_stream.py): seeds 0 and 2**40 drew the same tokens. A seed below
     2**32 goes as it is; a larger one (or a negative one, as its two's complement) has its high
     half, spread by an odd multiplier (a bijection on 32 bits), xored into its low half: never its
     low half alone, so 0 and 2**40 differ. BackendError outside 64 bits."""
-    bits = seed_bits(seed)
-    low, high = bits & _LOW_BITS, bits >> 32
-    return low ^ ((high * 0x9E3779B1) & _LOW_BITS) if high else low
+    low, high = seed_halves(seed)
+    return low ^ ((high * 0x9E3779B1) % 2**32) if high else low
 
 
 def stop_fields(stop: Any, eos_ids: Collection[int]) -> dict[str, Any]:
