@@ -1,8 +1,9 @@
 """`kitchen serve --nproc 2`: rank 0 serves HTTP, rank 1 runs its share of each call on the base. Two
 LoRA clients, the second created after the first trained (its adapter added to the sharded base),
-and a third restored from the first's checkpoint, driven through the tinker SDK, give the losses,
-sampled tokens and compute_logprobs (of snapshots, the base and a saved adapter) `--nproc 1` gives; stopping the server (SIGTERM to the command) stops every
-rank."""
+and a third restored from the first's checkpoint, driven through the tinker SDK, give the losses
+(stable_reinforce's, which reads rank 0's sampler records, among them), sampled tokens and
+compute_logprobs (of snapshots, the base and a saved adapter) `--nproc 1` gives; stopping the
+server (SIGTERM to the command) stops every rank."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import tinker
 from tinker import types
 
 from tests.distributed.test_nproc import _children, _rank_of, launches
+from tests.local_engine.test_stable_reinforce import _sampled_datum
 from tests.tinker_backend.conftest import TEST_KEY, TEXTS, TINY, free_port, sft_datum, wait_healthy
 
 ADAM = types.AdamParams(learning_rate=1e-2)
@@ -72,6 +74,15 @@ def _session(url: str) -> dict[str, Any]:
         for text in (batch[0].model_input, batch[1].model_input)
         for x in sampler.result().compute_logprobs(text).result()
     ]
+    # stable_reinforce reads the sampler's records, which are rank 0's alone.
+    path = first.save_weights_for_sampler("recorded").result().path
+    recorder = first.create_sampling_client(path, record_stability_info=True).result()
+    recorded = recorder.sample(prompt, 1, PARAMS)
+    datum = _sampled_datum(prompt.to_ints(), recorded.result().sequences[0], advantage=1.0)
+    out = first.forward_backward([datum], "stable_reinforce")
+    first.optim_step(ADAM).result()
+    after = first.forward([datum], "stable_reinforce").result()
+    seen["losses"] += [float(o.metrics["loss:sum"]) for o in (out.result(), after)]
     service.close("success").result()
     return seen
 
@@ -114,7 +125,8 @@ def _serve(root: Path, nproc: int, sig: signal.Signals) -> tuple[dict[str, Any],
 def test_serve_on_two_ranks_equals_one(tmp_path):
     one, _ = _serve(tmp_path / "nproc1", 1, signal.SIGINT)
     two, log = _serve(tmp_path / "nproc2", 2, signal.SIGTERM)
-    assert len(one["losses"]) == 8 and one["losses"][2] < one["losses"][0]  # the first trained
+    assert len(one["losses"]) == 10 and one["losses"][2] < one["losses"][0]  # the first trained
+    assert one["losses"][9] != one["losses"][8]  # the stable_reinforce step trained
     assert one["losses"][5] == pytest.approx(
         one["losses"][4], rel=1e-6
     )  # restored where the first is

@@ -217,7 +217,6 @@ class LocalTrainingClient:
             self._queued = [f for f in self._queued if not f.done()] + [future]
         return APIFuture(future)
 
-    @on_every_rank
     def _run_builtin(
         self,
         data: list[types.Datum],
@@ -226,9 +225,18 @@ class LocalTrainingClient:
         backward: bool,
     ) -> types.ForwardBackwardOutput:
         if loss_fn == "stable_reinforce":
-            if self.backend.world is not None:  # its sampler records are on rank 0 alone
-                raise BackendError("loss_fn stable_reinforce does not run with --nproc > 1 yet")
+            # The sampler's records are rank 0's alone: the data goes to the other ranks with them.
             data = with_sampler_logprobs(data, self.backend.stability)
+        return self._run_loss(data, loss_fn, config, backward)
+
+    @on_every_rank
+    def _run_loss(
+        self,
+        data: list[types.Datum],
+        loss_fn: str,
+        config: Mapping[str, float] | None,
+        backward: bool,
+    ) -> types.ForwardBackwardOutput:
         with self.host.use(self.adapter) as model, self._sharded_call():
             settings = self.backend.settings
             out = run_builtin_loss(
