@@ -153,12 +153,12 @@ def _launch(args: list[str]) -> str:
     return launched.stdout
 
 
-def _assert_same_adapter(one: Path, two: Path) -> None:
+def _assert_same_adapter(one: Path, two: Path, atol: float = 1e-6) -> None:
     final = "checkpoints/weights/final/adapter_model.safetensors"
     a, b = load_file(one / final), load_file(two / final)
     assert a.keys() == b.keys() and a
     for key in a:
-        np.testing.assert_allclose(b[key], a[key], rtol=0, atol=1e-6, err_msg=key)
+        np.testing.assert_allclose(b[key], a[key], rtol=0, atol=atol, err_msg=key)
 
 
 @launches
@@ -272,25 +272,74 @@ def test_serve_refuses_bad_rank_flags_in_one_line():
 
 
 @launches
-def test_a_checkpoint_resumes_at_another_nproc(tmp_path, monkeypatch):
-    """Step 1 in one process, step 2 resumed at --nproc 2, step 3 resumed in one process again:
-    the run three steps in one process gives (only rank 0 writes checkpoints, the folder one
-    process writes, with the world size that wrote it)."""
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="finds the ranks in /proc")
+def test_a_run_killed_after_a_checkpoint_resumes_at_any_nproc(tmp_path, monkeypatch):
+    """Step 1 in one process; resumed at --nproc 2, every process of that run (both ranks and the
+    launcher) killed with SIGKILL once its step-2 checkpoint is recorded; resumed at --nproc 2 for
+    steps 3 and 4 (two: a rank > 0 that resumed with other weights or Adam state than rank 0 shows
+    only in the losses of the step after its first update) and in one process for step 5. Every
+    step's losses and the final adapter are those of five steps in one process, bit for bit (only
+    rank 0 writes checkpoints: the folder one process writes, with the world size that wrote it)."""
     monkeypatch.setenv("KITCHEN_MICROBATCH_TOKENS", "64")
     data, _ = chat_files(tmp_path)
     one, split = tmp_path / "nproc1", tmp_path / "split"
-    result = CliRunner().invoke(app, _sl_basic_args(data, one))
+    # 24 chats in batches of 8: step 4 is the first of the second epoch.
+    five = ["--max-steps", "5", "num_epochs=2"]
+    result = CliRunner().invoke(app, [*_sl_basic_args(data, one), *five])
     assert result.exit_code == 0, result.output
-    resume = [*_sl_basic_args(data, split), "--save-every", "1", "--resume"]
+    resume = [*_sl_basic_args(data, split), "num_epochs=2", "--save-every", "1", "--resume"]
     result = CliRunner().invoke(app, [*resume, "--max-steps", "1"])
     assert result.exit_code == 0, result.output
-    _launch([*resume, "--max-steps", "2", "--nproc", "2"])
+    left = _kill_after_checkpoint([*resume, "--max-steps", "5", "--nproc", "2"], split, step=2)
+    assert not left, f"processes left after kill -9: {left}"
+    _launch([*resume, "--max-steps", "4", "--nproc", "2"])
     records = [json.loads(line) for line in (split / "checkpoints.jsonl").read_text().splitlines()]
     meta = json.loads((Path(records[-1]["state_path"]) / "kitchen_checkpoint.json").read_text())
-    assert (meta["step"], meta["world_size"]) == (2, 2)
-    result = CliRunner().invoke(app, resume)  # to step 3
+    assert (meta["step"], meta["world_size"]) == (4, 2)
+    result = CliRunner().invoke(app, [*resume, "--max-steps", "5"])
     assert result.exit_code == 0, result.output
     resumed = [line for line in (split / "logs.log").read_text().splitlines() if "resuming" in line]
-    assert len(resumed) == 2 and "step=1" in resumed[0] and "step=2" in resumed[1], resumed
-    assert _losses(split) == _losses(one)
-    _assert_same_adapter(one, split)
+    assert [r.split("step=")[1][0] for r in resumed] == ["1", "2", "4"], resumed
+    assert _losses(split) == _losses(one) and len(_losses(one)) == 5
+    _assert_same_adapter(one, split, atol=0)
+
+
+def _kill_after_checkpoint(args: list[str], log_dir: Path, step: int) -> list[int]:
+    """`kitchen *args` (a --nproc N run into `log_dir`) started, and each of its processes killed
+    with SIGKILL, the ranks first, as soon as checkpoints.jsonl records step `step`'s checkpoint;
+    the processes still there a few seconds later."""
+    proc = subprocess.Popen([sys.executable, "-m", "kitchen.app.cli", *args])
+    records = log_dir / "checkpoints.jsonl"
+    pids: list[int] = []
+    try:
+        deadline = time.monotonic() + 240
+        while step not in _recorded_steps(records):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.returncode
+            pids = pids or _children(proc.pid)
+            time.sleep(0.02)
+        pids = [*(pids or _children(proc.pid)), proc.pid]
+    finally:
+        for pid in pids or [proc.pid]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        proc.wait()
+    # Nothing after the checkpoint: the kill landed before the next step's.
+    assert max(_recorded_steps(records)) == step
+    deadline = time.monotonic() + 10
+    while (left := [pid for pid in pids if _running(pid)]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
+
+
+def _recorded_steps(records: Path) -> list[int]:
+    """The steps of the checkpoints checkpoints.jsonl records (complete lines only)."""
+    lines = records.read_text().split("\n")[:-1] if records.exists() else []
+    return [json.loads(line)["step"] for line in lines]
+
+
+def _running(pid: int) -> bool:
+    """Whether process `pid` exists and is not a zombie waiting for its parent."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
