@@ -109,6 +109,9 @@ class RequestStore:
         if record.future.done():
             return True
         waiter = asyncio.wrap_future(record.future)
+        # A waiter whose poll timed out still receives the request's error later: mark it seen
+        # (the next poll reports it), or asyncio logs it with a traceback as never retrieved.
+        waiter.add_done_callback(lambda w: w.cancelled() or w.exception())
         done, _ = await asyncio.wait({waiter}, timeout=timeout)
         return bool(done)
 

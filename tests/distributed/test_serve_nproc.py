@@ -41,6 +41,9 @@ def _session(url: str) -> dict[str, Any]:
         seen["losses"].append(float(out.result().metrics["loss:sum"]))
 
     step(first)
+    # Refused by every rank while planning: rank 0 answers, and every rank goes on.
+    with pytest.raises(tinker.RequestFailedError, match="outside the vocabulary"):
+        first.forward_backward([sft_datum([1, 2, 10**6])], "cross_entropy").result()
     second = service.create_lora_training_client(TINY, rank=4, seed=2).result()
     for client in (second, first, second):
         step(client)

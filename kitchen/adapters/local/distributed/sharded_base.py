@@ -45,10 +45,17 @@ class ShardedBase:
             module.set_force_sum_reduction_for_comms(True)
         # The root is whole for a whole call, whatever backward does to the layers.
         self.root.set_reshard_after_backward(False, recurse=False)
+        # Decoder passes begun (any call): a call refused before its first pass leaves the ranks in
+        # step (World.sharded_call).
+        self.passes = 0
+        model.get_decoder().layers[0].register_forward_pre_hook(self._count_pass)
         # FSDP's root is the module first run forward: the model, not its first layer.
         with torch.no_grad():
             model(input_ids=torch.zeros((1, 1), dtype=torch.long, device=device), use_cache=False)
         self.root.reset_iter_state()  # every module back to its shard
+
+    def _count_pass(self, *_: Any) -> None:
+        self.passes += 1
 
     @contextmanager
     def call(self) -> Iterator[None]:

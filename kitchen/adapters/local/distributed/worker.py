@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from kitchen.adapters.local.distributed.world import World, leave
+from kitchen.engine.errors import BackendError
 
 
 def serve_calls(world: World) -> None:
@@ -52,7 +55,8 @@ def serve_calls(world: World) -> None:
             clients[model_id] = LocalTrainingClient(backend, host, lora, seed)
         elif kind == "call":
             model_id, method, call_args = args
-            getattr(clients[model_id], method)(*call_args)
+            with refused_alike(world):
+                getattr(clients[model_id], method)(*call_args)
         elif kind == "close":
             clients.pop(args[0]).close()
         elif kind == "forward":  # beside a forward of rank 0's decode batch
@@ -61,7 +65,8 @@ def serve_calls(world: World) -> None:
             base_model, quantization, snapshot_id, sequences, microbatch_tokens = args
             host = backend._shared_host(base_model, quantization)
             snapshot = None if snapshot_id is None else snapshots[snapshot_id]
-            score_on_every_rank(world, host, snapshot, sequences, microbatch_tokens)
+            with refused_alike(world):
+                score_on_every_rank(world, host, snapshot, sequences, microbatch_tokens)
         elif kind == "snapshot":
             model_id, snapshot_id = args
             snapshots[snapshot_id] = clients[model_id].snapshot(snapshot_id)
@@ -74,3 +79,14 @@ def serve_calls(world: World) -> None:
                 snapshots.pop(snapshot_id, None)
         else:
             raise RuntimeError(f"rank {world.rank}: unknown call {kind!r} from rank 0")
+
+
+@contextlib.contextmanager
+def refused_alike(world: World) -> Iterator[None]:
+    """A call whose input every rank refused before its first pass (World.sharded_call): rank 0
+    answers its client with the reason and goes on, and so does this rank."""
+    try:
+        yield
+    except BackendError:
+        if world.broken:
+            raise

@@ -105,8 +105,10 @@ class World:
 
         if self.broken:
             raise BackendError(f"rank {self.rank} of {self.size}: the ranks are out of step")
+        sharded = self._sharded[id(model)]
+        passes = sharded.passes
         try:
-            with self._sharded[id(model)].call():
+            with sharded.call():
                 yield
         except (dist.DistError, RuntimeError) as e:
             self.broken = True
@@ -117,6 +119,12 @@ class World:
                 f"rank {self.rank} of {self.size}: a collective waited more than "
                 f"{self.timeout_s:g} s for the other ranks ({TIMEOUT_ENV}); one stopped answering"
             ) from e
+        except BackendError:
+            # Input refused while planning, before any pass: every rank plans from the same data,
+            # so each refused it at this point, and rank 0 answers its client; the ranks are in step.
+            if sharded.passes != passes:
+                self.broken = True
+            raise
         except BaseException:
             self.broken = True
             raise
