@@ -30,11 +30,17 @@ launches = pytest.mark.slow
 LOSS_KEYS = ("train_mean_nll", "dpo_loss", "unclipped_grad_l2:mean", "kl_policy_base")
 
 
+# sl_basic runs the engine's other paths at N=2 (dpo and rl_basic run float32, padded, without
+# checkpointing): bf16 autocast, packed rows, activations recomputed in backward.
+ENGINE_PATHS = {"dtype": "bfloat16", "packing": True, "activation_checkpointing": "on"}
+
+
 def _sl_basic_args(data: str, log_dir: Path) -> list[str]:
     # 3 steps of 8 chats in 64-token micro-batches: several passes a step, dealt to both ranks.
     return ["run", "sl_basic", "-m", "kitchen/tiny-llama", "-d", data, "-b", "8",
             "--max-steps", "3", "--log-dir", str(log_dir), "--no-progress", "--no-register",
-            "--test-dataset", "None", "--learning-rate", "1e-2", "--save-every", "3"]  # fmt: skip
+            "--test-dataset", "None", "--learning-rate", "1e-2", "--save-every", "3",
+            "--dtype", "bfloat16", "--packing", "--activation-checkpointing", "on"]  # fmt: skip
 
 
 def _losses(log_dir: Path) -> list[dict[str, float]]:
@@ -59,7 +65,7 @@ def test_sl_basic_on_two_ranks_equals_one(tmp_path, monkeypatch):
     def from_python(log_dir: Path) -> None:
         values = {"model_name": "kitchen/tiny-llama", "dataset": data, "batch_size": 8,
                   "register_model": False, "test_dataset": None, "learning_rate": 1e-2,
-                  "save_every": 3}  # fmt: skip
+                  "save_every": 3, **ENGINE_PATHS}  # fmt: skip
         result = kitchen.run("sl_basic", values, log_dir=log_dir, max_steps=3, nproc=2)
         assert result.steps == result.state.step == 3
         assert [r["step"] for r in result.metrics if "train_mean_nll" in r] == [0, 1, 2]
