@@ -97,7 +97,9 @@ def _serve(root: Path, nproc: int, sig: signal.Signals) -> tuple[dict[str, Any],
     port = free_port()
     log = root / "serve.log"
     cmd = [sys.executable, "-m", "kitchen.app.cli", "serve", "--port", str(port),
-           "--model", TINY, "--checkpoint-dir", str(root), "--nproc", str(nproc)]  # fmt: skip
+           "--model", TINY, "--checkpoint-dir", str(root), "--nproc", str(nproc),
+           # bf16: a snapshot samples with merged weights (merged per pass on a sharded base)
+           "--dtype", "bfloat16"]  # fmt: skip
     # MKL's products differ in their last bits with the alignment of their operands unless asked
     # not to (docs/distributed.md): rank 0 samples from weights in other memory than one process.
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "MKL_CBWR": "AUTO,STRICT"}

@@ -68,7 +68,7 @@ class ModelHost:
         self.model_path = model_path
         self.base = model
         # Sharded over the ranks of a --nproc N run (distributed/sharded_base.py): its weights
-        # are never whole outside a call, so nothing may copy them (no merged snapshot weights).
+        # are never whole outside a call, so nothing may copy them (snapshots merge per pass).
         self.sharded = False
         self.tokenizer = tokenizer
         self.lock = threading.RLock()
@@ -164,12 +164,12 @@ class ModelHost:
     def use_snapshot(self, snapshot: LoraSnapshot, merge: bool = True) -> Iterator[Any]:
         """Hold the lock with `snapshot`'s weights active (copied into a sampler slot if not there).
 
-        Under autocast a snapshot decodes with merged weights: one copy of base + LoRA delta in the
-        compute dtype, so a decode step runs no adapter ops (a 32-row SmolLM2 step with rank-32
-        adapters: 109 -> 73 ms). The merge costs about 120 ms, repaid within a few decode steps but
-        not by one scoring pass: with `merge` False (compute_logprobs) the merged copy is used only
-        if it already holds this snapshot. W + delta rounded to bf16 is as close to the fp32 model
-        as the unmerged bf16 adapter (docs/adapters.md)."""
+        Under autocast a snapshot decodes with its decoder layers' LoRA delta merged into the base
+        weights in the compute dtype, so a decode step runs no adapter ops there (a 32-row SmolLM2
+        step with rank-32 adapters: 109 -> 73 ms). The merge costs about 120 ms, repaid within a
+        few decode steps but not by one scoring pass: with `merge` False (compute_logprobs) the
+        merge is used only if it already holds this snapshot (`merges`). W + delta rounded to bf16
+        is as close to the fp32 model as the unmerged bf16 adapter (docs/adapters.md)."""
         with self.lock:
             signature = json.dumps(
                 [
@@ -189,30 +189,40 @@ class ModelHost:
                 load_adapter_weights(self._peft, slot, snapshot.tensors)
                 self._slot_owner[slot] = snapshot.snapshot_id
             forwards = self._merged_forwards(slot, snapshot.snapshot_id, build=merge)
-            if forwards is None:
-                with self.use(slot) as model:
-                    yield model
-                return
-            with self.use(None) as model, _forwards_swapped(forwards):
+            with self.use(slot) as model, _forwards_swapped(forwards or {}):
                 yield model
 
+    def merges(self, snapshot: LoraSnapshot | None) -> bool:
+        """Whether `snapshot` computes with merged weights even when not asked to merge (it was
+        merged last): what every rank of a --nproc N run must then do to score as one process."""
+        if self._merged is None or snapshot is None:
+            return False
+        return self._merged[0] == snapshot.snapshot_id and bool(self._merged[1])
+
     def _merged_forwards(self, slot: str, snapshot_id: int, build: bool) -> dict[Any, Any] | None:
-        """Forwards computing with `slot`'s delta merged into its base Linears (None: not merged:
-        fp32 hosts, where a merged copy would cost the model's size again for little; 4-bit
-        hosts, where it would cost 4x the quantized weights; sharded hosts, where the base weights
-        are whole only within a call; adapters other than plain LoRA on
-        Linear layers; or another snapshot's merge held and `build` False)."""
+        """Forwards of `slot`'s LoRA layers computing with its delta merged into their base
+        Linear (None: not merged: fp32 hosts, where a merged copy would cost the model's size
+        again for little; 4-bit hosts, where it would cost 4x the quantized weights; adapters
+        other than plain LoRA on Linear layers; or another snapshot's merge held and `build`
+        False).
+
+        The head keeps its LoRA apart (a few products of rank r beside the vocabulary-sized one):
+        merged, it would be a copy of a weight no rank of a --nproc N run holds whole. On such a
+        sharded base a layer's weight is whole only while FSDP gathers it for a pass, so each
+        forward merges it then, with the same products one process merges once: the same tokens
+        at any N."""
         import functools
 
         import torch
         from peft.tuners.lora import Linear as LoraLinear
 
-        if self.autocast_dtype is None or self.quantization != "none" or self.sharded:
+        if self.autocast_dtype is None or self.quantization != "none":
             return None
         if self._merged is not None and self._merged[0] == snapshot_id:
             return self._merged[1]
         if not build:
             return None
+        head = self.base.get_output_embeddings()
         # Every layer the adapter touches, whatever its kind: merging only some of them (peft's
         # 4-bit and embedding LoRA layers are no LoraLinear) would sample with the rest disabled.
         layers = [m for m in self._peft.modules() if slot in getattr(m, "lora_A", ())]
@@ -227,18 +237,25 @@ class ModelHost:
         forwards = {}
         with torch.no_grad():
             for layer in layers:
+                if layer is head:
+                    continue
                 base: Any = layer.get_base_layer()
+                a: Any = layer.lora_A[slot].weight
+                b: Any = layer.lora_B[slot].weight
+                delta = (b.detach().clone(), a.detach().clone(), layer.scaling[slot])
+                if self.sharded:
+                    forwards[layer] = functools.partial(
+                        _merging_linear, base, delta, self.autocast_dtype
+                    )
+                    continue
                 merged = self._merged_weights.get(base)
                 if merged is None:
                     merged = self._merged_weights[base] = torch.empty_like(
                         base.weight, dtype=self.autocast_dtype
                     )
-                a: Any = layer.lora_A[slot].weight
-                b: Any = layer.lora_B[slot].weight
-                # W + scale * B @ A summed in fp32, rounded once
-                merged.copy_(torch.addmm(base.weight, b, a, alpha=layer.scaling[slot]))
+                merged.copy_(_merged_weight(base.weight, delta))
                 bias = None if base.bias is None else base.bias.detach().to(self.autocast_dtype)
-                forwards[base] = functools.partial(_merged_linear, merged, bias)
+                forwards[layer] = functools.partial(_merged_linear, merged, bias)
         self._merged = (snapshot_id, forwards)
         return forwards
 
@@ -283,10 +300,27 @@ def _compute_linear(module: Any, weight: Any, bias: Any, x: Any) -> Any:
     return F.linear(x, module.weight, module.bias)  # an fp32 call (autocast off) stays fp32
 
 
+def _merged_weight(weight: Any, delta: tuple[Any, Any, float]) -> Any:
+    """W + scale * B @ A, summed in fp32 (rounded to the compute dtype by the caller)."""
+    import torch
+
+    b, a, scale = delta
+    with torch.autocast(weight.device.type, enabled=False):
+        return torch.addmm(weight, b, a, alpha=scale)
+
+
 def _merged_linear(weight: Any, bias: Any, x: Any) -> Any:
     import torch.nn.functional as F
 
     return F.linear(x, weight, bias)
+
+
+def _merging_linear(base: Any, delta: tuple[Any, Any, float], dtype: Any, x: Any) -> Any:
+    """A sharded base's Linear with the delta merged into its weight as gathered for this pass."""
+    import torch.nn.functional as F
+
+    bias = None if base.bias is None else base.bias.detach().to(dtype)
+    return F.linear(x, _merged_weight(base.weight.detach(), delta).to(dtype), bias)
 
 
 @contextmanager

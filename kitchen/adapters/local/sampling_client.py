@@ -256,13 +256,15 @@ class LocalSamplingClient:
                 scored = score_sequences(model, sequences, self.microbatch_tokens)
         else:
             snapshot_id = self.snapshot.snapshot_id if self.snapshot else None
-            call = ("score", self.host.model_name, self.host.quantization, snapshot_id)
+            merge = self.host.merges(self.snapshot)
+            call = ("score", self.host.model_name, self.host.quantization, snapshot_id, merge)
             scored = score_on_every_rank(
                 self.world,
                 self.host,
                 self.snapshot,
                 sequences,
                 self.microbatch_tokens,
+                merge,
                 call=(*call, sequences, self.microbatch_tokens),
             )
         assert scored is not None
@@ -343,12 +345,14 @@ def score_on_every_rank(
     snapshot: LoraSnapshot | None,
     sequences: list[list[int] | Expanded],
     microbatch_tokens: int,
+    merge: bool = False,
     call: tuple[Any, ...] | None = None,
 ) -> list[np.ndarray] | None:
     """Every rank of a --nproc N run: its deal of a compute_logprobs batch on `host`'s sharded
-    base with `snapshot`'s weights (this rank's copy); the logprobs on rank 0, None elsewhere.
-    Rank 0 sends the other ranks their `call` once its weights are in place."""
-    with snapshot_weights(host, snapshot, merge=False) as model:
+    base with `snapshot`'s weights (this rank's copy; merged if rank 0's were, `merge`); the
+    logprobs on rank 0, None elsewhere. Rank 0 sends the other ranks their `call` once its
+    weights are in place."""
+    with snapshot_weights(host, snapshot, merge) as model:
         if call is not None:
             world.send(*call)
         with world.sharded_call(host.base):

@@ -62,11 +62,11 @@ def serve_calls(world: World) -> None:
         elif kind == "forward":  # beside a forward of rank 0's decode batch
             world.shadow_forward(backend._shared_host(*args).base)
         elif kind == "score":
-            base_model, quantization, snapshot_id, sequences, microbatch_tokens = args
+            base_model, quantization, snapshot_id, merge, sequences, microbatch_tokens = args
             host = backend._shared_host(base_model, quantization)
             snapshot = None if snapshot_id is None else snapshots[snapshot_id]
             with refused_alike(world):
-                score_on_every_rank(world, host, snapshot, sequences, microbatch_tokens)
+                score_on_every_rank(world, host, snapshot, sequences, microbatch_tokens, merge)
         elif kind == "snapshot":
             model_id, snapshot_id = args
             snapshots[snapshot_id] = clients[model_id].snapshot(snapshot_id)
