@@ -23,6 +23,7 @@ from kitchen.app.cli import app
 from kitchen.engine.errors import ConfigError
 from tests.helpers import chat_files
 from tests.preference_workflow.helpers import comparison, write_jsonl
+from tests.tinker_backend.conftest import free_port
 
 # Each launch of two ranks costs 15-40 s here, most of it imports.
 launches = pytest.mark.slow
@@ -114,11 +115,23 @@ def _sampled_tokens(log_dir: Path) -> list[list[str]]:
 
 
 @launches
-def test_dpo_on_two_ranks_equals_one(tmp_path, monkeypatch):
+def test_dpo_on_two_machines_equals_one_process(tmp_path, monkeypatch):
+    """The two ranks are two machines of one rank each (--nnodes 2, here both on this one): the
+    same command started twice, with --node-rank 0 and 1, meeting at --rdzv-endpoint."""
     monkeypatch.setenv("KITCHEN_MICROBATCH_TOKENS", "48")
     rows = [comparison(i, label="A" if i % 2 else "B") for i in range(12)]
     data = str(write_jsonl(tmp_path / "prefs.jsonl", rows))
-    _same_on_two_ranks(tmp_path, lambda log_dir: _dpo_args(data, log_dir))
+
+    def two_machines(log_dir: Path) -> None:
+        machines = ["--nproc", "1", "--nnodes", "2", "--rdzv-endpoint", f"127.0.0.1:{free_port()}"]
+        command = [sys.executable, "-m", "kitchen.app.cli", *_dpo_args(data, log_dir), *machines]
+        commands = [[*command, "--node-rank", str(node)] for node in (0, 1)]
+        nodes = [subprocess.Popen(c, stdout=subprocess.PIPE, text=True) for c in commands]
+        outputs = [node.communicate(timeout=300)[0] for node in nodes]
+        assert [node.returncode for node in nodes] == [0, 0]
+        assert "done: 3 steps" in outputs[0]  # the recipe runs on machine 0
+
+    _same_on_two_ranks(tmp_path, lambda log_dir: _dpo_args(data, log_dir), two_machines)
 
 
 def _same_on_two_ranks(
