@@ -2,8 +2,9 @@
 LoRA clients, the second created after the first trained (its adapter added to the sharded base),
 and a third restored from the first's checkpoint, driven through the tinker SDK, give the losses
 (stable_reinforce's, which reads rank 0's sampler records, among them), sampled tokens and
-compute_logprobs (of snapshots, the base and a saved adapter) `--nproc 1` gives; stopping the
-server (SIGTERM to the command) stops every rank."""
+compute_logprobs (of snapshots, the base and a saved adapter) `--nproc 1` gives; so does a fully
+fine-tuned client (its weights FSDP's shards), restored from its checkpoint and sampled. Stopping
+the server (SIGTERM to the command) stops every rank."""
 
 from __future__ import annotations
 
@@ -86,8 +87,37 @@ def _session(url: str) -> dict[str, Any]:
     first.optim_step(ADAM).result()
     after = first.forward([datum], "stable_reinforce").result()
     seen["losses"] += [float(o.metrics["loss:sum"]) for o in (out.result(), after)]
+    seen.update(_full_fine_tuning(service, batch, prompt))
     service.close("success").result()
     return seen
+
+
+def _full_fine_tuning(service: Any, batch: list[Any], prompt: Any) -> dict[str, Any]:
+    """A fully fine-tuned client (LoRA rank 0; FSDP's shards at N=2): a step, its state saved and
+    restored with the optimizer (the shards read back at N=2), a step of each, and a sampler of
+    its current weights (whole on rank 0): the losses, sampled tokens and logprobs."""
+    full = service.create_lora_training_client(TINY, rank=0, seed=3).result()
+    losses = []
+
+    def step(client: Any) -> None:
+        out = client.forward_backward(batch, "cross_entropy")
+        client.optim_step(ADAM).result()
+        losses.append(float(out.result().metrics["loss:sum"]))
+
+    step(full)
+    path = full.save_state("full").result().path
+    step(full)
+    step(service.create_training_client_from_state_with_optimizer(path).result())
+    sampler = full.save_weights_and_get_sampling_client()
+    return {
+        "full_losses": losses,
+        "full_tokens": [
+            list(s.tokens) for s in sampler.sample(prompt, 2, PARAMS).result().sequences
+        ],
+        "full_logprobs": [
+            0.0 if x is None else x for x in sampler.compute_logprobs(batch[0].model_input).result()
+        ],
+    }
 
 
 def _serve(root: Path, nproc: int, sig: signal.Signals) -> tuple[dict[str, Any], str]:
@@ -139,4 +169,10 @@ def test_serve_on_two_ranks_equals_one(tmp_path):
     assert two["tokens"] == one["tokens"] and len(one["tokens"]) == 4
     assert one["tokens"][3] == one["tokens"][1]  # the second's saved weights sample as it does
     assert two["logprobs"] == pytest.approx(one["logprobs"], rel=1e-5)
+    # Full fine-tuning: trained, restored where it was (its second step's loss), sampled
+    assert one["full_losses"][1] < one["full_losses"][0]
+    assert one["full_losses"][2] == one["full_losses"][1]
+    for key in ("full_losses", "full_logprobs"):
+        assert two[key] == pytest.approx(one[key], rel=1e-5), key
+    assert two["full_tokens"] == one["full_tokens"]
     assert "Traceback" not in log and "error" not in log.lower(), log[-3000:]

@@ -23,7 +23,7 @@ from kitchen.adapters.local.resolve import resolve_model
 from kitchen.adapters.local.sampling_client import LocalSamplingClient, model_eos_ids
 from kitchen.adapters.local.settings import EngineSettings, apply_num_threads, choose_num_threads
 from kitchen.adapters.local.stability import StabilityRecords
-from kitchen.adapters.local.training_client import LocalTrainingClient
+from kitchen.adapters.local.training_client import LocalTrainingClient, next_model_id
 from kitchen.adapters.vllm.samplers import chosen_sampler
 from kitchen.engine.errors import BackendError, ConfigError
 from kitchen.ports import BackendSettings
@@ -113,23 +113,32 @@ class LocalBackend:
     def _training_client(
         self, base_model: str, lora: LoraSpec | None, seed: int
     ) -> LocalTrainingClient:
-        if lora is None and self.world is not None:
-            raise ConfigError(
-                "full fine-tuning (LoRA rank 0) does not run with --nproc > 1 yet; "
-                "use a LoRA rank or --nproc 1"
-            )
         if lora is None and self.settings.base_quantization != "none":
             raise ConfigError(
                 f"full fine-tuning (LoRA rank 0) cannot train a 4-bit base "
                 f"(--base-quantization {self.settings.base_quantization}): its weights are frozen; "
                 "use a LoRA rank or --base-quantization none"
             )
-        # Full fine-tuning (no LoRA) gets a private copy: it changes the base weights.
-        host = self._load(base_model) if lora is None else self.shared_host(base_model)
-        client = LocalTrainingClient(self, host, lora, seed)
+        model_id = next_model_id()
+        if lora is None:
+            # The other ranks shard their copy with this one (a collective): they hear of it first.
+            if self.world is not None and self.world.leader:
+                self.world.send("client", model_id, base_model, lora, seed)
+            return LocalTrainingClient(self, self.trained_host(base_model), lora, seed, model_id)
+        client = LocalTrainingClient(self, self.shared_host(base_model), lora, seed, model_id)
         if self.world is not None and self.world.leader:
-            self.world.send("client", client.model_id, base_model, lora, seed)
+            self.world.send("client", model_id, base_model, lora, seed)
         return client
+
+    def trained_host(self, base_model: str) -> ModelHost:
+        """A private copy of `base_model` to fine-tune fully (its weights change); sharded over
+        the ranks of a --nproc N run (every rank, sharded_model.py)."""
+        host = self._load(base_model)
+        if self.world is not None:
+            host.base.requires_grad_(True)  # before FSDP first gathers it
+            self.world.shard_trained(host.base)
+            host.sharded = True
+        return host
 
     def create_training_client_from_state(self, path: str) -> LocalTrainingClient:
         """A client rebuilt from a save_state folder: same model and LoRA, its weights, fresh optimizer."""
@@ -249,6 +258,15 @@ class LocalBackend:
         )
         frozen.freeze()
         return frozen
+
+    def host_with(self, host: ModelHost, weights: dict[str, Any]) -> ModelHost:
+        """Rank 0: a frozen whole copy of a sharded, fully fine-tuned `host` holding `weights`
+        (gathered whole, sharded_model.whole_weights): the model is read anew and its weights
+        replaced, so it costs the model's size twice while they are copied."""
+        copy = self._load(host.model_name, model_path=host.model_path)
+        copy.base.load_state_dict(weights)
+        copy.freeze()
+        return copy
 
     def _from_state(self, path: str, with_optimizer: bool) -> LocalTrainingClient:
         folder = ckpt.parse_checkpoint_path(path)

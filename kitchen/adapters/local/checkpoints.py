@@ -5,6 +5,9 @@
         adapter_model.safetensors, adapter_config.json   (LoRA; peft's own format)
         model.safetensors                      (full fine-tuning instead)
         optimizer.pt                           AdamW state dict
+        sharded/                               instead of optimizer.pt, full fine-tuning at
+                                               --nproc N > 1: the shards of the weights and the
+                                               AdamW state (torch.distributed.checkpoint)
     <checkpoint_root>/sampler_weights/<name>/  save_weights_for_sampler: weights only; for full
                                                fine-tuning a complete transformers model folder
 
@@ -31,6 +34,7 @@ META_FILE = "kitchen_checkpoint.json"
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
 FULL_WEIGHTS = "model.safetensors"
 OPTIMIZER_FILE = "optimizer.pt"
+SHARDED_DIR = "sharded"
 _SUBDIR = {"state": "weights", "sampler": "sampler_weights"}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -45,8 +49,8 @@ class CheckpointMeta:
     lora: dict[str, Any] | None  # LoraSpec fields; None for full fine-tuning
     seed: int
     step: int  # updates (optim_step calls) taken when saved
-    # Ranks of the run that saved (--nproc N). What is saved is whole (LoRA and its Adam state are
-    # whole on every rank; the sharded base is frozen and never saved), so any N resumes it.
+    # Ranks of the run that saved (--nproc N). Any N resumes it: LoRA and its Adam state are
+    # whole on every rank; full fine-tuning's shards are resharded on load (SHARDED_DIR).
     world_size: int = 1
     # "none" | "nf4": how the base the weights were trained on was held (LoRA on a 4-bit base is
     # sampled and exported against that base dequantized, quantization.py)
@@ -156,6 +160,19 @@ def save_full_state(folder: Path, model: Any) -> None:
     save_model(model, str(folder / FULL_WEIGHTS))
 
 
+def save_full_tensors(folder: Path, tensors: dict[str, Any]) -> None:
+    """Whole weights gathered from shards, as save_full_state writes them (one of tied twins)."""
+    from safetensors.torch import save_file
+
+    save_file({k: v.contiguous() for k, v in tensors.items()}, str(folder / FULL_WEIGHTS))
+
+
+def load_full_tensors(folder: Path) -> dict[str, Any]:
+    from safetensors.torch import load_file
+
+    return load_file(str(folder / FULL_WEIGHTS))
+
+
 def load_full_state(folder: Path, model: Any) -> None:
     from safetensors.torch import load_model
 
@@ -177,7 +194,7 @@ def save_optimizer(folder: Path, optimizer: Any) -> None:
     torch.save(optimizer.state_dict(), folder / OPTIMIZER_FILE)
 
 
-def load_optimizer(folder: Path, optimizer: Any) -> None:
+def read_optimizer(folder: Path) -> dict[str, Any]:
     import torch
 
     file = folder / OPTIMIZER_FILE
@@ -185,8 +202,13 @@ def load_optimizer(folder: Path, optimizer: Any) -> None:
         raise BackendError(
             f"checkpoint {folder} has no optimizer state; it was not written by save_state"
         )
+    return torch.load(file, weights_only=True, map_location="cpu")  # type: ignore[no-any-return]
+
+
+def load_optimizer(folder: Path, optimizer: Any) -> None:
+    saved = read_optimizer(folder)
     try:
-        optimizer.load_state_dict(torch.load(file, weights_only=True, map_location="cpu"))
+        optimizer.load_state_dict(saved)
     except (ValueError, RuntimeError, KeyError) as e:
         raise BackendError(
             f"checkpoint {folder}: optimizer state does not fit this client: {e}"

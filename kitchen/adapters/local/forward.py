@@ -144,6 +144,9 @@ def _run_batches(
     )
     for i, kept in passes:
         mb = batches[i]
+        if backward and not kept and share is not None and share.sharded:
+            _zero_pass(model, mb)
+            continue
         mask = mb.inputs["_mask"]
         with (
             torch.enable_grad() if backward else torch.inference_mode(),
@@ -166,6 +169,16 @@ def _run_batches(
         lps.append(lp)
         kept_indices.append(i)
     return totals, lps, kept_indices
+
+
+def _zero_pass(model: Any, mb: MicroBatch) -> None:
+    """A filler pass of a model whose gradients FSDP sums over the ranks (Deal.sharded): its
+    decoder runs forward and backward, so the ranks' all-gathers and reduce-scatters stay in step,
+    with a zero gradient, which adds nothing to the other ranks' passes in the sum."""
+    import torch
+
+    with torch.enable_grad():
+        TargetLogprobs(model, mb, lockstep=True).finish()
 
 
 def _pass_kinds(batches: list[MicroBatch]) -> list[bool]:
@@ -273,6 +286,9 @@ def _backprop_leaves(
     )
     for w, kept in passes:
         index, grad, on_N = work[w]
+        if not kept and share is not None and share.sharded:
+            _zero_pass(model, batches[index])
+            continue
         with share.own_grads(kept) if share is not None else nullcontext():
             head = TargetLogprobs(model, batches[index])
             head.backprop_gradient(grad.to(_device(model)), on_N)

@@ -2,8 +2,9 @@
 
 Weight decay is decoupled (AdamW), as Tinker documents; grad_clip_norm > 0 clips the global norm.
 Each step reports that norm as Tinker does (`GRAD_NORM_METRIC`, kitchen/ports): before clipping,
-over the trained parameters, of the summed loss the accumulated gradients are of. The hosted
-service reports it only when grad_clip_norm > 0; the local engine on every step.
+over the trained parameters (the whole of each, when they are shards), of the summed loss the
+accumulated gradients are of. The hosted service reports it only when grad_clip_norm > 0; the
+local engine on every step.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ def adam_step(optimizer: Any, adam: types.AdamParams) -> dict[str, float]:
     if params:
         norms = torch._foreach_norm([p.grad.detach() for p in params])
         total = torch.linalg.vector_norm(torch.stack([n.float() for n in norms]))
+        if hasattr(total, "full_tensor"):  # shards' gradients (a DTensor, sharded_model.py)
+            total = total.full_tensor()  # the norm of the whole gradient, on every rank
         grad_norm = float(total)
         if adam.grad_clip_norm > 0 and grad_norm > adam.grad_clip_norm:
             scale = adam.grad_clip_norm / (grad_norm + 1e-6)

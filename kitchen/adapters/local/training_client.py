@@ -50,6 +50,10 @@ T = TypeVar("T")
 _client_ids = itertools.count(1)
 
 
+def next_model_id() -> str:
+    return f"local-train-{next(_client_ids)}"
+
+
 def on_every_rank(method: Callable[..., T]) -> Callable[..., T]:
     """A call every rank of a --nproc N run makes (each its share): on rank 0 it is first sent to
     the other ranks (distributed/worker.py runs it there). The calls not marked run on rank 0 alone."""
@@ -68,13 +72,18 @@ class LocalTrainingClient:
     """A model being trained. `lora` is None for full fine-tuning (then `host` is private to it)."""
 
     def __init__(
-        self, backend: LocalBackend, host: ModelHost, lora: LoraSpec | None, seed: int
+        self,
+        backend: LocalBackend,
+        host: ModelHost,
+        lora: LoraSpec | None,
+        seed: int,
+        model_id: str | None = None,
     ) -> None:
         self.backend = backend
         self.host = host
         self.lora = lora
         self.seed = seed
-        self.model_id = f"local-train-{next(_client_ids)}"
+        self.model_id = model_id or next_model_id()
         self.adapter: str | None = None
         self.step = 0
         self._queued: list[Future[Any]] = []  # submitted calls not yet seen done
@@ -194,7 +203,7 @@ class LocalTrainingClient:
 
     def close(self, cancel_queued: bool = False) -> None:
         """Finish queued work (or, `cancel_queued`, only the running call), then free the adapter
-        (LoRA) so the shared base stays lean."""
+        (LoRA) so the shared base stays lean, or the shards of a fully fine-tuned model."""
         with self._queue_lock:
             queued, self._queued = self._queued, []
         if cancel_queued:
@@ -205,6 +214,8 @@ class LocalTrainingClient:
         if self.adapter is not None:
             self.host.remove_adapter(self.adapter)
         world = self.backend.world
+        if self._sharded_full and world is not None:
+            world.release(self.host.base)
         closed, self._closed = self._closed, True  # a server closes it with its session and at exit
         if world is not None and world.leader and not closed:
             self.backend.compute.run(lambda: world.send("close", self.model_id))
@@ -270,10 +281,16 @@ class LocalTrainingClient:
     def _deal(self) -> Deal | None:
         """LoRA's passes' gradients summed apart (as --nproc N sums them: the same numbers at any
         N); full fine-tuning's straight into the sum (apart, they would need the model's size
-        again, and it does not run at N > 1)."""
-        if self.adapter is None and self.backend.world is None:
-            return None
+        again), by FSDP's reduce-scatters at N > 1."""
+        if self.adapter is None:
+            world = self.backend.world
+            return None if world is None else Deal(world, self._params, sharded=True)
         return Deal(self.backend.world, self._params)
+
+    @property
+    def _sharded_full(self) -> bool:
+        """Full fine-tuning at N > 1: the weights and the optimizer state are FSDP's shards."""
+        return self.adapter is None and self.backend.world is not None
 
     def _sharded_call(self) -> contextlib.AbstractContextManager[None]:
         """Every rank's span of one training call on the sharded base (--nproc > 1; else nothing
@@ -369,12 +386,34 @@ class LocalTrainingClient:
 
     def _save_state(self, name: str) -> types.SaveWeightsResponse:
         def fill(folder: Path) -> None:
-            self._write_weights(folder)
-            ckpt.save_optimizer(folder, self._optimizer)
+            if self._sharded_full:
+                self._save_sharded(str(folder))
+            else:
+                self._write_weights(folder)
+                ckpt.save_optimizer(folder, self._optimizer)
             self._meta("state").write(folder)
 
         dest = ckpt.checkpoint_folder(self.backend.settings.checkpoint_root, "state", name)
         return types.SaveWeightsResponse(path=str(ckpt.write_folder(dest, fill)))
+
+    @on_every_rank
+    def _save_sharded(self, folder: str) -> None:
+        """Every rank: the weights' and the optimizer's shards to `folder`/SHARDED_DIR
+        (torch.distributed.checkpoint), and the whole weights gathered into the file one process
+        writes, by rank 0 (full fine-tuning at N > 1; `folder` is rank 0's, not yet in place)."""
+        from kitchen.adapters.local.distributed import sharded_model
+
+        with self.host.lock:
+            weights = sharded_model.whole_weights(self.host.base)
+            if self.backend.world is not None and self.backend.world.leader:
+                twins = sharded_model.tied_twins(self.host.base)
+                ckpt.save_full_tensors(
+                    Path(folder), {k: v for k, v in weights.items() if k not in twins}
+                )
+            del weights
+            sharded_model.save_sharded(
+                Path(folder) / ckpt.SHARDED_DIR, self.host.base, self._optimizer
+            )
 
     @on_every_rank
     def _load_state(self, path: str, with_optimizer: bool) -> types.LoadWeightsResponse:
@@ -390,27 +429,50 @@ class LocalTrainingClient:
                 f"checkpoint {folder} was saved with LoRA {meta.lora}; this client has {mine}"
             )
         with self.host.lock:
+            self._optimizer.zero_grad(set_to_none=True)
+            if not with_optimizer:
+                self._optimizer = make_optimizer(self._params)
             if self.adapter is not None:
                 load_adapter_weights(
                     self.host.model, self.adapter, ckpt.load_lora_tensors(folder, self.host.device)
                 )
+                if with_optimizer:
+                    ckpt.load_optimizer(folder, self._optimizer)
             else:
-                ckpt.load_full_state(folder, self.host.base)
-            self._optimizer.zero_grad(set_to_none=True)
+                self._load_full(folder, with_optimizer)
             if with_optimizer:
-                ckpt.load_optimizer(folder, self._optimizer)
                 self.step = meta.step
-            else:
-                self._optimizer = make_optimizer(self._params)
         return types.LoadWeightsResponse(path=str(folder), model_id=self.model_id)
+
+    def _load_full(self, folder: Path, with_optimizer: bool) -> None:
+        """Full fine-tuning's weights (and optimizer state) from a folder written at any N: its
+        shards (torch.distributed.checkpoint reshards them for this N), else one process's files."""
+        from kitchen.adapters.local.distributed import sharded_model
+
+        model, optimizer = self.host.base, self._optimizer if with_optimizer else None
+        if (folder / ckpt.SHARDED_DIR).is_dir():
+            sharded_model.load_sharded(folder / ckpt.SHARDED_DIR, model, optimizer)
+        elif not self._sharded_full:
+            ckpt.load_full_state(folder, model)
+            if optimizer is not None:
+                ckpt.load_optimizer(folder, optimizer)
+        else:  # one process's files, read whole by every rank into its shards
+            sharded_model.set_whole_weights(model, ckpt.load_full_tensors(folder))
+            if optimizer is not None:
+                sharded_model.set_whole_optimizer(model, optimizer, ckpt.read_optimizer(folder))
 
     def _save_sampler(self, name: str) -> types.SaveWeightsForSamplerResponse:
         def fill(folder: Path) -> None:
             if self.adapter is not None:
                 self._write_weights(folder)
+            elif self._sharded_full:  # gathered on rank 0, the folder one process writes
+                self.backend.host_with(self.host, self._whole_weights()).base.save_pretrained(
+                    folder
+                )
             else:
                 with self.host.lock:
                     self.host.base.save_pretrained(folder)
+            if self.adapter is None:
                 self.host.tokenizer.save_pretrained(folder)
             self._meta("sampler").write(folder)
 
@@ -424,7 +486,21 @@ class LocalTrainingClient:
             if world is not None:  # every rank samples from it (its copy of the same weights)
                 world.share(snapshot, "snapshot", self.model_id, snapshot.snapshot_id)
             return self.backend.sampling_client_for(self.host, snapshot)
-        return self.backend.sampling_client_for(self.backend.copy_host(self.host), None)
+        if self._sharded_full:
+            # Rank 0 holds the weights whole and samples alone, as one process does.
+            copy = self.backend.host_with(self.host, self._whole_weights())
+        else:
+            copy = self.backend.copy_host(self.host)
+        return self.backend.sampling_client_for(copy, None)
+
+    @on_every_rank
+    def _whole_weights(self) -> dict[str, Any]:
+        """Every rank (full fine-tuning at N > 1): the whole weights on rank 0's CPU, gathered one
+        at a time (empty elsewhere)."""
+        from kitchen.adapters.local.distributed.sharded_model import whole_weights
+
+        with self.host.lock:
+            return whole_weights(self.host.base)
 
     def snapshot(self, snapshot_id: int | None = None) -> LoraSnapshot:
         """A copy of the adapter's weights as they are now (`snapshot_id`: rank 0's, world.py)."""

@@ -22,11 +22,17 @@ class Deal:
     at any N. (Accumulating a pass's parts straight into the sum, as autograd does, adds in
     another order wherever a parameter gets several parts in one pass: a shared-prefix pass calls
     each layer twice. So would an all-reduce; and Adam turns the last bit of a near-zero gradient
-    into a step of the learning rate.)"""
+    into a step of the learning rate.)
 
-    def __init__(self, world: World | None, params: Sequence[Any]) -> None:
+    `sharded`: the trained weights are FSDP's shards (full fine-tuning at N > 1,
+    sharded_model.py), whose gradients FSDP sums: each round's passes in one reduce-scatter, added
+    to the shards' gradients. Nothing is summed here then, and a filler pass must backpropagate
+    zeros (its gradient would be in the round's sum)."""
+
+    def __init__(self, world: World | None, params: Sequence[Any], sharded: bool = False) -> None:
         self.world = world
         self.params = params
+        self.sharded = sharded
         self._kept: list[list[bool]] = []  # per rank, per round: whether its pass is kept
         self._round = 0
 
@@ -67,6 +73,9 @@ class Deal:
     def own_grads(self, kept: bool = True) -> Iterator[None]:
         """The backward of this rank's next pass (of `passes`) leaves its gradient apart; then the
         round's gradients are added to the accumulated ones (this one dropped unless `kept`)."""
+        if self.sharded:  # FSDP's reduce-scatters sum them
+            yield
+            return
         saved = [p.grad for p in self.params]
         for p in self.params:
             p.grad = None

@@ -51,8 +51,11 @@ def serve_calls(world: World) -> None:
             backend._shared_host(*args)
         elif kind == "client":
             model_id, base_model, lora, seed = args
-            host = backend._shared_host(base_model, backend.settings.base_quantization)
-            clients[model_id] = LocalTrainingClient(backend, host, lora, seed)
+            if lora is None:  # full fine-tuning: a copy of its own, sharded
+                host = backend.trained_host(base_model)
+            else:
+                host = backend._shared_host(base_model, backend.settings.base_quantization)
+            clients[model_id] = LocalTrainingClient(backend, host, lora, seed, model_id)
         elif kind == "call":
             model_id, method, call_args = args
             with refused_alike(world):

@@ -25,6 +25,7 @@ from kitchen.engine.errors import BackendError
 
 if TYPE_CHECKING:
     from kitchen.adapters.local.distributed.sharded_base import ShardedBase
+    from kitchen.adapters.local.distributed.sharded_model import ShardedModel
 
 # Set by launch.py in every rank's environment: the ranks of one run.
 ENV_FLAG = "KITCHEN_NPROC"
@@ -42,7 +43,8 @@ class World:
     timeout_s: float = DEFAULT_TIMEOUT_S
     calls: Any = None  # the process group rank 0's calls go by (None: the default group)
     broken: bool = False  # a collective failed: the ranks are out of step, so no goodbye
-    _sharded: dict[int, ShardedBase] = field(default_factory=dict)  # by id(base model)
+    # by id(model): frozen bases, and fully fine-tuned models (sharded_model.py)
+    _sharded: dict[int, ShardedBase | ShardedModel] = field(default_factory=dict)
     _forgotten: list[int] = field(default_factory=list)  # snapshot ids rank 0 no longer holds
     _forgotten_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -91,6 +93,17 @@ class World:
         from kitchen.adapters.local.distributed.sharded_base import ShardedBase
 
         self._sharded[id(model)] = ShardedBase(model, self.size)
+
+    def shard_trained(self, model: Any) -> None:
+        """Every rank: shard a fully fine-tuned `model`, its trained weights too
+        (sharded_model.py)."""
+        from kitchen.adapters.local.distributed.sharded_model import ShardedModel
+
+        self._sharded[id(model)] = ShardedModel(model, self.size)
+
+    def release(self, model: Any) -> None:
+        """Forget a fully fine-tuned `model` whose client closed, so its shards can be freed."""
+        self._sharded.pop(id(model), None)
 
     def holds(self, model: Any) -> bool:
         """Whether `model` is a base sharded over the ranks (a full model a sampler loaded from
