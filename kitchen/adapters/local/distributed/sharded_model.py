@@ -47,9 +47,20 @@ class ShardedModel:
             module.set_force_sum_reduction_for_comms(True)
             module.set_reduce_scatter_unused_params(True, recurse=False)
         self.root.set_reshard_after_backward(False, recurse=False)
+        self.passes = 0  # decoder passes begun, as ShardedBase counts them (World.sharded_call)
+        model.get_decoder().layers[0].register_forward_pre_hook(self._count_pass)
+        for layer in layers:
+            # Under autocast a trained weight's cast is cached for the whole call: a later pass
+            # would backpropagate into it through the first pass's cast, after FSDP reduced the
+            # layer's gradient (the norm came out 1/sqrt(2) of N=1's), and the casts of every
+            # layer would stay. Each layer casts its weights anew.
+            layer.register_forward_pre_hook(_clear_autocast_cache)
         with torch.no_grad():  # FSDP's root is the module first run forward
             model(input_ids=torch.zeros((1, 1), dtype=torch.long, device=device), use_cache=False)
         self.root.reset_iter_state()
+
+    def _count_pass(self, *_: Any) -> None:
+        self.passes += 1
 
     @contextmanager
     def call(self) -> Iterator[None]:
@@ -59,6 +70,12 @@ class ShardedModel:
             yield
         finally:
             self.root.reset_iter_state()
+
+
+def _clear_autocast_cache(*_: Any) -> None:
+    import torch
+
+    torch.clear_autocast_cache()
 
 
 def tied_twins(model: Any) -> dict[str, str]:
