@@ -4,6 +4,8 @@
     .venv/bin/python bench/distributed.py                  # SmolLM2-135M, 4 steps at N=1 and N=2
     .venv/bin/python bench/distributed.py --nprocs 1,2 --steps 6
     .venv/bin/python bench/distributed.py --base-bytes   # the base's parameter storage per rank
+    .venv/bin/python bench/distributed.py --lora-rank 0  # full fine-tuning: weights, gradients
+                                                         # and AdamW state sharded
 
 Per rank it prints the peak resident memory (VmHWM) over the steady steps: the peak is reset
 (/proc/PID/clear_refs) once the first step is in metrics.jsonl, so loading the model whole before
@@ -87,6 +89,8 @@ def run(args: argparse.Namespace, nproc: int, root: Path) -> Result:
     flags += ["--eval-every", "0", "--num-samples-to-show", "0", "--save-every", "0"]
     flags += ["--test-dataset", "None", "--no-register-model", "--no-progress"]
     flags += ["--log-dir", str(log_dir), "--nproc", str(nproc)]
+    if args.lora_rank is not None:
+        flags.append(f"lora_rank={args.lora_rank}")
     env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
     env.pop("OMP_NUM_THREADS", None)  # the launcher splits the cores between the ranks
     if nproc == 1:
@@ -191,6 +195,9 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=8, help="conversations per step")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds a run may take")
     parser.add_argument("--base-bytes", action="store_true", help="count the base's bytes per rank")
+    parser.add_argument(
+        "--lora-rank", type=int, help="the recipe's LoRA rank; 0: full fine-tuning, all sharded"
+    )
     args = parser.parse_args()
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # progress shows when piped
     if args.base_bytes:
@@ -200,6 +207,7 @@ def main() -> None:
         return
     print(
         f"sl_basic {args.model}, batch {args.batch}, {args.steps} steps, {os.cpu_count()} CPUs, "
+        f"LoRA rank {'(recipe default)' if args.lora_rank is None else args.lora_rank}, "
         f"load {os.getloadavg()[0]:.1f}"
     )
     baseline = None
