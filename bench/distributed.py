@@ -15,8 +15,9 @@ torch threads each rank ran on (the launcher splits the cores: cores // N). Linu
 Other work on the machine changes the times, not the memory: note the load it prints.
 
 --base-bytes instead counts the bytes of the base's parameter storage each of 2 ranks holds (shards
-and whatever is gathered whole), between calls and at its most during one training pass (a forward
-and backward of 2 rows of 128 tokens, LoRA on q_proj), against the whole model: the memory the
+and whatever is gathered whole: the root, a decoder layer, a block of the vocabulary), between
+calls and at its most during one training pass (the decoder and the head, forward and backward,
+on 2 rows of 128 tokens, LoRA on q_proj and the head), against the whole model: the memory the
 sharding is about, without the activations, allocator and libraries that resident memory adds.
 """
 
@@ -32,6 +33,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 
 @dataclass
@@ -140,11 +142,14 @@ def report(result: Result, baseline: Result | None) -> None:
 
 def base_bytes_rank(model_name: str) -> None:
     """One rank of --base-bytes (under torch.distributed.run)."""
+    import weakref
+
     import torch
     import torch.distributed as dist
+    import torch.nn.functional as F
     from peft import LoraConfig, get_peft_model
 
-    from kitchen.adapters.local.distributed.sharded_base import ShardedBase
+    from kitchen.adapters.local.distributed.sharded_base import ShardedBase, VocabShards
     from kitchen.adapters.local.host import load_host
     from kitchen.adapters.local.settings import EngineSettings
     from kitchen.ports import BackendSettings
@@ -153,7 +158,9 @@ def base_bytes_rank(model_name: str) -> None:
     rank = dist.get_rank()
     model = load_host(model_name, EngineSettings.from_backend_settings(BackendSettings())).base
     whole = sum(p.numel() * p.element_size() for p in model.parameters())
+    vocab = model.get_input_embeddings().num_embeddings
     base = ShardedBase(model, dist.get_world_size())
+    gathered: list[weakref.ref[Any]] = []  # the vocabulary blocks gathered (alive until used)
 
     def held() -> int:
         total = 0
@@ -164,21 +171,38 @@ def base_bytes_rank(model_name: str) -> None:
                     unsharded = getattr(param, "_unsharded_param", None)
                     if unsharded is not None:  # storage of size 0 while resharded
                         total += unsharded.untyped_storage().nbytes()
-        return total
+        total += sum(shards.parameter.untyped_storage().nbytes() for shards in base.vocab)
+        blocks = [ref() for ref in gathered]
+        return total + sum(b.untyped_storage().nbytes() for b in blocks if b is not None)
 
     between, peak = held(), [0]
-    for layer in base.layers:
-        layer.register_forward_hook(lambda *_: peak.__setitem__(0, max(peak[0], held())))
-    get_peft_model(model, LoraConfig(r=8, target_modules=["q_proj"]))
+
+    def sample(*_: Any) -> None:
+        peak[0] = max(peak[0], held())
+
+    gather = VocabShards.block
+
+    def block(self: VocabShards, k: int, dtype: Any) -> Any:
+        out = gather(self, k, dtype)
+        gathered.append(weakref.ref(out))
+        sample()
+        return out
+
+    VocabShards.block = block  # type: ignore[method-assign]
+    for layer in base.layers:  # FSDP's own pre-forward hook, which gathers it, runs first
+        layer.register_forward_pre_hook(sample)
+    peft = get_peft_model(model, LoraConfig(r=8, target_modules=["q_proj", "lm_head"]))
     with base.call(), torch.enable_grad():
-        peak[0] = held()
-        ids = torch.randint(0, 1000, (2, 128))
-        model.get_decoder()(input_ids=ids, use_cache=False).last_hidden_state.sum().backward()
+        sample()
+        ids = torch.randint(0, vocab, (2, 129))
+        hidden = model.get_decoder()(input_ids=ids[:, :-1], use_cache=False).last_hidden_state
+        logits = peft.get_output_embeddings()(hidden.flatten(0, 1))
+        F.cross_entropy(logits.float(), ids[:, 1:].flatten()).backward()
     mib = 2**20
     print(
         f"rank {rank}: base parameters whole {whole / mib:.0f} MiB; held between calls "
-        f"{between / mib:.0f} MiB ({between / whole:.2f}x); during a pass at most "
-        f"{peak[0] / mib:.0f} MiB ({peak[0] / whole:.2f}x)",
+        f"{between / mib:.0f} MiB ({between / whole:.2f}x); during a pass (decoder and head, "
+        f"forward and backward) at most {peak[0] / mib:.0f} MiB ({peak[0] / whole:.2f}x)",
         flush=True,
     )
     dist.destroy_process_group()

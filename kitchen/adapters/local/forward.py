@@ -152,7 +152,7 @@ def _run_batches(
             torch.enable_grad() if backward else torch.inference_mode(),
             share.own_grads(kept) if share is not None and backward else nullcontext(),
         ):
-            head = TargetLogprobs(model, mb, lockstep=share is not None and share.distributed)
+            head = TargetLogprobs(model, mb, lockstep=_lockstep(share))
             lp = _train(head, loss_fn, fn, mb, config) if backward else head.values()
             lp = lp.view(mb.targets.shape)
             if lp.dim() == 3:
@@ -179,6 +179,11 @@ def _zero_pass(model: Any, mb: MicroBatch) -> None:
 
     with torch.enable_grad():
         TargetLogprobs(model, mb, lockstep=True).finish()
+
+
+def _lockstep(share: Deal | None) -> bool:
+    """Whether the passes run in step with other ranks (TargetLogprobs' lockstep)."""
+    return share is not None and share.distributed
 
 
 def _pass_kinds(batches: list[MicroBatch]) -> list[bool]:
@@ -290,7 +295,7 @@ def _backprop_leaves(
             _zero_pass(model, batches[index])
             continue
         with share.own_grads(kept) if share is not None else nullcontext():
-            head = TargetLogprobs(model, batches[index])
+            head = TargetLogprobs(model, batches[index], lockstep=_lockstep(share))
             head.backprop_gradient(grad.to(_device(model)), on_N)
 
 
@@ -400,7 +405,8 @@ def _score(
     indices, lps = [], []
     with torch.no_grad():
         for i, kept in passes:
-            lp = TargetLogprobs(model, batches[i]).values().view(batches[i].targets.shape)
+            lp = TargetLogprobs(model, batches[i], lockstep=_lockstep(share))
+            lp = lp.values().view(batches[i].targets.shape)
             if kept:  # else a filler pass: it only kept the ranks in step
                 indices.append(i)
                 lps.append(lp)

@@ -9,6 +9,7 @@ are plain tensor copies of an adapter, loaded into a "sampler slot" adapter when
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
 import json
 import threading
@@ -25,6 +26,7 @@ from kitchen.adapters.local.lora import fuse_lora_forwards, load_adapter_weights
 from kitchen.adapters.local.quantization import prepare_quantized, quantization_config
 from kitchen.adapters.local.resolve import resolve_model
 from kitchen.adapters.local.settings import EngineSettings
+from kitchen.adapters.local.vocab import WholeRows, split_head, splits_vocab
 from kitchen.engine.errors import BackendError
 
 _snapshot_ids = itertools.count(1)
@@ -97,9 +99,13 @@ class ModelHost:
 
     def freeze(self) -> None:
         """Promise that the base weights never change again (every host but full fine-tuning's):
-        under autocast, its Linear layers then compute with weights cast once."""
+        under autocast, its Linear layers then compute with weights cast once, and its head
+        computes by vocabulary blocks, as a --nproc N run's does (vocab.py)."""
         if self.autocast_dtype is not None:
             cast_frozen_linears(self.base, self.autocast_dtype)
+        if splits_vocab(self.base):
+            head = self.base.get_output_embeddings()
+            split_head(head, WholeRows(head.weight, compute_weight(head)))
 
     def add_adapter(self, name: str, config: Any, seed: int) -> None:
         """Add a LoRA adapter initialised from `seed` (B = 0, so the model starts equal to the base)."""
@@ -211,8 +217,6 @@ class ModelHost:
         sharded base a layer's weight is whole only while FSDP gathers it for a pass, so each
         forward merges it then, with the same products one process merges once: the same tokens
         at any N."""
-        import functools
-
         import torch
         from peft.tuners.lora import Linear as LoraLinear
 
@@ -270,8 +274,6 @@ def cast_frozen_linears(model: Any, dtype: Any) -> int:
     do not change. The fp32 weights stay: an embedding tied to the head still reads them, peft
     creates adapters in its base layer's dtype (fp32 master weights), and fp32 calls still work.
     Call it only on a model whose base weights never change afterwards."""
-    import functools
-
     import torch
 
     count = 0
@@ -286,6 +288,14 @@ def cast_frozen_linears(model: Any, dtype: Any) -> int:
         module.forward = functools.partial(_compute_linear, module, weight, bias)  # type: ignore[method-assign]
         count += 1
     return count
+
+
+def compute_weight(module: Any) -> Any:
+    """The copy of `module`'s weight that cast_frozen_linears gave it (None if none)."""
+    forward = module.__dict__.get("forward")
+    if isinstance(forward, functools.partial) and forward.func is _compute_linear:
+        return forward.args[1]
+    return None
 
 
 def _compute_linear(module: Any, weight: Any, bias: Any, x: Any) -> Any:

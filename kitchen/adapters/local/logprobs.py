@@ -22,6 +22,7 @@ import numpy as np
 
 from kitchen.adapters.local.attention import packed_pass
 from kitchen.adapters.local.batching import MicroBatch, left_padded_host, to_device
+from kitchen.adapters.local.vocab import head_gathers
 
 # Positions per vocabulary chunk: the chunk's logits and fp32 log-softmax are all that exist at once
 # (49k vocabulary: about 300 MB at 512 with the tensors backward keeps), never a whole [T, V].
@@ -41,7 +42,9 @@ class TargetLogprobs:
         """The decoder runs each group of `mb.shared` (rows that start with the same tokens) through
         its prefix once. `lockstep`: every rank of a --nproc N run runs this pass in step, so its
         decoder's backward runs even where no position has a gradient (each rank's FSDP hooks
-        then gather the same layers; the gradient it adds is zero)."""
+        then gather the same layers; the gradient it adds is zero), and each call of `values`
+        and `backprop` runs the head on as many chunks of positions as the rank with the most,
+        where the head gathers its vocabulary blocks from the ranks (sharded_base.py)."""
         self.lockstep = lockstep
         causal_lm = model.get_base_model() if hasattr(model, "get_base_model") else model
         decoder = causal_lm.get_decoder()
@@ -70,6 +73,8 @@ class TargetLogprobs:
                     hidden = decoder(input_ids=mb.tokens, use_cache=False, **kwargs)
                 hidden = hidden.last_hidden_state
             self.hidden_NH, self.head = hidden.flatten(0, 1), head
+        # The head's calls, not only the decoder's, are then collectives.
+        self.head_in_step = lockstep and self.head is head and head_gathers(head)
         self.shape = mb.targets.shape  # [B, T] or [B, T, K]
         self.targets_N = mb.targets.flatten(0, 1)
         self.device = mb.targets.device
@@ -99,7 +104,7 @@ class TargetLogprobs:
         else:
             (idx,), inverse_dev = to_device(self.device, idx_N), None
         with torch.no_grad():
-            lp = self._cat([self._logprobs(self.hidden_NH[c], c) for c in _chunks(idx)])
+            lp = self._cat([self._logprobs(self.hidden_NH[c], c) for c in self._chunks(idx)])
         return lp if inverse_dev is None else lp[inverse_dev]
 
     def backprop(self, idx: Any, loss_of: ChunkLoss) -> Any:
@@ -108,16 +113,22 @@ class TargetLogprobs:
         import torch
 
         out = []
-        for c in _chunks(idx):
+        for c in self._chunks(idx):
             h = self.hidden_NH[c].detach().requires_grad_()
             lp = self._logprobs(h, c)
-            loss = loss_of(lp, c)
+            leaf = lp.detach().requires_grad_()
+            loss = loss_of(leaf, c)
+            out.append(leaf.detach())
             if loss.requires_grad:
-                loss.backward()
-                if self.grad_NH is None:
-                    self.grad_NH = torch.zeros_like(self.hidden_NH)
-                self.grad_NH.index_copy_(0, c, h.grad)
-            out.append(lp.detach())
+                (grad,) = torch.autograd.grad(loss, leaf)
+            elif self.head_in_step:  # its backward gathers the blocks on every rank
+                grad = torch.zeros_like(lp)
+            else:
+                continue
+            lp.backward(grad)
+            if self.grad_NH is None:
+                self.grad_NH = torch.zeros_like(self.hidden_NH)
+            self.grad_NH.index_copy_(0, c, h.grad)
         return self._cat(out)
 
     def backprop_gradient(self, g: Any, on_N: np.ndarray) -> None:
@@ -149,6 +160,22 @@ class TargetLogprobs:
         lp[off] = self.values(off_N)
         self.finish()
         return lp
+
+    def _chunks(self, idx_N: Any) -> Iterator[Any]:
+        """`idx_N` a chunk of positions at a time; with the head in step, as many chunks as the
+        rank with the most has (empty ones past the end): each chunk runs the head, whose blocks
+        every rank gathers (sharded_base.py)."""
+        import torch
+
+        count = -(-idx_N.shape[0] // LOGIT_CHUNK_TOKENS)
+        if self.head_in_step:
+            import torch.distributed as dist
+
+            most = torch.tensor([count], device=idx_N.device)
+            dist.all_reduce(most, op=dist.ReduceOp.MAX)
+            count = int(most.item())
+        for start in range(0, count * LOGIT_CHUNK_TOKENS, LOGIT_CHUNK_TOKENS):
+            yield idx_N[start : start + LOGIT_CHUNK_TOKENS]
 
     def _logprobs(self, hidden: Any, idx: Any) -> Any:
         import torch
@@ -205,11 +232,6 @@ def _decode(decoder: Any, mb: MicroBatch) -> Any:
     hidden = decoder(input_ids=own, cache=cache, **own_kwargs).last_hidden_state
     both = torch.cat([first.last_hidden_state[group], hidden], dim=1)  # [B, P + R, H]
     return both.gather(1, index[..., None].expand(-1, -1, both.shape[-1]))
-
-
-def _chunks(idx_N: Any) -> Iterator[Any]:
-    for start in range(0, idx_N.shape[0], LOGIT_CHUNK_TOKENS):
-        yield idx_N[start : start + LOGIT_CHUNK_TOKENS]
 
 
 def _has_logit_transform(config: Any) -> bool:

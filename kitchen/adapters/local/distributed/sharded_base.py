@@ -1,14 +1,18 @@
-"""The frozen base of a --nproc N run, sharded with FSDP2: `fully_shard` on each decoder layer and at
-the root (the embedding, the final norm and the head, which are tied in the models we run).
+"""The frozen base of a --nproc N run, sharded: `fully_shard` (FSDP2) on each decoder layer and at the
+root (the final norm), and the vocabulary-sized weight (the embedding, tied to the head in the
+models we run) by rows, block by block (`VocabShards`).
 
 Between calls every rank holds its shards and nothing else. Every call that computes with the base
 (a training call, a compute_logprobs batch, each forward of the decode batch) runs on every rank at
 once, within `call`: the root is whole for the call (logprobs.py calls the decoder and the head
-apart, so the root's own hooks never run), and a decoder layer whole only while it computes: FSDP's
-hooks all-gather it before its forward and free it after, and again for its backward. Those
+apart, so the root's own hooks never run), a decoder layer whole only while it computes (FSDP's
+hooks all-gather it before its forward and free it after, and again for its backward), and one
+block of the vocabulary only while a lookup or a product of the head uses it (vocab.py). Those
 all-gathers are collectives, so every rank must call the decoder the same number of times in each
 call (Deal deals the passes of training and scoring calls; ranks > 0 match each forward of the
-decode batch with one of their own, world.py).
+decode batch with one of their own, world.py), and the head too (TargetLogprobs(lockstep=True)).
+A base whose head or embedding is not a plain one (vocab.splits_vocab) keeps them in the root,
+whole for the span of each call.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+
+from kitchen.adapters.local.vocab import split_head, splits_vocab, vocab_blocks
 
 
 class ShardedBase:
@@ -25,18 +31,31 @@ class ShardedBase:
         """Every rank: shard `model` (a collective). Trainable parameters (LoRA) are left out of
         FSDP: they stay whole on every rank and Deal sums their gradients."""
         import torch
+        import torch.distributed as dist
         from torch.distributed.device_mesh import init_device_mesh
         from torch.distributed.fsdp import fully_shard
 
         device = next(model.parameters()).device
         mesh = init_device_mesh(device.type, (size,))
         trained = {p for p in model.parameters() if p.requires_grad}
+        self.vocab: list[VocabShards] = []  # the embedding's rows, then the head's if not tied
+        if splits_vocab(model):
+            embed, head = model.get_input_embeddings(), model.get_output_embeddings()
+            rank = dist.get_rank()
+            self.vocab.append(VocabShards(embed.weight, rank, size))
+            if head.weight is not embed.weight:
+                self.vocab.append(VocabShards(head.weight, rank, size))
+            # The whole weights go with their last references, the modules' own.
+            embed.weight, embed.forward = self.vocab[0].parameter, self.vocab[0].lookup
+            head.weight = self.vocab[-1].parameter
+            split_head(head, self.vocab[-1])
+        outside = trained | {shards.parameter for shards in self.vocab}
         self.layers = [
-            fully_shard(layer, mesh=mesh, reshard_after_forward=True, ignored_params=trained)
+            fully_shard(layer, mesh=mesh, reshard_after_forward=True, ignored_params=outside)
             for layer in model.get_decoder().layers
         ]
         self.root = fully_shard(
-            model, mesh=mesh, reshard_after_forward=False, ignored_params=trained
+            model, mesh=mesh, reshard_after_forward=False, ignored_params=outside
         )
         for module in [*self.layers, self.root]:
             # A gradient FSDP reduces (none while the base is frozen) is a sum, as Tinker's losses
@@ -66,3 +85,59 @@ class ShardedBase:
             yield
         finally:
             self.root.reset_iter_state()
+
+
+class VocabShards:
+    """A vocabulary-sized weight [V, H] split by rows: each of its blocks (vocab.vocab_blocks, the
+    same at any N) is split evenly over the ranks, and this rank keeps its share of every block
+    ([blocks, rows, H], the last rows zero where a block does not divide evenly)."""
+
+    gathers = True
+
+    def __init__(self, weight: Any, rank: int, size: int) -> None:
+        import torch
+
+        self.blocks = vocab_blocks(weight.shape[0])
+        self.size = size
+        self.rows = -(-(self.blocks[0][1] - self.blocks[0][0]) // size)  # per rank per block
+        local = torch.zeros(
+            (len(self.blocks), self.rows, weight.shape[1]), dtype=weight.dtype, device=weight.device
+        )
+        with torch.no_grad():
+            for k, (start, end) in enumerate(self.blocks):
+                first = min(start + rank * self.rows, end)
+                mine = weight[first : min(first + self.rows, end)]
+                local[k, : mine.shape[0]] = mine
+        # The module's weight now: this rank's rows, frozen (peft reads its device and dtype).
+        self.parameter = torch.nn.Parameter(local.view(-1, weight.shape[1]), requires_grad=False)
+        self._local = local
+
+    def block(self, k: int, dtype: Any) -> Any:
+        """Block k whole, gathered from every rank (a collective): drop it once used."""
+        import torch
+        import torch.distributed as dist
+
+        local = self._local[k]
+        gathered = torch.empty(
+            (self.size * self.rows, local.shape[1]), dtype=local.dtype, device=local.device
+        )
+        dist.all_gather_single(gathered, local)
+        start, end = self.blocks[k]
+        return gathered[: end - start].to(dtype)
+
+    def lookup(self, ids: Any) -> Any:
+        """The embedding's forward: each token's row, from the block that holds it (every block
+        is gathered in turn, whatever the tokens: the ranks gather in step)."""
+        import torch
+        import torch.nn.functional as F
+
+        out = torch.zeros(
+            (*ids.shape, self._local.shape[-1]), dtype=self._local.dtype, device=ids.device
+        )
+        for k, (start, end) in enumerate(self.blocks):
+            weight = self.block(k, self._local.dtype)
+            inside = ((ids >= start) & (ids < end)).unsqueeze(-1)
+            rows = F.embedding((ids - start).clamp(0, end - start - 1), weight)
+            out = torch.where(inside, rows, out)
+            del weight, rows
+        return out

@@ -1,10 +1,11 @@
 """One rank's view of a `--nproc N` run: rank 0 runs the recipe, and its compute thread `send`s each
 engine call that needs every rank; ranks > 0 `receive` them in that one order (worker.py).
 
-The frozen base is sharded with FSDP2 (sharded_base.py): no rank holds it whole between calls, and
-within a call each decoder layer is gathered only while it computes, so every call that computes
-with the base runs on every rank, in step: training and compute_logprobs calls deal their passes
-(deal.py), and each forward of rank 0's decode batch is matched by a `shadow_forward` on the others.
+The frozen base is sharded (sharded_base.py): no rank holds it whole between calls, and within a
+call each decoder layer, and each block of the vocabulary, is gathered only while it computes, so
+every call that computes with the base runs on every rank, in step: training and compute_logprobs
+calls deal their passes (deal.py), and each forward of rank 0's decode batch is matched by a
+`shadow_forward` on the others.
 LoRA parameters are plain tensors, whole on every rank; each micro-batch's gradient reaches every
 rank (Deal), so every rank's Adam takes the same step, and a sampler's LoRA snapshot is taken on
 every rank alike (`forget` lets ranks > 0 drop theirs once rank 0's is gone).
