@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from typer._click import exceptions as click_errors  # typer vendors click: its own classes
 from typer.core import TyperGroup
@@ -69,7 +70,11 @@ def _fail(e: BaseException) -> None:
         traceback.print_exception(e)
     code = e.exit_code if isinstance(e, KitchenError) else 1
     message = str(e) if isinstance(e, KitchenError) else f"{type(e).__name__}: {e}"
-    err_console.print(f"[red]error:[/red] {message}", markup=True, highlight=False, soft_wrap=True)
+    # escaped: a message is not markup (gloo's name their source file, "[/path/pair.cc:129]", which
+    # rich took for a closing tag and answered with a traceback of its own)
+    err_console.print(
+        f"[red]error:[/red] {escape(message)}", markup=True, highlight=False, soft_wrap=True
+    )
     raise typer.Exit(code)
 
 

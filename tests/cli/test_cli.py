@@ -127,3 +127,12 @@ def test_secrets_never_reach_config_json(tmp_path, monkeypatch):
         assert "tml-supersecretvalue123" not in f.read_text(), f.name
     config = json.loads((log_dir / "config.json").read_text())["config"]
     assert config["max_length"] == 1024 and config["sample_max_tokens"] == 48  # not secrets
+
+
+def test_an_error_line_is_printed_as_it_is(tmp_path):
+    """An error message is text, not rich markup: gloo's name their source file in brackets
+    ("[/path/pair.cc:129]"), which rich took for a closing tag and answered with a traceback."""
+    missing = tmp_path / "[/a]" / "x.jsonl"
+    result = runner.invoke(app, fake_run("sl_basic", str(missing), tmp_path / "run"))
+    assert result.exit_code == 2
+    assert result.output.strip() == f"error: dataset file {missing} does not exist"
