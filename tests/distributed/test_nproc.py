@@ -5,12 +5,14 @@ with a built-in loss, dpo with forward_backward_custom (rank 0 scores, every ran
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -192,6 +194,24 @@ def test_a_killed_rank_stops_the_run_naming_it(tmp_path, monkeypatch):
     assert not left
 
 
+@launches
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="finds the ranks in /proc")
+def test_a_stopped_rank_stops_the_run_naming_it(tmp_path, monkeypatch):
+    """SIGSTOP of rank 1 mid-run (it neither dies nor answers), a 5 s collective timeout: rank 0
+    names rank 1, whose heartbeat stopped, in the run's one error line, whether its collective
+    timed out or gloo held it handing the next call on; the run exits 1 within 60 s (the launcher
+    kills the stopped rank, which cannot take SIGTERM, 30 s after asking it to end) and no rank is
+    left."""
+    monkeypatch.setenv("KITCHEN_COLLECTIVE_TIMEOUT", "5")
+    code, seconds, _, err, left = _signal_rank_one(tmp_path, monkeypatch, signal.SIGSTOP)
+    errors = [line for line in err.splitlines() if "error" in line.lower()]
+    assert len(errors) == 1, err[-3000:]
+    assert errors[0].startswith("error: rank 0 of 2: rank 1 stopped answering ("), errors
+    assert code == 1
+    assert seconds < 60
+    assert not left
+
+
 def _signal_rank_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sig: signal.Signals
 ) -> tuple[int, float, str, str, list[int]]:
@@ -317,22 +337,23 @@ def test_a_run_killed_after_a_checkpoint_resumes_at_any_nproc(tmp_path, monkeypa
     assert (meta["step"], meta["world_size"]) == (4, 2)
     result = CliRunner().invoke(app, [*resume, "--max-steps", "5"])
     assert result.exit_code == 0, result.output
-    resumed = [line for line in (split / "logs.log").read_text().splitlines() if "resuming" in line]
-    assert [r.split("step=")[1][0] for r in resumed] == ["1", "2", "4"], resumed
+    resumed = re.findall(r"resuming \S+ from .*?step=(\d+)", (split / "logs.log").read_text())
+    assert resumed == ["1", "2", "4"], resumed
     assert _losses(split) == _losses(one) and len(_losses(one)) == 5
     _assert_same_adapter(one, split, atol=0)
 
 
 def _kill_after_checkpoint(args: list[str], log_dir: Path, step: int) -> list[int]:
     """`kitchen *args` (a --nproc N run into `log_dir`) started, and each of its processes killed
-    with SIGKILL, the ranks first, as soon as checkpoints.jsonl records step `step`'s checkpoint;
-    the processes still there a few seconds later."""
+    with SIGKILL, the ranks first, as soon as checkpoints.jsonl records step `step`'s checkpoint
+    and metrics.jsonl that step (before its row, a resume would take the checkpoint before); the
+    processes still there a few seconds later."""
     proc = subprocess.Popen([sys.executable, "-m", "kitchen.app.cli", *args])
-    records = log_dir / "checkpoints.jsonl"
+    records, metrics = log_dir / "checkpoints.jsonl", log_dir / "metrics.jsonl"
     pids: list[int] = []
     try:
         deadline = time.monotonic() + 240
-        while step not in _recorded_steps(records):
+        while step not in _recorded_steps(records) or step - 1 not in _logged_steps(metrics):
             assert proc.poll() is None and time.monotonic() < deadline, proc.returncode
             pids = pids or _children(proc.pid)
             time.sleep(0.02)
@@ -352,8 +373,17 @@ def _kill_after_checkpoint(args: list[str], log_dir: Path, step: int) -> list[in
 
 def _recorded_steps(records: Path) -> list[int]:
     """The steps of the checkpoints checkpoints.jsonl records (complete lines only)."""
-    lines = records.read_text().split("\n")[:-1] if records.exists() else []
-    return [json.loads(line)["step"] for line in lines]
+    return [row["step"] for row in _complete_rows(records)]
+
+
+def _logged_steps(metrics: Path) -> list[int]:
+    """The steps metrics.jsonl has a training row of (complete lines only)."""
+    return [row["step"] for row in _complete_rows(metrics) if "unclipped_grad_l2:mean" in row]
+
+
+def _complete_rows(jsonl: Path) -> list[dict[str, Any]]:
+    lines = jsonl.read_text().split("\n")[:-1] if jsonl.exists() else []
+    return [json.loads(line) for line in lines]
 
 
 def _running(pid: int) -> bool:

@@ -103,6 +103,20 @@ def activation_bytes(config: Any, tokens: int, dtype_bytes: int, checkpointed: b
     return int(per_token * tokens + head)
 
 
+def peak_gib(device: Any) -> float | None:
+    """The most memory torch held allocated on the accelerator `device` since the previous
+    reading, in GiB; the peak then starts again from what is allocated now. None on a CPU, where
+    torch keeps no such count. Reading the allocator's counters does not wait for the device."""
+    import torch
+
+    device = torch.device(device)
+    if device.type != "cuda":
+        return None
+    peak = torch.cuda.max_memory_allocated(device) / 2**30
+    torch.cuda.reset_peak_memory_stats(device)
+    return peak
+
+
 def free_memory(device: Any) -> int:
     """Bytes free for new tensors on `device`: the CUDA allocator's free memory plus what torch
     holds cached, or the host's MemAvailable."""

@@ -35,7 +35,7 @@ from kitchen.adapters.local.lora import (
     peft_config,
     snapshot_adapter,
 )
-from kitchen.adapters.local.memory import ActivationBudget, PaddingTally
+from kitchen.adapters.local.memory import ActivationBudget, PaddingTally, peak_gib
 from kitchen.adapters.local.optimizer import adam_step, make_optimizer
 from kitchen.adapters.local.sampling_client import LocalSamplingClient
 from kitchen.adapters.local.stability import with_sampler_logprobs
@@ -360,9 +360,12 @@ class LocalTrainingClient:
         with self.host.lock:
             metrics = adam_step(self._optimizer, adam_params)
         self.step += 1
-        return types.OptimStepResponse(
-            metrics={**metrics, **self._padding.take(), **peak_memory(self.host.device)}
-        )
+        metrics = {**metrics, **self._padding.take()}
+        world = self.backend.world
+        if world is None or world.leader:  # a rank > 0's peak goes with its results (World.gather)
+            metrics.update(peak_memory(self.host.device))
+            metrics.update({} if world is None else world.take_peaks())
+        return types.OptimStepResponse(metrics=metrics)
 
     def _meta(self, kind: str) -> ckpt.CheckpointMeta:
         return ckpt.CheckpointMeta(
@@ -512,13 +515,6 @@ class LocalTrainingClient:
 
 def peak_memory(device: Any) -> dict[str, float]:
     """`memory/peak_gib`: the most memory torch held allocated on the accelerator `device` since
-    the previous call (the previous optim_step on it), in GiB; the peak then starts again from what
-    is allocated now. Nothing on a CPU, where torch keeps no such count. Reading the allocator's
-    counters does not wait for the device."""
-    import torch
-
-    if device.type != "cuda":
-        return {}
-    peak = torch.cuda.max_memory_allocated(device) / 2**30
-    torch.cuda.reset_peak_memory_stats(device)
-    return {"memory/peak_gib": peak}
+    the previous optim_step on it (memory.peak_gib); nothing on a CPU."""
+    peak = peak_gib(device)
+    return {} if peak is None else {"memory/peak_gib": peak}

@@ -10,7 +10,7 @@ import signal
 import sys
 from dataclasses import dataclass
 
-from kitchen.adapters.local.distributed.world import ENV_FLAG
+from kitchen.adapters.local.distributed.world import ENV_FLAG, STALLED_EXIT
 from kitchen.engine.cores import rank_threads, usable_cores
 from kitchen.engine.errors import ConfigError
 
@@ -69,8 +69,9 @@ def relaunched() -> bool:
 def relaunch(launch: Launch, argv: list[str], entry: str) -> int:
     """Run `kitchen *argv` as launch.nproc ranks on this machine, each rank as `python -m entry`
     (a module of the app, which an adapter must not import); the exit code of the run. A rank that
-    fails is named in one line. A signal that stops the launcher (Ctrl-C, SIGTERM) is handed on to
-    every rank, which it waits for (a rank still there after 30 s is killed): 128 + the signal."""
+    fails is named in one line (a rank that gave up on a stopped rank, STALLED_EXIT, has named that
+    one in its own). A signal that stops the launcher (Ctrl-C, SIGTERM) is handed on to every rank,
+    which it waits for (a rank still there after 30 s is killed): 128 + the signal."""
     from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.run import parse_args, run
@@ -108,6 +109,8 @@ def relaunch(launch: Launch, argv: list[str], entry: str) -> int:
         return 128 + int(e.sigval)
     except ChildFailedError as e:
         rank, failure = e.get_first_failure()
+        if failure.exitcode == STALLED_EXIT:  # the rank that gave up named the one that stopped
+            return 1
         print(
             f"error: rank {rank} of {launch.nproc * launch.nnodes} failed "
             f"(exit code {failure.exitcode}); every rank was stopped",

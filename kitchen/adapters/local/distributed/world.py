@@ -9,6 +9,9 @@ calls deal their passes (deal.py), and each forward of rank 0's decode batch is 
 LoRA parameters are plain tensors, whole on every rank; each micro-batch's gradient reaches every
 rank (Deal), so every rank's Adam takes the same step, and a sampler's LoRA snapshot is taken on
 every rank alike (`forget` lets ranks > 0 drop theirs once rank 0's is gone).
+
+A rank that stops answering without dying is found by the others: a collective within a call waits
+at most the timeout, and every other wait is watched through the ranks' heartbeats (Heartbeats).
 """
 
 from __future__ import annotations
@@ -16,9 +19,11 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import sys
 import threading
+import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +38,75 @@ ENV_FLAG = "KITCHEN_NPROC"
 # Seconds a collective within a call on the sharded base waits for the other ranks before the run fails.
 TIMEOUT_ENV = "KITCHEN_COLLECTIVE_TIMEOUT"
 DEFAULT_TIMEOUT_S = 600.0
+# The exit code of a rank that gave up on a stopped rank: it has named that rank in its own line.
+STALLED_EXIT = 3
+BEAT_S = 1.0  # seconds between two heartbeats of a rank
+
+
+class StalledRank(BackendError):
+    """A collective waited past the timeout: a rank stopped answering (named when its heartbeat
+    stopped too)."""
+
+    exit_code = STALLED_EXIT
+
+
+class Heartbeats:
+    """Every rank's heartbeat: a count in the launcher's store that a thread of the rank adds one
+    to every BEAT_S seconds. A stopped process (SIGSTOP, a frozen machine) stops its threads too.
+    So a rank whose collective timed out can tell the rank that stopped from one that is only slow
+    (`stopped`), and a rank in a wait that has no short limit (`watching`: rank 0 handing on a
+    call, which gloo can hold until the others take it; the others waiting for the next call,
+    which may come after rank 0 worked alone for long) learns when a rank it waits on stopped."""
+
+    def __init__(
+        self, store: Any, rank: int, size: int, limit_s: float, silent: Callable[[int], None]
+    ) -> None:
+        self.store, self.rank, self.size = store, rank, size
+        self.limit_s = limit_s
+        self.silent = silent  # called (on the heartbeat thread) with a watched rank gone silent
+        self._watched: list[int] = []
+        threading.Thread(target=self._beat, daemon=True, name="kitchen-heartbeat").start()
+
+    @contextlib.contextmanager
+    def watching(self, ranks: list[int]) -> Iterator[None]:
+        self._watched = ranks
+        try:
+            yield
+        finally:
+            self._watched = []
+
+    def stopped(self) -> list[int]:
+        """The other ranks whose heartbeat stands still over three beats; [] when the store is
+        gone (the launcher with it)."""
+        others = [r for r in range(self.size) if r != self.rank]
+        try:
+            before = [self._count(r) for r in others]
+            time.sleep(3 * BEAT_S)
+            after = [self._count(r) for r in others]
+        except Exception:
+            return []
+        return [r for r, b, a in zip(others, before, after, strict=True) if a == b]
+
+    def _count(self, rank: int) -> int:
+        return int(self.store.add(f"kitchen/beat/{rank}", 0))
+
+    def _beat(self) -> None:
+        seen: dict[int, tuple[int, float]] = {}  # watched rank: (its count, when it last moved)
+        try:
+            while True:
+                self.store.add(f"kitchen/beat/{self.rank}", 1)
+                watched, now = self._watched, time.monotonic()
+                if not watched:
+                    seen.clear()
+                for rank in watched:
+                    count = self._count(rank)
+                    if rank not in seen or seen[rank][0] != count:
+                        seen[rank] = (count, now)
+                    elif now - seen[rank][1] > self.limit_s:
+                        self.silent(rank)
+                time.sleep(BEAT_S)
+        except Exception:  # the store is gone: so is the launcher, which ends this rank
+            return
 
 
 @dataclass
@@ -44,6 +118,9 @@ class World:
     timeout_s: float = DEFAULT_TIMEOUT_S
     calls: Any = None  # the process group rank 0's calls go by (None: the default group)
     broken: bool = False  # a collective failed: the ranks are out of step, so no goodbye
+    beats: Heartbeats | None = None
+    device: str = "cpu"  # the device type the ranks compute on
+    _peaks: dict[int, float] = field(default_factory=dict)  # rank 0: GiB, by rank > 0 (gather)
     # by id(model): frozen bases, and fully fine-tuned models (sharded_model.py)
     _sharded: dict[int, ShardedBase | ShardedModel] = field(default_factory=dict)
     _forgotten: list[int] = field(default_factory=list)  # snapshot ids rank 0 no longer holds
@@ -64,9 +141,10 @@ class World:
             return
         with self._forgotten_lock:
             forgotten, self._forgotten = self._forgotten, []
-        if forgotten:
-            dist.broadcast_object_list([("forget", forgotten)], src=0, group=self.calls)
-        dist.broadcast_object_list([call], src=0, group=self.calls)
+        with self._watching([r for r in range(1, self.size)]):
+            if forgotten:
+                dist.broadcast_object_list([("forget", forgotten)], src=0, group=self.calls)
+            dist.broadcast_object_list([call], src=0, group=self.calls)
 
     def share(self, snapshot: Any, *call: Any) -> None:
         """Rank 0: `call` has every other rank take its own copy of the sampler `snapshot`
@@ -84,8 +162,24 @@ class World:
         import torch.distributed as dist
 
         box: list[Any] = [None]
-        dist.broadcast_object_list(box, src=0, group=self.calls)
+        with self._watching([0]):
+            dist.broadcast_object_list(box, src=0, group=self.calls)
         return tuple(box[0])
+
+    def _watching(self, ranks: list[int]) -> contextlib.AbstractContextManager[None]:
+        """For a wait on the calls' group, which has no short limit: see `silent`."""
+        return contextlib.nullcontext() if self.beats is None else self.beats.watching(ranks)
+
+    def silent(self, rank: int) -> None:
+        """From the heartbeat thread: `rank` has shown no heartbeat for the timeout while this
+        rank waited on it. Nothing can wake that wait, so this process ends here, in one line."""
+        print(
+            f"error: rank {self.rank} of {self.size}: rank {rank} stopped answering (no heartbeat "
+            f"for more than {self.timeout_s:g} s, {TIMEOUT_ENV})",
+            file=sys.stderr,
+            flush=True,
+        )
+        os._exit(STALLED_EXIT)
 
     # -- the sharded base ------------------------------------------------------------------------
 
@@ -126,13 +220,16 @@ class World:
                 yield
         except (dist.DistError, RuntimeError) as e:
             self.broken = True
-            # gloo says "Application timeout caused pair closure" as a plain RuntimeError
-            if not isinstance(e, dist.DistError) and "timeout" not in str(e).lower():
+            # gloo says "Application timeout caused pair closure" or "Timed out waiting 5000ms
+            # for send operation to complete" as a plain RuntimeError
+            said = str(e).lower()
+            if (
+                not isinstance(e, dist.DistError)
+                and "timeout" not in said
+                and "timed out" not in said
+            ):
                 raise
-            raise BackendError(
-                f"rank {self.rank} of {self.size}: a collective waited more than "
-                f"{self.timeout_s:g} s for the other ranks ({TIMEOUT_ENV}); one stopped answering"
-            ) from e
+            raise StalledRank(self._stall_message()) from e
         except BackendError:
             # Input refused while planning, before any pass: every rank plans from the same data,
             # so each refused it at this point, and rank 0 answers its client; the ranks are in step.
@@ -142,6 +239,20 @@ class World:
         except BaseException:
             self.broken = True
             raise
+
+    def _stall_message(self) -> str:
+        waited = f"a collective waited more than {self.timeout_s:g} s"
+        stopped = [] if self.beats is None else self.beats.stopped()
+        if not stopped:
+            return (
+                f"rank {self.rank} of {self.size}: {waited} for the other ranks ({TIMEOUT_ENV}); "
+                "one stopped answering, though every rank's heartbeat goes on"
+            )
+        named = ", ".join(map(str, stopped))
+        return (
+            f"rank {self.rank} of {self.size}: rank {named} stopped answering ({waited} for it, "
+            f"{TIMEOUT_ENV}; its heartbeat stopped)"
+        )
 
     def shadow_forward(self, model: Any) -> None:
         """Ranks > 0: one forward of `model`'s sharded base, its output dropped: it gathers the
@@ -156,12 +267,28 @@ class World:
     # -- gradients and outputs ---------------------------------------------------------------------
 
     def gather(self, mine: Any) -> list[Any] | None:
-        """Every rank's `mine` on rank 0, in rank order (None on the other ranks)."""
+        """Every rank's `mine` on rank 0, in rank order (None on the other ranks). A rank > 0 adds
+        its accelerator's peak memory since its previous gather (none on a CPU), which rank 0
+        keeps for its next optim_step's metrics (`take_peaks`): no collective of its own."""
         import torch.distributed as dist
 
+        from kitchen.adapters.local.memory import peak_gib
+
+        peak = None if self.leader else peak_gib(self.device)
         out: list[Any] | None = [None] * self.size if self.leader else None
-        dist.gather_object(mine, out, dst=0)
-        return out
+        dist.gather_object((mine, peak), out, dst=0)
+        if out is None:
+            return None
+        for rank, (_, peak) in enumerate(out):
+            if peak is not None:
+                self._peaks[rank] = max(peak, self._peaks.get(rank, peak))
+        return [theirs for theirs, _ in out]
+
+    def take_peaks(self) -> dict[str, float]:
+        """Rank 0: `memory/peak_gib/rankR`, the most memory each rank R > 0 held allocated on its
+        accelerator over the results it sent since the previous take; {} on a CPU."""
+        peaks, self._peaks = self._peaks, {}
+        return {f"memory/peak_gib/rank{rank}": gib for rank, gib in sorted(peaks.items())}
 
 
 _world: list[World | None] = []
@@ -188,13 +315,32 @@ def _join() -> World:
     limit = datetime.timedelta(seconds=timeout_s)
     dist.init_process_group("nccl" if cuda else "gloo", timeout=limit)
     # Ranks > 0 wait for rank 0's next call as long as rank 0 works alone (an RL step's envs):
-    # that wait alone, on a group of its own, has no short limit. A rank that dies ends the run
-    # through torch.distributed.run; one that stops answering, by the others' timeout.
+    # that wait, on a group of its own, has no short limit, and neither has rank 0's handing on
+    # of a call (gloo can hold it until the others take it); the heartbeats watch both. A rank
+    # that dies ends the run through torch.distributed.run; one that stops answering, through
+    # the others' timeout or its stopped heartbeat.
     calls = dist.new_group(timeout=datetime.timedelta(days=1))
-    here = World(dist.get_rank(), dist.get_world_size(), timeout_s, calls)
+    rank, size = dist.get_rank(), dist.get_world_size()
+    here = World(rank, size, timeout_s, calls, device="cuda" if cuda else "cpu")
+    here.beats = Heartbeats(_store(), rank, size, timeout_s, here.silent)
     if here.leader:
         atexit.register(_stop, here)
     return here
+
+
+def _store() -> Any:
+    """A connection of this rank's own to the store the launcher keeps (torch.distributed.run
+    names it in MASTER_ADDR and MASTER_PORT), for the heartbeats."""
+    import datetime
+
+    import torch.distributed as dist
+
+    return dist.TCPStore(
+        os.environ["MASTER_ADDR"],
+        int(os.environ["MASTER_PORT"]),
+        is_master=False,
+        timeout=datetime.timedelta(seconds=30),
+    )
 
 
 def _stop(here: World) -> None:
