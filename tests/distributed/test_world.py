@@ -1,13 +1,19 @@
 """World.gather on two gloo processes forked from this one: each rank > 0's accelerator peak memory
 travels with its results to rank 0, which reports it at its next optim_step
 (`memory/peak_gib/rank1`). The CUDA counter is read through memory.peak_gib, which a stand-in
-replaces here (this CPU has none)."""
+replaces here (this CPU has none). And the ranks' heartbeats, on a stand-in for the launcher's
+store."""
 
 import multiprocessing
+import os
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import torch.distributed  # noqa: F401  (imported once, here, for both forked ranks)
+
+from kitchen.adapters.local.distributed.world import Heartbeats
 
 # A rank > 0's readings at its gathers, in GiB: the stand-in hands them out in turn.
 READINGS = [0.5, 2.0, 1.25, 0.75]
@@ -56,3 +62,45 @@ def test_each_rank_s_peak_memory_reaches_rank_zero_with_its_results(tmp_path: Pa
     # the most over the gathers since the previous take, then only what came after it
     assert taken == [{"memory/peak_gib/rank1": 2.0}, {"memory/peak_gib/rank1": 0.75}, {}, {}]
     assert got[1] == ([None] * 5, [{}, {}, {}, {}])
+
+
+class _Store:
+    """The launcher's store as the heartbeats use it (add, set, get), until closed: then every call
+    fails, as when the launcher is gone, and the heartbeat threads end."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+        self.closed = False
+        self.lock = threading.Lock()
+
+    def add(self, key: str, amount: int) -> int:
+        with self.lock:
+            if self.closed:
+                raise RuntimeError("store closed")
+            self.values[key] = int(self.values.get(key, 0)) + amount
+            return int(self.values[key])
+
+    def set(self, key: str, value: str) -> None:
+        self.values[key] = value
+
+    def get(self, key: str) -> bytes:
+        return str(self.values[key]).encode()
+
+
+def test_a_rank_whose_heartbeat_stops_is_named_by_the_one_waiting_on_it():
+    """Rank 2 has no heartbeat (a stopped process's threads stop too), rank 1 beats: rank 0,
+    waiting on both, hears of rank 2 alone once the limit (1 s) has passed, and `stopped` names
+    it alone; the ranks' host and process id are in the store, for the kill."""
+    store, silent = _Store(), []
+    beats = Heartbeats(store, 0, 3, limit_s=1.0, silent=silent.append)
+    Heartbeats(store, 1, 3, limit_s=1.0, silent=silent.append)
+    try:
+        with beats.watching([1, 2]):
+            deadline = time.monotonic() + 20
+            while not silent and time.monotonic() < deadline:
+                time.sleep(0.1)
+        assert set(silent) == {2}
+        assert beats.stopped() == [2]
+        assert beats.local_pid(1) == os.getpid() and beats.local_pid(2) is None
+    finally:
+        store.closed = True

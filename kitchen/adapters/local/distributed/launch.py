@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import signal
 import sys
+import tempfile
 from dataclasses import dataclass
 
-from kitchen.adapters.local.distributed.world import ENV_FLAG, STALLED_EXIT
+from kitchen.adapters.local.distributed.world import ENV_FLAG, STALL_FILE_ENV, STALLED_EXIT
 from kitchen.engine.cores import rank_threads, usable_cores
 from kitchen.engine.errors import ConfigError
 
@@ -69,8 +71,8 @@ def relaunched() -> bool:
 def relaunch(launch: Launch, argv: list[str], entry: str) -> int:
     """Run `kitchen *argv` as launch.nproc ranks on this machine, each rank as `python -m entry`
     (a module of the app, which an adapter must not import); the exit code of the run. A rank that
-    fails is named in one line (a rank that gave up on a stopped rank, STALLED_EXIT, has named that
-    one in its own). A signal that stops the launcher (Ctrl-C, SIGTERM) is handed on to every rank,
+    fails is named in one line (a rank that gave up on a stopped rank has named that one in its own,
+    world.py). A signal that stops the launcher (Ctrl-C, SIGTERM) is handed on to every rank,
     which it waits for (a rank still there after 30 s is killed): 128 + the signal."""
     from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
@@ -94,6 +96,8 @@ def relaunch(launch: Launch, argv: list[str], entry: str) -> int:
         # every pass stay in its heap: SmolLM2 at N=2, peak resident memory 2942 -> 2064 MiB on
         # rank 0 (docs/distributed.md, Measured). Ignored where the C library is not glibc.
         MALLOC_ENV: os.environ.get(MALLOC_ENV) or str(2**20),
+        # where a rank that gave up on a stopped one says so (world.py)
+        STALL_FILE_ENV: os.path.join(tempfile.mkdtemp(prefix="kitchen-ranks-"), "stalled"),
     }
     # The failure (or the stop) is said once, below and by rank 0: not again in the launcher's
     # own log lines. Each of its modules' loggers has a level of its own, set at import.
@@ -109,7 +113,9 @@ def relaunch(launch: Launch, argv: list[str], entry: str) -> int:
         return 128 + int(e.sigval)
     except ChildFailedError as e:
         rank, failure = e.get_first_failure()
-        if failure.exitcode == STALLED_EXIT:  # the rank that gave up named the one that stopped
+        # A rank that gave up on a stopped one has named it (and may have killed it: the failure
+        # seen first can be that kill's).
+        if failure.exitcode == STALLED_EXIT or os.path.exists(env[STALL_FILE_ENV]):
             return 1
         print(
             f"error: rank {rank} of {launch.nproc * launch.nnodes} failed "
@@ -118,6 +124,7 @@ def relaunch(launch: Launch, argv: list[str], entry: str) -> int:
         )
         return 1
     finally:
+        shutil.rmtree(os.path.dirname(env[STALL_FILE_ENV]), ignore_errors=True)
         # The launcher's handlers would raise in this process after it: this process's come back.
         for sig, handler in handlers.items():
             if handler is not None:

@@ -19,6 +19,8 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import signal
+import socket
 import sys
 import threading
 import time
@@ -40,6 +42,9 @@ TIMEOUT_ENV = "KITCHEN_COLLECTIVE_TIMEOUT"
 DEFAULT_TIMEOUT_S = 600.0
 # The exit code of a rank that gave up on a stopped rank: it has named that rank in its own line.
 STALLED_EXIT = 3
+# Set by launch.py: the file a rank that gave up on a stopped rank writes, so that the launcher adds
+# no line of its own (the stopped rank it killed may be the failure the launcher sees first).
+STALL_FILE_ENV = "KITCHEN_STALL_FILE"
 BEAT_S = 1.0  # seconds between two heartbeats of a rank
 
 
@@ -65,6 +70,7 @@ class Heartbeats:
         self.limit_s = limit_s
         self.silent = silent  # called (on the heartbeat thread) with a watched rank gone silent
         self._watched: list[int] = []
+        store.set(f"kitchen/where/{rank}", f"{socket.gethostname()} {os.getpid()}")
         threading.Thread(target=self._beat, daemon=True, name="kitchen-heartbeat").start()
 
     @contextlib.contextmanager
@@ -86,6 +92,14 @@ class Heartbeats:
         except Exception:
             return []
         return [r for r, b, a in zip(others, before, after, strict=True) if a == b]
+
+    def local_pid(self, rank: int) -> int | None:
+        """`rank`'s process id when it runs on this machine."""
+        try:
+            host, pid = self.store.get(f"kitchen/where/{rank}").decode().split()
+        except Exception:
+            return None
+        return int(pid) if host == socket.gethostname() else None
 
     def _count(self, rank: int) -> int:
         return int(self.store.add(f"kitchen/beat/{rank}", 0))
@@ -179,6 +193,22 @@ class World:
             file=sys.stderr,
             flush=True,
         )
+        self._give_up([rank])
+
+    def _give_up(self, stopped: list[int]) -> None:
+        """The end of this rank, once its line named the `stopped` ranks: it tells the launcher
+        and kills those on this machine, then exits. A stopped process cannot take the SIGTERM the
+        launcher sends on a failure, and torch.distributed.run waits a fixed 30 s before its
+        SIGKILL; a process killed here is one the run has lost anyway."""
+        stall_file = os.environ.get(STALL_FILE_ENV)
+        if stall_file:
+            with open(stall_file, "a") as f:
+                f.write(f"{self.rank} {' '.join(map(str, stopped))}\n")
+        for rank in stopped:
+            pid = None if self.beats is None else self.beats.local_pid(rank)
+            if pid is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
         os._exit(STALLED_EXIT)
 
     # -- the sharded base ------------------------------------------------------------------------
@@ -248,6 +278,8 @@ class World:
                 f"rank {self.rank} of {self.size}: {waited} for the other ranks ({TIMEOUT_ENV}); "
                 "one stopped answering, though every rank's heartbeat goes on"
             )
+        # the kill waits for the end of this process, once the command has said its line
+        atexit.register(self._give_up, stopped)
         named = ", ".join(map(str, stopped))
         return (
             f"rank {self.rank} of {self.size}: rank {named} stopped answering ({waited} for it, "
