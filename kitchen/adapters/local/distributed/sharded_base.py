@@ -113,7 +113,9 @@ class VocabShards:
         self._local = local
 
     def block(self, k: int, dtype: Any) -> Any:
-        """Block k whole, gathered from every rank (a collective): drop it once used."""
+        """Block k whole, gathered from every rank (a collective): drop it once used. Gathered
+        as stored and cast after: the collective must not depend on the caller's autocast (the
+        one-token forward beside rank 0's decode forward runs without it)."""
         import torch
         import torch.distributed as dist
 
