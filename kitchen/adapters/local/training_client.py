@@ -229,16 +229,13 @@ class LocalTrainingClient:
         return APIFuture(future)
 
     def _run_builtin(
-        self,
-        data: list[types.Datum],
-        loss_fn: str,
-        config: Mapping[str, float] | None,
-        backward: bool,
+        self, data: list[types.Datum], loss_fn: str, *rest: Any
     ) -> types.ForwardBackwardOutput:
+        """`_run_loss`, with stable_reinforce's inputs read from the sampler's records first:
+        they are rank 0's alone, so the data goes to the other ranks with them."""
         if loss_fn == "stable_reinforce":
-            # The sampler's records are rank 0's alone: the data goes to the other ranks with them.
             data = with_sampler_logprobs(data, self.backend.stability)
-        return self._run_loss(data, loss_fn, config, backward)
+        return self._run_loss(data, loss_fn, *rest)
 
     @on_every_rank
     def _run_loss(
