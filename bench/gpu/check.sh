@@ -3,7 +3,7 @@
 # .gpu/ and the project, build a random-weight Llama-shaped model, run the engine's tests on the
 # default device (CUDA there), then the benches. Every step has its own time limit (T_* seconds), so
 # one call fits the device budget; output goes to $OUT/log.txt and files beside it.
-#   STEPS  which steps, of: tests train sample dpo sl memory cudnn profile profile_sl
+#   STEPS  which steps, of: tests nproc train sample dpo sl memory nf4 cudnn profile profile_sl
 #          (default "tests train sample dpo sl memory"; e.g. STEPS="cudnn profile profile_sl")
 #   SIZE   the model: 1b (default), 135m or test (seconds on a CPU)
 #   TESTS  what the tests step runs (default "tests/local_engine tests/export")
@@ -31,6 +31,7 @@ if [ "${LOCAL:-0}" = 1 ]; then
   # shellcheck disable=SC2086
   [ -z "$tools" ] || "$PY" -m pip install -q --no-deps --no-compile --upgrade --target "$site" $tools
   export PYTHONPATH=$root:$site
+  DEV=cpu
 else
   PY=${PY:-python3}; KIT=$SCRATCH/kit/bin/kitchen
   "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
@@ -38,12 +39,16 @@ else
   "$PY" -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --upgrade \
     --target "$SCRATCH/kit" . || exit 1
   export PYTHONPATH=$site:$SCRATCH/kit
+  DEV=cuda
+  [ ! -d .gpu/bnb ] || PYTHONPATH=$PYTHONPATH:$root/.gpu/bnb  # prepare.sh: bitsandbytes, cut down
 fi
 SPY=$site/bin/py-spy
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false KITCHEN_CACHE=$SCRATCH/kcache
 "$PY" -c "import sys, torch, transformers, peft
 print(sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.cuda.is_available(),
-      'transformers', transformers.__version__, 'peft', peft.__version__)"
+      'transformers', transformers.__version__, 'peft', peft.__version__)
+from importlib.metadata import version
+print('bitsandbytes', version('bitsandbytes'))" 2>&1 | grep -v Traceback
 step "model: random-weight Llama, size $SIZE"
 tok=$(dirname "$(ls .gpu/*/tokenizer.json | head -1)")  # the folder prepare.sh copied
 M=$("$PY" -c "import sys; sys.path.insert(0, 'bench')
@@ -57,6 +62,15 @@ if want tests; then
     > "$OUT/tests.txt" 2>&1
   echo "pytest exit $?"; grep -E " (FAILED|ERROR)" "$OUT/tests.txt" | grep "::" | head -40
   tail -1 "$OUT/tests.txt"
+fi
+if want nproc; then
+  step "--nproc: sl_basic at N=1 before issue 34, now, and as a world of one rank; then --nproc 2"
+  timeout "${T_NPROC:-150}" "$PY" bench/gpu/nproc.py --model "$M" --steps 8 --batch-size 32 \
+    --rounds "${ROUNDS:-2}" --out "$SCRATCH/nproc" --timeout 100
+  # more ranks than GPUs: refused in one line before any rank starts (a CPU runs them)
+  timeout 60 "$KIT" run sl_basic --model "$M" --nproc 2 --max-steps 1 \
+    --log-path "$SCRATCH/runs/nproc2" --if-exists delete 2>&1 | tail -3
+  echo "exit ${PIPESTATUS[0]}"
 fi
 if want train; then
   step "training: engine vs hand loop, fp32 and bf16"
@@ -81,10 +95,15 @@ if want sl; then
 fi
 if want memory; then
   step "memory: one row of 32k tokens, then a mixed batch at 8k (bench/memory.py, bf16)"
-  timeout "${T_MEM:-150}" "$PY" bench/memory.py --model "$M" --dtype auto --single \
+  [ "${MEM_LONG:-32768}" = 0 ] || timeout "${T_MEM:-150}" "$PY" bench/memory.py --model "$M" --dtype auto --single \
     --lengths "${MEM_LONG:-32768}" --modes off,checkpointing --steps 2
   timeout "${T_MEM:-150}" "$PY" bench/memory.py --model "$M" --dtype auto \
     --lengths "${MEM_MIXED:-8192}" --modes off,checkpointing,packing,both --steps 2
+fi
+if want nf4; then
+  step "4-bit base (nf4) against the bf16-autocast base, LoRA (bench/quantized_base.py)"
+  timeout "${T_NF4:-120}" "$PY" bench/quantized_base.py --model "$M" --device "$DEV" --dtype auto \
+    --length "${NF4_LONG:-4096}" --steps 3
 fi
 if want cudnn; then
   step "DPO kitchen side with cuDNN attention allowed (the 2026-11-26 slowdown's cause)"

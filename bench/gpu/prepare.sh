@@ -34,5 +34,21 @@ mkdir -p ".gpu/$(basename "$tok")"
 for f in config.json tokenizer.json tokenizer_config.json chat_template.jinja generation_config.json; do
   [ ! -f "$tok/$f" ] || cp "$tok/$f" ".gpu/$(basename "$tok")/"
 done
+# bitsandbytes (--base-quantization nf4): its wheel (43 MB) holds a library for each CUDA version;
+# the package, its metadata and the CPU and CUDA 13.0 libraries (the card's torch) travel, as a
+# folder check.sh puts on the path.
+bnb=$({ "$PY" -m pip show bitsandbytes 2>/dev/null || true; } | sed -n 's/^Version: //p')
+if [ -n "$bnb" ]; then
+  tmp=$(mktemp -d)
+  "$PY" -m pip download -q --no-deps "${plat[@]}" --platform manylinux_2_24_x86_64 -d "$tmp" \
+    "bitsandbytes==$bnb" 2>&1 | grep -v "^WARNING" || true
+  rm -rf .gpu/bnb && unzip -q "$tmp"/bitsandbytes-*.whl -d .gpu/bnb -x 'bitsandbytes/libbitsandbytes_*'
+  unzip -q "$tmp"/bitsandbytes-*.whl -d .gpu/bnb 'bitsandbytes/libbitsandbytes_cpu.so' \
+    'bitsandbytes/libbitsandbytes_cuda130.so'
+  rm -rf "$tmp"
+fi
+# The code from before the first --nproc commit (dbbe405), for bench/gpu/nproc.py's `before` side.
+rm -rf .gpu/before-nproc && mkdir -p .gpu/before-nproc
+git archive d479bcb kitchen train_core cookbook | tar -x -C .gpu/before-nproc
 du -sh .gpu
 echo "device call: command 'bash bench/gpu/check.sh', carry ['.gpu'], timeout_s ~540 (docs/gpu.md)"

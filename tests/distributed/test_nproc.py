@@ -20,6 +20,7 @@ from safetensors.numpy import load_file
 from typer.testing import CliRunner
 
 import kitchen
+from kitchen.adapters.local.distributed.launch import Launch, relaunch
 from kitchen.app import ranks
 from kitchen.app.cli import app
 from kitchen.engine.errors import ConfigError
@@ -298,6 +299,22 @@ def test_the_python_api_refuses_what_ranks_cannot_run(options, error, monkeypatc
     with pytest.raises(ConfigError) as e:
         kitchen.run("sl_basic", {"register_model": False}, **options)
     assert error in str(e.value) and "\n" not in str(e.value)
+
+
+def test_more_ranks_than_gpus_are_refused_before_any_starts(monkeypatch):
+    """On CUDA each rank takes a GPU of its own (NCCL refuses two ranks on one)."""
+    import torch
+    import torch.distributed.run as launcher
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(launcher, "run", lambda *a: pytest.fail("a rank was started"))
+    with pytest.raises(ConfigError) as e:
+        relaunch(Launch(nproc=2), ["run", "sl_basic"], "kitchen.app.rank")
+    assert str(e.value) == (
+        "nproc (--nproc) 2: ranks on CUDA take a GPU each and this machine has 1 visible: "
+        "--nproc 1 at most, or CUDA_VISIBLE_DEVICES= to run the ranks on the CPU"
+    )
 
 
 def test_serve_refuses_bad_rank_flags_in_one_line():

@@ -63,6 +63,19 @@ class Launch:
         return self.nproc * self.nnodes > 1
 
 
+def _one_gpu_a_rank(nproc: int) -> None:
+    """NCCL, which the ranks take wherever torch sees a GPU, refuses two ranks on one GPU (and
+    rank R asks for GPU R): refused here in one line, before any rank starts."""
+    import torch
+
+    if torch.cuda.is_available() and nproc > (gpus := torch.cuda.device_count()):
+        raise ConfigError(
+            f"nproc (--nproc) {nproc}: ranks on CUDA take a GPU each and this machine has "
+            f"{gpus} visible: --nproc {gpus} at most, or CUDA_VISIBLE_DEVICES= to run the "
+            "ranks on the CPU"
+        )
+
+
 def relaunched() -> bool:
     """True in a rank that launch started (it must not launch again)."""
     return bool(os.environ.get(ENV_FLAG))
@@ -77,6 +90,8 @@ def relaunch(launch: Launch, argv: list[str], entry: str) -> int:
     from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.run import parse_args, run
+
+    _one_gpu_a_rank(launch.nproc)
 
     args = [f"--nproc-per-node={launch.nproc}", f"--nnodes={launch.nnodes}"]
     if launch.rdzv_endpoint is None and launch.nnodes == 1:
