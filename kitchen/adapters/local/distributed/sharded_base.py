@@ -123,7 +123,7 @@ class VocabShards:
         gathered = torch.empty(
             (self.size * self.rows, local.shape[1]), dtype=local.dtype, device=local.device
         )
-        dist.all_gather_single(gathered, local)
+        dist.all_gather_into_tensor(gathered, local)  # (torch 2.13 also names it all_gather_single)
         start, end = self.blocks[k]
         return gathered[: end - start].to(dtype)
 

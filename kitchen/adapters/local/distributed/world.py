@@ -341,11 +341,14 @@ def _join() -> World:
     import torch.distributed as dist
 
     cuda = torch.cuda.is_available()
+    gpu = None
     if cuda:
-        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+        gpu = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        torch.cuda.set_device(gpu)
     timeout_s = float(os.environ.get(TIMEOUT_ENV) or DEFAULT_TIMEOUT_S)
     limit = datetime.timedelta(seconds=timeout_s)
-    dist.init_process_group("nccl" if cuda else "gloo", timeout=limit)
+    # device_id: NCCL otherwise guesses each rank's GPU from its global rank (and warns so).
+    dist.init_process_group("nccl" if cuda else "gloo", timeout=limit, device_id=gpu)
     # Ranks > 0 wait for rank 0's next call as long as rank 0 works alone (an RL step's envs):
     # that wait, on a group of its own, has no short limit, and neither has rank 0's handing on
     # of a call (gloo can hold it until the others take it); the heartbeats watch both. A rank
