@@ -90,6 +90,31 @@ def test_lora_trains_on_a_4bit_base(nf4: Any) -> None:
 
 @needs_nf4
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_a_4bit_layer_computes_in_the_dtype_a_full_precision_one_does(tmp_path: Path, dtype: str):
+    """Under bf16 autocast a Linear takes and returns bf16. A 4-bit layer returning its fp32 input's
+    dtype made every tensor after it fp32: on an H200 a step's peak was 20.65 GB, not 14.37."""
+    import bitsandbytes as bnb
+
+    engine = nf4_backend(tmp_path, dtype)
+    try:
+        client = engine.create_lora_training_client(TINY, rank=8)
+        layers = [m for m in client.host.base.modules() if isinstance(m, bnb.nn.Linear4bit)]
+        seen: list[tuple[torch.dtype, torch.dtype]] = []
+        hooks = [
+            m.register_forward_hook(lambda m, args, out: seen.append((m.compute_dtype, out.dtype)))
+            for m in layers
+        ]
+        train(client, 1)
+        for hook in hooks:
+            hook.remove()
+        assert len(seen) >= len(layers)
+        assert set(seen) == {(getattr(torch, dtype), getattr(torch, dtype))}
+    finally:
+        engine.close()
+
+
+@needs_nf4
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_samples_and_compute_logprobs_agree_on_the_4bit_base(tmp_path: Path, dtype: str) -> None:
     """Under bf16 too, where a full-precision base would sample from merged weights: a 4-bit one
     samples with the adapter unmerged, the same weights compute_logprobs scores with."""

@@ -379,7 +379,7 @@ def load_host(
 
     path = model_path if model_path is not None else resolve_model(model_name)
     hf_logging.disable_progress_bar()  # per-load bars would flood logs and CI output
-    quantized = quantization_config(quantization, settings.device)
+    quantized = quantization_config(quantization, settings.device, settings.autocast_dtype)
     # A quantized model is quantized as it loads onto its device; `.to` is refused afterwards.
     placement = {} if quantized is None else {"device_map": {"": settings.device}}
     try:
