@@ -155,7 +155,7 @@ def test_a_merged_vlm_loads_in_transformers_and_reads_images_as_the_engine_does(
     from transformers import AutoImageProcessor, AutoModelForImageTextToText
 
     from kitchen.adapters.local.export import export_checkpoint
-    from tests.helpers import TINY_VLM, picture
+    from tests.helpers import TINY_VLM, engine_device, picture
 
     client = backend.create_lora_training_client(TINY_VLM, rank=4, train_vision=train_vision)
     image = types.ImageChunk(data=picture((250, 30, 30)), format="png", expected_tokens=4)
@@ -203,6 +203,11 @@ def test_a_merged_vlm_loads_in_transformers_and_reads_images_as_the_engine_does(
             mm_token_type_ids=(ids == pad).int(),
         ).logits[0]
     theirs = torch.log_softmax(logits[:-1], -1).gather(-1, ids[0, 1:, None]).squeeze(-1).numpy()
-    np.testing.assert_allclose(theirs, np.asarray(expected[1:], dtype=np.float32), atol=1e-4)
+    # On CUDA the engine's kernels are not the CPU's (cuDNN may run the vision tower's patch
+    # convolution in TF32): an H200 differed from the CPU reference by 4.6e-5 relative at most.
+    rtol = 0.0 if engine_device() == "cpu" else 1e-4
+    np.testing.assert_allclose(
+        theirs, np.asarray(expected[1:], dtype=np.float32), atol=1e-4, rtol=rtol
+    )
     base = backend.create_sampling_client(base_model=TINY_VLM).compute_logprobs(prompt).result()
     assert np.abs(np.asarray(base[1:]) - np.asarray(expected[1:])).max() > 1e-2
