@@ -3,7 +3,8 @@
 # .gpu/ and the project, build a random-weight Llama-shaped model, run the engine's tests on the
 # default device (CUDA there), then the benches. Every step has its own time limit (T_* seconds), so
 # one call fits the device budget; output goes to $OUT/log.txt and files beside it.
-#   STEPS  which steps, of: tests nproc train sample dpo sl memory nf4 cudnn profile profile_sl
+#   STEPS  which steps, of: tests nproc train train_trees sample dpo sl memory nf4 cudnn profile
+#          profile_sl
 #          (default "tests train sample dpo sl memory"; e.g. STEPS="cudnn profile profile_sl")
 #   SIZE   the model: 1b (default), 135m or test (seconds on a CPU)
 #   TESTS  what the tests step runs (default "tests/local_engine tests/export")
@@ -76,6 +77,16 @@ if want train; then
   step "training: engine vs hand loop, fp32 and bf16"
   timeout "${T_TRAIN:-80}" "$PY" bench/local_engine.py --model "$M" --only training \
     --dtypes float32,auto --batch "${BATCH:-16}" --seq "${SEQ:-512}" --steps 3 --repeats 2
+fi
+if want train_trees; then
+  step "training, bf16, at each older tree of .gpu/tree-* (prepare.sh's TREES), then now"
+  for tree in .gpu/tree-* "$root"; do
+    [ -d "$tree/kitchen" ] || continue
+    echo "-- $(basename "$tree")"
+    (cd "$tree" && PYTHONPATH=$PWD:$PYTHONPATH timeout "${T_TRAIN:-80}" "$PY" bench/local_engine.py \
+      --model "$M" --only training --dtypes auto --batch "${BATCH:-16}" --seq "${SEQ:-512}" \
+      --steps 3 --repeats 2 2>&1 | grep -E "^  (engine|hand loop|ratio) ")
+  done
 fi
 if want sample; then
   step "sampling: engine vs HF generate; 32 concurrent vs per call"

@@ -50,5 +50,11 @@ fi
 # The code from before the first --nproc commit (dbbe405), for bench/gpu/nproc.py's `before` side.
 rm -rf .gpu/before-nproc && mkdir -p .gpu/before-nproc
 git archive d479bcb kitchen train_core cookbook | tar -x -C .gpu/before-nproc
+# Older trees for check.sh's train_trees step (the bf16 training row at each: a bisect), from TREES,
+# commits separated by spaces (none by default), each as .gpu/tree-COMMIT.
+for sha in ${TREES:-}; do
+  rm -rf ".gpu/tree-$sha" && mkdir -p ".gpu/tree-$sha"
+  git archive "$sha" kitchen train_core cookbook bench | tar -x -C ".gpu/tree-$sha" --exclude='bench/gpu/measured-*'
+done
 du -sh .gpu
 echo "device call: command 'bash bench/gpu/check.sh', carry ['.gpu'], timeout_s ~540 (docs/gpu.md)"
