@@ -117,13 +117,12 @@ class VocabShards:
         as stored and cast after: the collective must not depend on the caller's autocast (the
         one-token forward beside rank 0's decode forward runs without it)."""
         import torch
-        import torch.distributed as dist
 
         local = self._local[k]
         gathered = torch.empty(
             (self.size * self.rows, local.shape[1]), dtype=local.dtype, device=local.device
         )
-        dist.all_gather_into_tensor(gathered, local)  # (torch 2.13 also names it all_gather_single)
+        _all_gather_single()(gathered, local)
         start, end = self.blocks[k]
         return gathered[: end - start].to(dtype)
 
@@ -143,3 +142,11 @@ class VocabShards:
             out = torch.where(inside, rows, out)
             del weight, rows
         return out
+
+
+def _all_gather_single() -> Any:
+    """torch's all-gather into one tensor: `all_gather_single` from torch 2.13 (which deprecates
+    the older name with a warning), `all_gather_into_tensor` before it (2.11 has no other)."""
+    import torch.distributed as dist
+
+    return getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
