@@ -220,7 +220,7 @@ def command(
     except Exception as e:
         if not isinstance(e, KitchenError):
             raise
-        err.print(f"[red]error:[/red] {e}", highlight=False)
+        err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
         raise typer.Exit(e.exit_code) from None
     finally:
         if previous is not None:

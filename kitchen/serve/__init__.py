@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from kitchen.engine.errors import KitchenError
 from kitchen.serve.settings import ServeSettings
 
 __all__ = ["ServeSettings", "serve", "serving"]
@@ -80,11 +81,44 @@ def serve(settings: ServeSettings) -> None:
         file=sys.stderr,
         flush=True,
     )
-    uvicorn.run(
-        create_app(service),
-        host=settings.host,
-        port=settings.port,
-        log_level=settings.log_level,
-        access_log=False,
-        timeout_graceful_shutdown=1,
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(service),
+            host=settings.host,
+            port=settings.port,
+            log_level=settings.log_level,
+            access_log=False,
+            timeout_graceful_shutdown=1,
+        )
     )
+    broke = _stop_when_out_of_step(server)
+    server.run()
+    if broke:
+        raise RanksOutOfStep(f"{broke[0]}; kitchen serve stopped (clients resume from checkpoints)")
+
+
+class RanksOutOfStep(KitchenError):
+    """--nproc N: a call failed mid-way on the ranks, which can run no later call."""
+
+
+def _stop_when_out_of_step(server: Any) -> list[str]:
+    """Under --nproc N, a thread that stops `server` once a call has left the ranks out of step (a
+    rank stopped answering, or failed mid-pass): every later call would fail, so the server ends,
+    as a run does, instead of answering each one so. The list gets what broke them."""
+    from kitchen.adapters.local.distributed.world import world
+
+    here = world()
+    broke: list[str] = []
+    if here is None:
+        return broke
+
+    def watch() -> None:
+        while not server.should_exit:
+            if here.broken:
+                broke.append(here.failure or f"rank {here.rank} of {here.size}: a call failed")
+                server.should_exit = True
+                return
+            time.sleep(0.2)
+
+    threading.Thread(target=watch, name="kitchen-ranks-watch", daemon=True).start()
+    return broke

@@ -104,3 +104,62 @@ def test_a_rank_whose_heartbeat_stops_is_named_by_the_one_waiting_on_it():
         assert beats.local_pid(1) == os.getpid() and beats.local_pid(2) is None
     finally:
         store.closed = True
+
+
+class _Stalling:
+    """A sharded base whose pass waits past the timeout, as gloo says it."""
+
+    passes = 0
+
+    def call(self) -> Any:
+        import contextlib
+
+        @contextlib.contextmanager
+        def failing() -> Any:
+            self.passes += 1
+            raise RuntimeError("Timed out waiting 5000ms for send operation to complete")
+            yield
+
+        return failing()
+
+
+def test_a_call_that_stalls_leaves_the_ranks_out_of_step_saying_why():
+    import pytest
+
+    from kitchen.adapters.local.distributed.world import StalledRank, World
+    from kitchen.engine.errors import BackendError
+
+    world, model = World(0, 2, timeout_s=5), object()
+    world._sharded[id(model)] = _Stalling()  # type: ignore[assignment]
+    with pytest.raises(StalledRank), world.sharded_call(model):
+        pass
+    assert world.broken
+    assert world.failure == (
+        "rank 0 of 2: a collective waited more than 5 s for the other ranks "
+        "(KITCHEN_COLLECTIVE_TIMEOUT); one stopped answering, though every rank's heartbeat goes on"
+    )
+    with pytest.raises(BackendError, match="the ranks are out of step"), world.sharded_call(model):
+        pass
+
+
+def test_a_server_stops_once_its_ranks_are_out_of_step(monkeypatch):
+    """kitchen serve --nproc N: every call after one that broke the ranks' lockstep would fail, so
+    the server stops (the command then exits 1 with the reason) instead of answering each so."""
+    from types import SimpleNamespace
+
+    from kitchen.adapters.local.distributed import world as world_module
+    from kitchen.adapters.local.distributed.world import World
+    from kitchen.serve import _stop_when_out_of_step
+
+    here = World(0, 2)
+    monkeypatch.setattr(world_module, "world", lambda: here)
+    server = SimpleNamespace(should_exit=False)
+    broke = _stop_when_out_of_step(server)
+    time.sleep(0.5)
+    assert not server.should_exit and broke == []  # in step: the server goes on
+    here._break(RuntimeError("rank 0 of 2: rank 1 stopped answering"))
+    deadline = time.monotonic() + 5
+    while not server.should_exit and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.should_exit
+    assert broke == ["rank 0 of 2: rank 1 stopped answering"]

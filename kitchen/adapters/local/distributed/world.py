@@ -132,6 +132,7 @@ class World:
     timeout_s: float = DEFAULT_TIMEOUT_S
     calls: Any = None  # the process group rank 0's calls go by (None: the default group)
     broken: bool = False  # a collective failed: the ranks are out of step, so no goodbye
+    failure: str = ""  # what broke them, in one line (a server stops with it)
     beats: Heartbeats | None = None
     device: str = "cpu"  # the device type the ranks compute on
     _peaks: dict[int, float] = field(default_factory=dict)  # rank 0: GiB, by rank > 0 (gather)
@@ -249,7 +250,6 @@ class World:
             with sharded.call():
                 yield
         except (dist.DistError, RuntimeError) as e:
-            self.broken = True
             # gloo says "Application timeout caused pair closure" or "Timed out waiting 5000ms
             # for send operation to complete" as a plain RuntimeError
             said = str(e).lower()
@@ -258,17 +258,27 @@ class World:
                 and "timeout" not in said
                 and "timed out" not in said
             ):
+                self._break(e)
                 raise
-            raise StalledRank(self._stall_message()) from e
-        except BackendError:
+            stalled = StalledRank(self._stall_message())
+            self._break(stalled)
+            raise stalled from e
+        except BackendError as e:
             # Input refused while planning, before any pass: every rank plans from the same data,
             # so each refused it at this point, and rank 0 answers its client; the ranks are in step.
             if sharded.passes != passes:
-                self.broken = True
+                self._break(e)
             raise
-        except BaseException:
-            self.broken = True
+        except BaseException as e:
+            self._break(e)
             raise
+
+    def _break(self, e: BaseException) -> None:
+        said = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        self.failure = (
+            said if said.startswith("rank ") else f"rank {self.rank} of {self.size}: {said}"
+        )
+        self.broken = True
 
     def _stall_message(self) -> str:
         waited = f"a collective waited more than {self.timeout_s:g} s"
