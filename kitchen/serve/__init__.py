@@ -64,6 +64,7 @@ def serve(settings: ServeSettings) -> None:
     """Load the engine and the preloaded models, then serve until interrupted."""
     import uvicorn
 
+    from kitchen.adapters.local.distributed.world import world
     from kitchen.serve.app import create_app
     from kitchen.serve.service import KitchenService
 
@@ -81,17 +82,19 @@ def serve(settings: ServeSettings) -> None:
         file=sys.stderr,
         flush=True,
     )
-    server = uvicorn.Server(
-        uvicorn.Config(
-            create_app(service),
-            host=settings.host,
-            port=settings.port,
-            log_level=settings.log_level,
-            access_log=False,
-            timeout_graceful_shutdown=1,
-        )
-    )
-    broke = _stop_when_out_of_step(server)
+    options: dict[str, Any] = {
+        "host": settings.host,
+        "port": settings.port,
+        "log_level": settings.log_level,
+        "access_log": False,
+        "timeout_graceful_shutdown": 1,
+    }
+    here = world()  # rank 0's, under --nproc N
+    if here is None:
+        uvicorn.run(create_app(service), **options)
+        return
+    server = uvicorn.Server(uvicorn.Config(create_app(service), **options))
+    broke = _stop_when_out_of_step(server, here)
     server.run()
     if broke:
         raise RanksOutOfStep(f"{broke[0]}; kitchen serve stopped (clients resume from checkpoints)")
@@ -101,16 +104,12 @@ class RanksOutOfStep(KitchenError):
     """--nproc N: a call failed mid-way on the ranks, which can run no later call."""
 
 
-def _stop_when_out_of_step(server: Any) -> list[str]:
-    """Under --nproc N, a thread that stops `server` once a call has left the ranks out of step (a
-    rank stopped answering, or failed mid-pass): every later call would fail, so the server ends,
-    as a run does, instead of answering each one so. The list gets what broke them."""
-    from kitchen.adapters.local.distributed.world import world
-
-    here = world()
+def _stop_when_out_of_step(server: Any, here: Any) -> list[str]:
+    """Under --nproc N (`here`: rank 0's World), a thread that stops `server` once a call has left
+    the ranks out of step (a rank stopped answering, or failed mid-pass): every later call would
+    fail, so the server ends, as a run does, instead of answering each one so. The list gets what
+    broke them."""
     broke: list[str] = []
-    if here is None:
-        return broke
 
     def watch() -> None:
         while not server.should_exit:

@@ -142,19 +142,17 @@ def test_a_call_that_stalls_leaves_the_ranks_out_of_step_saying_why():
         pass
 
 
-def test_a_server_stops_once_its_ranks_are_out_of_step(monkeypatch):
+def test_a_server_stops_once_its_ranks_are_out_of_step():
     """kitchen serve --nproc N: every call after one that broke the ranks' lockstep would fail, so
     the server stops (the command then exits 1 with the reason) instead of answering each so."""
     from types import SimpleNamespace
 
-    from kitchen.adapters.local.distributed import world as world_module
     from kitchen.adapters.local.distributed.world import World
     from kitchen.serve import _stop_when_out_of_step
 
     here = World(0, 2)
-    monkeypatch.setattr(world_module, "world", lambda: here)
     server = SimpleNamespace(should_exit=False)
-    broke = _stop_when_out_of_step(server)
+    broke = _stop_when_out_of_step(server, here)
     time.sleep(0.5)
     assert not server.should_exit and broke == []  # in step: the server goes on
     here._break(RuntimeError("rank 0 of 2: rank 1 stopped answering"))
