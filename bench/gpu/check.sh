@@ -26,7 +26,7 @@ step install
 site=$SCRATCH/site
 if [ "${LOCAL:-0}" = 1 ]; then
   main=$(cd "$(git rev-parse --git-common-dir)/.." && pwd)
-  PY=${PY:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo "$main/.venv/bin/python" )}
+  PY=${PY:-$( [ -x .venv/bin/python ] && echo "$root/.venv/bin/python" || echo "$main/.venv/bin/python" )}
   KIT=$(dirname "$PY")/kitchen
   tools=$(ls .gpu/whl/trl-*.whl .gpu/whl/py_spy-*.whl 2>/dev/null)
   # shellcheck disable=SC2086
@@ -82,10 +82,11 @@ if want train_trees; then
   step "training, bf16, at each older tree of .gpu/tree-* (prepare.sh's TREES), then now"
   for tree in .gpu/tree-* "$root"; do
     [ -d "$tree/kitchen" ] || continue
-    echo "-- $(basename "$tree")"
+    name=$(basename "$tree"); echo "-- $name"
     (cd "$tree" && PYTHONPATH=$PWD:$PYTHONPATH timeout "${T_TRAIN:-80}" "$PY" bench/local_engine.py \
       --model "$M" --only training --dtypes auto --batch "${BATCH:-16}" --seq "${SEQ:-512}" \
-      --steps 3 --repeats 2 2>&1 | grep -E "^  (engine|hand loop|ratio) ")
+      --steps 3 --repeats 2 > "$OUT/train-$name.txt" 2>&1)
+    grep -E "^  (engine|hand loop|ratio) " "$OUT/train-$name.txt" || tail -3 "$OUT/train-$name.txt"
   done
 fi
 if want sample; then
