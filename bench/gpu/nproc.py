@@ -59,11 +59,16 @@ def run(side: str, args: argparse.Namespace, log_dir: Path) -> list[dict[str, fl
     seconds = sum(r["time/total"] for r in steady)
     tokens = sum(r.get("num_tokens", 0) for r in steady)
     print(
-        f"  {side}: median step {statistics.median(r['time/total'] for r in steady):.3f} s, "
+        f"  {side}: median step {median_step(steps):.3f} s, "
         f"{tokens / seconds:.0f} tokens/s over steps 2..{len(steps)}; {wall:.0f} s wall",
         flush=True,
     )
     return steps
+
+
+def median_step(steps: list[dict[str, float]]) -> float:
+    """The median time/total over steps 2..n (the first pays for loading and warming up)."""
+    return statistics.median(r["time/total"] for r in steps[1:] or steps)
 
 
 def losses(steps: list[dict[str, float]]) -> list[float]:
@@ -91,7 +96,7 @@ def main() -> None:
         for side in sides:
             steps = run(side, args, args.out / f"{side}{round_}")
             if steps:
-                medians[side].append(statistics.median(r["time/total"] for r in steps[1:] or steps))
+                medians[side].append(median_step(steps))
                 first.setdefault(side, losses(steps))
     base = statistics.median(medians["before"]) if medians.get("before") else None
     for side in sides:

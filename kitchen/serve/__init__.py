@@ -114,7 +114,7 @@ def _stop_when_out_of_step(server: Any, here: Any) -> list[str]:
     def watch() -> None:
         while not server.should_exit:
             if here.broken:
-                broke.append(here.failure or f"rank {here.rank} of {here.size}: a call failed")
+                broke.append(here.failure)
                 server.should_exit = True
                 return
             time.sleep(0.2)

@@ -131,8 +131,8 @@ class World:
     size: int
     timeout_s: float = DEFAULT_TIMEOUT_S
     calls: Any = None  # the process group rank 0's calls go by (None: the default group)
-    broken: bool = False  # a collective failed: the ranks are out of step, so no goodbye
-    failure: str = ""  # what broke them, in one line (a server stops with it)
+    # What left the ranks out of step (a collective failed mid-call), in one line; "" while in step
+    failure: str = ""
     beats: Heartbeats | None = None
     device: str = "cpu"  # the device type the ranks compute on
     _peaks: dict[int, float] = field(default_factory=dict)  # rank 0: GiB, by rank > 0 (gather)
@@ -144,6 +144,11 @@ class World:
     @property
     def leader(self) -> bool:
         return self.rank == 0
+
+    @property
+    def broken(self) -> bool:
+        """The ranks are out of step: no later call, and no goodbye (a server stops, `failure`)."""
+        return bool(self.failure)
 
     # -- calls from rank 0 -------------------------------------------------------------------------
 
@@ -278,7 +283,6 @@ class World:
         self.failure = (
             said if said.startswith("rank ") else f"rank {self.rank} of {self.size}: {said}"
         )
-        self.broken = True
 
     def _stall_message(self) -> str:
         waited = f"a collective waited more than {self.timeout_s:g} s"
