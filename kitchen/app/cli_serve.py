@@ -119,6 +119,14 @@ def command(
             "fine-tuning is refused)",
         ),
     ] = "none",
+    spread_sampling: Annotated[
+        bool,
+        typer.Option(
+            "--spread-sampling/--no-spread-sampling",
+            help="--nproc N > 1: each rank decodes a share of the sample requests (else rank 0 "
+            "decodes them all; docs/distributed.md)",
+        ),
+    ] = False,
     session_timeout: Annotated[
         float,
         typer.Option(
@@ -194,6 +202,7 @@ def command(
         vllm_max_lora_rank=vllm_max_lora_rank,
         vllm_gpu_memory_utilization=vllm_gpu_memory_utilization,
         base_quantization=base_quantization,
+        spread_sampling=spread_sampling,
         session_timeout_s=session_timeout,
         log_level=log_level,
     )

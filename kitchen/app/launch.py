@@ -268,6 +268,7 @@ def run(
                 "vllm_urls": list(cfg.vllm_url),
                 "vllm_gpu_memory_utilization": cfg.vllm_gpu_memory_utilization,
                 "base_quantization": cfg.base_quantization,
+                "spread_sampling": cfg.spread_sampling,
             },
         ),
         config=json.loads(cfg.model_dump_json()),

@@ -71,6 +71,7 @@ class KitchenService:
                 extra |= {"vllm_max_lora_rank": s.vllm_max_lora_rank}
                 extra |= {"vllm_gpu_memory_utilization": s.vllm_gpu_memory_utilization}
                 extra |= {"base_quantization": s.base_quantization}
+                extra |= {"spread_sampling": s.spread_sampling}
                 self._backend = create_local_backend(
                     BackendSettings(
                         log_dir=s.checkpoint_dir,

@@ -89,9 +89,9 @@ def _rl_basic_args(log_dir: Path) -> list[str]:
 
 @launches
 def test_rl_basic_on_two_ranks_equals_one(tmp_path, monkeypatch):
-    """Every rank takes part in sampling (rank 0 decodes, rank 1 runs a forward beside each of
-    its forwards) and in the reference scoring (dealt); every rank trains. The sampled tokens
-    are those of one process. Both runs are processes under MKL_CBWR=AUTO,STRICT: MKL's matrix
+    """Every rank takes part in sampling (--spread-sampling: each rank decodes one of the two
+    groups; without it, rank 0 decodes both, which test_serve_nproc.py runs) and in the
+    reference scoring (dealt); every rank trains. The sampled tokens are those of one process. Both runs are processes under MKL_CBWR=AUTO,STRICT: MKL's matrix
     products otherwise differ in the last bits with the alignment of their operands, and the
     ranks compute from gathered weights in other memory than one process (without it the
     adapter moved by 1.8e-6 after 3 steps, the sampled tokens unchanged). The two groups'
@@ -101,7 +101,7 @@ def test_rl_basic_on_two_ranks_equals_one(tmp_path, monkeypatch):
     in a few (either N) trained another adapter and sampled other tokens from the second batch."""
     monkeypatch.setenv("KITCHEN_MICROBATCH_TOKENS", "96")
     monkeypatch.setenv("MKL_CBWR", "AUTO,STRICT")
-    _same_on_two_ranks(tmp_path, _rl_basic_args, one_in_a_process=True)
+    _same_on_two_ranks(tmp_path, _rl_basic_args, one_in_a_process=True, spread=True)
     sampled = [_sampled_tokens(tmp_path / run) for run in ("nproc1", "nproc2")]
     assert len(sampled[0]) == 3 * 2 * 4 and sampled[1] == sampled[0]
 
@@ -142,6 +142,7 @@ def _same_on_two_ranks(
     args: Callable[[Path], list[str]],
     two_ranks: Callable[[Path], None] | None = None,
     one_in_a_process: bool = False,
+    spread: bool = False,
 ) -> None:
     """`kitchen *args` run in one process and on two ranks (or by `two_ranks`) give the same
     losses and final adapter."""
@@ -152,7 +153,8 @@ def _same_on_two_ranks(
         result = CliRunner().invoke(app, args(one))
         assert result.exit_code == 0, result.output
     if two_ranks is None:
-        assert "done: 3 steps" in _launch([*args(two), "--nproc", "2"])
+        spreading = ["--spread-sampling"] if spread else []
+        assert "done: 3 steps" in _launch([*args(two), "--nproc", "2", *spreading])
     else:
         two_ranks(two)
     expected, got = _losses(one), _losses(two)

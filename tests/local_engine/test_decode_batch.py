@@ -163,3 +163,62 @@ def test_held_score_requests_run_before_work_submitted_after_them(backend: Any) 
     seen = backend.compute.submit_call(lambda: future._inner.done()).result()
     assert seen  # queued before the call, so already scored when it ran
     assert len(future.result()) == len(PROMPTS[1])
+
+
+class SharesHere:
+    """decode_batch.Spread over `size` shares in this one process: what the ranks of a --nproc N
+    run do with their shares (each a CacheRows), without the processes or their collectives."""
+
+    def __init__(self, sampler: Any, size: int) -> None:
+        from kitchen.adapters.local.decode_batch import CacheRows
+
+        self.sampler, self.size = sampler, size
+        self.rows = [CacheRows() for _ in range(size - 1)]
+        self.forwards = [0] * size  # forwards each share ran with rows of its own
+
+    def tick(self, own: Any, ops: list[list[Any]]) -> list[Any]:
+        with self.sampler._weights() as model, torch.inference_mode():
+            out = [own(model)] + [r.run(model, o) for r, o in zip(self.rows, ops, strict=True)]
+        for s, logits in enumerate(out):
+            self.forwards[s] += logits is not None
+        return out
+
+    def settle(self, ops: list[list[Any]]) -> None:
+        for rows, share_ops in zip(self.rows, ops, strict=True):
+            rows.run(None, share_ops)
+
+
+def test_a_batch_spread_over_shares_samples_what_one_batch_samples(backend: Any) -> None:
+    """Spread sampling (docs/distributed.md) with the ranks' shares in one process: every share
+    decodes rows of its own, yet each request's tokens are those of the one batch, its logprobs
+    within the last bits (its rows decode beside other rows), its prompt scored on rank 0's share;
+    the other shares' caches are freed when the batch ends."""
+    sampler = backend.create_sampling_client(base_model=TINY)
+    spread = SharesHere(sampler, 3)
+    sampler._spread = spread
+    one = backend.create_sampling_client(base_model=TINY)
+    scored = types.SamplingParams(max_tokens=5, seed=9, stop=[])
+
+    def run(client: Any) -> list[types.SampleResponse]:
+        gate = threading.Event()
+        blocker = backend.compute.submit_call(gate.wait)  # the requests join together
+        futures = [
+            client.sample(types.ModelInput.from_ints(p), n, params) for p, n, params in requests()
+        ]
+        futures.append(client.sample(types.ModelInput.from_ints(PROMPTS[1]), 2, scored, True))
+        gate.set()
+        blocker.result()
+        return [f.result() for f in futures]
+
+    together, spread_out = run(one), run(sampler)
+    assert all(n > 0 for n in spread.forwards)  # every share decoded rows of its own
+    assert all(rows.cache is None for rows in spread.rows)
+    prompts = [p for p, _, _ in requests()] + [PROMPTS[1]]
+    for prompt, joint, dealt in zip(prompts, together, spread_out, strict=True):
+        assert [s.tokens for s in dealt.sequences] == [s.tokens for s in joint.sequences]
+        for seq in dealt.sequences:
+            expected = full_forward_logprobs(backend, prompt + seq.tokens)[len(prompt) - 1 :]
+            np.testing.assert_allclose(seq.logprobs, expected, atol=1e-4)
+    np.testing.assert_allclose(
+        spread_out[-1].prompt_logprobs[1:], together[-1].prompt_logprobs[1:], atol=1e-5
+    )

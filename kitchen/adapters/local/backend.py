@@ -237,6 +237,7 @@ class LocalBackend:
             self.stability,
             microbatch_tokens=self.settings.microbatch_tokens,
             world=self.world if self.world is not None and host.sharded else None,
+            spread=self.settings.spread_sampling,
         )
         if self.sampler == "vllm":  # vLLM samples; the local one scores prompts
             eos = model_eos_ids(host)

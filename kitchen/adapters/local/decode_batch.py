@@ -18,7 +18,7 @@ from collections.abc import Callable, Hashable
 from concurrent.futures import Future
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from tinker import types
@@ -55,6 +55,7 @@ class SampleJob:
     tokenizer: Any
     stream: SeedStream  # the request's random numbers, from its seed
     max_new: int
+    start: int  # the position id of the first sampled token (past the prompt)
     # The prompt's images (a vision-language model): it is prefilled alone, through the whole
     # model, and its rows decode at M-RoPE positions (images.py).
     images: Expanded | None = None
@@ -71,6 +72,7 @@ class SampleJob:
     results: list[Generated] = field(default_factory=list)
     scores: PromptScores = field(default_factory=PromptScores)
     live: int = 0  # rows still decoding
+    spread: Spread | None = None  # the ranks the batch is spread over (a --nproc N run)
 
 
 @dataclass
@@ -81,32 +83,162 @@ class _Row:
     token: int  # the token fed next
 
 
-class DecodeBatch:
-    """The rows decoding together and their KV cache; used only on the compute thread."""
+class Spread(Protocol):
+    """The ranks of a --nproc N run that spreads sampling (sampling_client.py): every rank keeps a
+    share of the decode batch's rows and their KV cache, and each forward runs on all of them."""
+
+    size: int
+
+    def tick(self, own: Callable[[Any], Any], ops: list[list[Op]]) -> list[Any]:
+        """One forward on every rank at once: `own(model)` on rank 0, `ops` on the others (rank
+        r's are `ops[r - 1]`, CacheRows.run); each rank's logits, on rank 0's device."""
+        ...
+
+    def settle(self, ops: list[list[Op]]) -> None:
+        """The other ranks run `ops` now, without a forward: rows that left the batch free their
+        cache there before the batch's next forward, which may come long after."""
+        ...
+
+
+Op = tuple[Any, ...]  # what a share's CacheRows does next: a method's name and its arguments
+
+
+class CacheRows:
+    """The KV cache of one share of the decode batch's rows, and the forwards over it. The rows
+    themselves (their requests, stop rules, random streams, results) are rank 0's (DecodeBatch),
+    which tells each share what to do with its cache; in a --nproc N run that spreads sampling,
+    ranks > 0 each keep the cache of their share and run what rank 0 sends them (`run`)."""
 
     def __init__(self) -> None:
-        self._rows: list[_Row] = []
-        self._cache: Any = None
-        self._pads: list[int] = []  # left padding of each row in the cache
+        self.cache: Any = None
+        self._fresh: Any = None  # the last prefill's cache, until `join` takes its rows
+
+    def run(self, model: Any, ops: list[Op]) -> Any:
+        """Every op in turn, on `model`; the logits of the forward among them. With none, a
+        one-token forward whose output is dropped (on a sharded base every rank forwards in
+        step), unless `model` is None: the ops then only drop rows."""
+        logits = None
+        for name, *args in ops:
+            if name in ("prefill", "step"):
+                logits = getattr(self, name)(model, *args)
+            else:
+                getattr(self, name)(*args)
+        if logits is None and model is not None:
+            import torch
+
+            model(input_ids=torch.zeros((1, 1), dtype=torch.long, device=_device(model)))
+        return logits
+
+    def prefill(
+        self,
+        model: Any,
+        prompts: list[list[int]],
+        use_cache: bool,
+        want_all: bool = False,
+        images: Expanded | None = None,
+    ) -> Any:
+        """One forward over `prompts`, left-padded to the longest; its cache waits for `join`.
+        The logits at the last position [G, V], or (`want_all`) at every position [G, L, V]."""
+        device = _device(model)
+        ids_GL, kwargs = left_padded(prompts, device)
+        if images is not None:  # a prompt with images is prefilled alone, unpadded
+            kwargs = _image_kwargs(model, images, device)
+        out = model(
+            input_ids=ids_GL, use_cache=use_cache, logits_to_keep=0 if want_all else 1, **kwargs
+        )
+        self._fresh = out.cache if use_cache else None
+        return out.logits if want_all else out.logits[:, -1].float()
+
+    def join(self, source: list[int], length: int) -> None:
+        """The last prefill's rows `source` (a prompt's row once per sample) join the cache, both
+        sides left-padded to `length` positions."""
+        import torch
+
+        fresh, self._fresh = self._fresh, None
+        fresh.batch_select_indices(torch.tensor(source, device=_device_of(fresh)))
+        if self.cache is None:
+            self.cache = fresh
+            return
+        for mine, theirs in zip(self.cache.layers, fresh.layers, strict=True):
+            for name in ("keys", "values"):
+                a, b = getattr(mine, name), getattr(theirs, name)
+                setattr(mine, name, torch.cat([_left_pad(a, length), _left_pad(b, length)], dim=0))
+
+    def step(
+        self, model: Any, ids_N1: np.ndarray, mask_NL: np.ndarray | None, position_N1: np.ndarray
+    ) -> Any:
+        """One decode step: the next token of every row; the logits after it [N, V]."""
+        device = _device(model)
+        kwargs: dict[str, Any] = {}
+        if mask_NL is not None:
+            ids, mask, position = to_device(device, ids_N1, mask_NL, position_N1)
+            kwargs = {"attention_mask": mask, "position_ids": position}
+        else:
+            (ids,) = to_device(device, ids_N1)
+        out = model(input_ids=ids, cache=self.cache, use_cache=True, **kwargs)
+        return out.logits[:, -1, :].float()
+
+    def keep(self, kept: list[int], trim: int) -> None:
+        """Keep the rows at indices `kept`, less the first `trim` positions (padding in all)."""
+        import torch
+
+        if not kept:
+            self.cache = self._fresh = None
+            return
+        self.cache.batch_select_indices(torch.tensor(kept, device=_device_of(self.cache)))
+        if trim:
+            for layer in self.cache.layers:
+                layer.keys, layer.values = layer.keys[:, :, trim:], layer.values[:, :, trim:]
+
+
+@dataclass
+class _Share:
+    """Rank 0's record of one share of the batch: its rows, in cache order."""
+
+    rows: list[_Row] = field(default_factory=list)
+    pads: list[int] = field(default_factory=list)  # left padding of each row in the cache
+    length: int = 0  # positions in the cache
+    cache: CacheRows | None = None  # rank 0's own share's; another rank holds its share's
+    ops: list[Op] = field(default_factory=list)  # another rank's: what to do before its forward
+
+
+class DecodeBatch:
+    """The rows decoding together and their KV cache; used only on the compute thread. In a
+    --nproc N run that spreads sampling (a request's `spread`), the rows are dealt to the ranks by
+    prompt, each rank a share with its own cache, and every forward (a prefill, a decode step)
+    runs on all the shares at once; rank 0 keeps every row's request and chooses every token."""
+
+    def __init__(self) -> None:
+        self._shares = [_Share(cache=CacheRows())]
+        self._spread: Spread | None = None  # the running batch's ranks, when it spreads
         self.steps = 0  # decode steps run, for benchmarks
         self.prefills = 0  # prefill forwards run
         self.rows_stepped = 0  # sum of batch sizes over those steps
 
     @property
     def rows(self) -> list[_Row]:
-        return self._rows
+        return [row for share in self._shares for row in share.rows]
 
     def jobs(self) -> list[SampleJob]:
         """The requests with rows in the batch."""
-        return list({id(r.job): r.job for r in self._rows}.values())
+        return list({id(r.job): r.job for r in self.rows}.values())
 
     def admit(self, jobs: list[SampleJob]) -> None:
         """Prefill `jobs` and add their rows; a request whose prefill fails fails alone."""
-        for groups in _prefill_batches(jobs):
+        if not jobs:
+            return
+        if not self.rows:
+            self._spread = jobs[0].spread
+            size = 1 if self._spread is None else self._spread.size
+            if len(self._shares) != size:
+                self._shares = [self._shares[0]] + [_Share() for _ in range(size - 1)]
+        batches_S = [_prefill_batches(dealt) for dealt in self._deal(jobs)]
+        for t in range(max(len(batches) for batches in batches_S)):
+            tick = [batches[t] if t < len(batches) else [] for batches in batches_S]
             try:
-                self._prefill(groups)
+                self._prefill(tick)
             except BaseException as e:  # the requests fail; the batch goes on
-                for job in (job for group in groups for job in group):
+                for job in (job for groups in tick for group in groups for job in group):
                     if not job.future.done():
                         job.future.set_exception(e)
 
@@ -118,61 +250,98 @@ class DecodeBatch:
             for job in self.jobs():
                 if not job.future.done():
                     job.future.set_exception(e)
-            self._rows, self._cache, self._pads = [], None, []
+            for share in self._shares:
+                self._keep(share, [])
+        self._settle()
 
     def drop_cancelled(self) -> None:
         """Rows of cancelled requests (a client gone or a cancel_future) leave the batch now."""
-        kept = [i for i, r in enumerate(self._rows) if not r.job.future.cancelled()]
-        self._keep(kept)
+        for share in self._shares:
+            kept = [i for i, r in enumerate(share.rows) if not r.job.future.cancelled()]
+            self._keep(share, kept)
+        self._settle()
 
-    def _prefill(self, groups: list[list[SampleJob]]) -> None:
-        """One forward over the distinct prompts of `groups` (each group shares one prompt),
-        left-padded to the longest; each job then draws its first tokens from its prompt's row."""
+    def _deal(self, jobs: list[SampleJob]) -> list[list[SampleJob]]:
+        """`jobs` by share: each prompt's requests to the share with the fewest rows (the first
+        of those), a request with images or scoring its prompt to rank 0's (it needs its
+        images, or every position's logits)."""
+        if len(self._shares) == 1:
+            return [jobs]
+        rows_S = [len(share.rows) for share in self._shares]
+        dealt: list[list[SampleJob]] = [[] for _ in self._shares]
+        groups: dict[Any, list[SampleJob]] = {}
+        for job in jobs:
+            groups.setdefault(id(job) if _alone(job) else tuple(job.prompt), []).append(job)
+        for group in groups.values():
+            share = 0 if _alone(group[0]) else rows_S.index(min(rows_S))
+            dealt[share] += group
+            rows_S[share] += sum(job.num_samples for job in group)
+        return dealt
+
+    def _prefill(self, tick: list[list[list[SampleJob]]]) -> None:
+        """One forward on every share: share s over the distinct prompts of `tick[s]` (each group
+        shares one prompt; a share with none runs a filler forward); each job then draws its first
+        tokens from its prompt's row."""
         import torch
 
-        first = groups[0][0]
-        want_all = first.prompt_logprobs or first.topk_prompt_logprobs > 0  # then a group alone
-        max_new = max(j.max_new for group in groups for j in group)
-        lengths = [len(group[0].prompt) for group in groups]
-        width = max(lengths)
-        shift = 0  # M-RoPE: a row's position runs `shift` behind its cache length
-        with first.weights() as model, torch.inference_mode():
-            device = _device(model)
-            ids_GL, kwargs = left_padded([group[0].prompt for group in groups], device)
-            if first.images is not None:  # a prompt with images is prefilled alone, unpadded
-                kwargs, shift = _image_kwargs(model, first.images, device)
-            out = model(
-                input_ids=ids_GL,
-                use_cache=max_new > 0,
-                logits_to_keep=0 if want_all else 1,
-                **kwargs,
-            )
+        ops: list[list[Op]] = []
+        for groups in tick:
+            if not groups:
+                ops.append([])
+                continue
+            first = groups[0][0]
+            want_all = first.prompt_logprobs or first.topk_prompt_logprobs > 0  # a group alone
+            use_cache = max(j.max_new for group in groups for j in group) > 0
+            prompts = [group[0].prompt for group in groups]
+            ops.append([("prefill", prompts, use_cache, want_all, first.images)])
+        logits_S = self._tick(next(g[0][0] for g in tick if g), ops)
         self.prefills += 1
         segments: list[tuple[SampleJob, list[_Row], Any]] = []
-        prompt_rows: list[int] = []  # the prompt row of each segment
-        for i, group in enumerate(groups):
-            logits = out.logits[i]
-            for job in group:
-                job.results = [Generated() for _ in range(job.num_samples)]
-                if want_all:
-                    job.scores = prompt_scores(
-                        logits, ids_GL[i], job.prompt_logprobs, job.topk_prompt_logprobs
-                    )
-                if job.max_new <= 0:
-                    _resolve(job)
-                    continue
-                rows = [_Row(job, n, len(job.prompt) + shift, 0) for n in range(job.num_samples)]
-                segments.append((job, rows, logits[-1:].float().expand(job.num_samples, -1)))
-                prompt_rows.append(i)
-        kept: list[_Row] = []
-        source: list[int] = []  # the prompt row of each kept row
-        for going, i in zip(self._advance(segments, step=0), prompt_rows, strict=True):
-            kept += going
-            source += [i] * len(going)
-        if kept:
-            cache = out.cache
-            cache.batch_select_indices(torch.tensor(source, device=device))
-            self._join(kept, cache, width, [width - lengths[i] for i in source])
+        prompt_rows: list[tuple[int, int]] = []  # the share and prompt row of each segment
+        for s, groups in enumerate(tick):
+            for i, group in enumerate(groups):
+                for job in group:
+                    job.results = [Generated() for _ in range(job.num_samples)]
+                    if job.prompt_logprobs or job.topk_prompt_logprobs > 0:
+                        ids_L = torch.tensor(job.prompt, device=logits_S[s].device)
+                        job.scores = prompt_scores(
+                            logits_S[s][i], ids_L, job.prompt_logprobs, job.topk_prompt_logprobs
+                        )
+                        last_V = logits_S[s][i, -1].float()
+                    else:
+                        last_V = logits_S[s][i]
+                    if job.max_new <= 0:
+                        _resolve(job)
+                        continue
+                    rows = [_Row(job, n, job.start, 0) for n in range(job.num_samples)]
+                    segments.append((job, rows, last_V[None].expand(job.num_samples, -1)))
+                    prompt_rows.append((s, i))
+        kept: list[list[_Row]] = [[] for _ in tick]
+        source: list[list[int]] = [[] for _ in tick]  # the prompt row of each kept row
+        for going, (s, i) in zip(self._advance(segments, step=0), prompt_rows, strict=True):
+            kept[s] += going
+            source[s] += [i] * len(going)
+        for share, groups, rows, rows_source in zip(self._shares, tick, kept, source, strict=True):
+            if not rows:
+                continue
+            lengths = [len(group[0].prompt) for group in groups]
+            width = max(lengths)
+            self._join(share, rows, rows_source, width, [width - lengths[i] for i in rows_source])
+
+    def _tick(self, job: SampleJob, ops: list[list[Op]]) -> list[Any]:
+        """One forward on every share (see Spread): each share's logits."""
+        import torch
+
+        own = self._shares[0].cache
+        assert own is not None
+        if self._spread is None:
+            with job.weights() as model, torch.inference_mode():
+                return [own.run(model, ops[0])]
+        remote = []
+        for share, share_ops in zip(self._shares[1:], ops[1:], strict=True):
+            remote.append(share.ops + share_ops)
+            share.ops = []
+        return self._spread.tick(lambda model: own.run(model, ops[0]), remote)
 
     def _advance(
         self, segments: list[tuple[SampleJob, list[_Row], Any]], step: int
@@ -244,79 +413,88 @@ class DecodeBatch:
             _resolve(job)
         return kept
 
-    def _join(self, rows: list[_Row], cache: Any, length: int, pads: list[int]) -> None:
-        """Append `rows` (cache of `length` positions, the first `pads` of each row padding) to the
-        batch, left-padding the shorter side."""
-        import torch
-
-        if not self._rows:
-            self._rows, self._cache, self._pads = rows, cache, pads
-            return
-        current = self._cache.get_seq_length()
-        total = max(current, length)
-        for mine, theirs in zip(self._cache.layers, cache.layers, strict=True):
-            for name in ("keys", "values"):
-                a, b = getattr(mine, name), getattr(theirs, name)
-                setattr(mine, name, torch.cat([_left_pad(a, total), _left_pad(b, total)], dim=0))
-        self._pads = [p + total - current for p in self._pads] + [p + total - length for p in pads]
-        self._rows += rows
+    def _join(
+        self, share: _Share, rows: list[_Row], source: list[int], length: int, pads: list[int]
+    ) -> None:
+        """Append `rows` (rows `source` of the last prefill, `length` positions, the first `pads`
+        of each row padding) to `share`, left-padding the shorter side."""
+        total = max(share.length, length) if share.rows else length
+        self._send(share, ("join", source, total))
+        share.pads = [p + total - share.length for p in share.pads] + [
+            p + total - length for p in pads
+        ]
+        share.rows += rows
+        share.length = total
 
     def _step(self) -> None:
-        import torch
-
-        rows = self._rows
-        job = rows[0].job
-        ids_N1 = np.asarray([[r.token] for r in rows], dtype=np.int64)
-        with job.weights() as model, torch.inference_mode():
-            device = _device(model)
-            kwargs: dict[str, Any] = {}
+        ops: list[list[Op]] = []
+        for share in self._shares:
+            rows = share.rows
+            if not rows:
+                ops.append([])
+                continue
+            ids_N1 = np.asarray([[r.token] for r in rows], dtype=np.int64)
+            position_N1 = np.asarray([[r.position] for r in rows], dtype=np.int64)
+            mask_NL = None
             # Unpadded text batches keep SDPA's mask-free causal path; rows with images decode at
             # their M-RoPE positions, which are not their cache lengths.
-            if any(self._pads) or any(r.job.images is not None for r in rows):
-                mask_NL = np.ones((len(rows), self._cache.get_seq_length() + 1), dtype=np.int64)
-                for i, pad in enumerate(self._pads):
+            if any(share.pads) or any(r.job.images is not None for r in rows):
+                mask_NL = np.ones((len(rows), share.length + 1), dtype=np.int64)
+                for i, pad in enumerate(share.pads):
                     mask_NL[i, :pad] = 0
-                position_N1 = np.asarray([[r.position] for r in rows], dtype=np.int64)
-                ids, mask, position = to_device(device, ids_N1, mask_NL, position_N1)
-                kwargs = {"attention_mask": mask, "position_ids": position}
-            else:
-                (ids,) = to_device(device, ids_N1)
-            out = model(input_ids=ids, cache=self._cache, use_cache=True, **kwargs)
+            ops.append([("step", ids_N1, mask_NL, position_N1)])
+        logits_S = self._tick(self.rows[0].job, ops)
         self.steps += 1
-        self.rows_stepped += len(rows)
-        logits_NV = out.logits[:, -1, :].float()
         segments: list[tuple[SampleJob, list[_Row], Any]] = []
-        start = 0
-        while start < len(rows):  # a job's rows are contiguous: they join together, in order
-            job = rows[start].job
-            end = start
-            while end < len(rows) and rows[end].job is job:
-                end += 1
-            for r in rows[start:end]:
-                r.position += 1
-            segments.append((job, rows[start:end], logits_NV[start:end]))
-            start = end
+        for share, logits_NV in zip(self._shares, logits_S, strict=True):
+            rows = share.rows
+            self.rows_stepped += len(rows)
+            share.length += 1 if rows else 0
+            start = 0
+            while start < len(rows):  # a job's rows are contiguous: they join together, in order
+                job = rows[start].job
+                end = start
+                while end < len(rows) and rows[end].job is job:
+                    end += 1
+                for r in rows[start:end]:
+                    r.position += 1
+                segments.append((job, rows[start:end], logits_NV[start:end]))
+                start = end
         going = {id(r) for kept_rows in self._advance(segments, step=1) for r in kept_rows}
-        self._keep([i for i, r in enumerate(rows) if id(r) in going])
+        for share in self._shares:
+            self._keep(share, [i for i, r in enumerate(share.rows) if id(r) in going])
 
-    def _keep(self, kept: list[int]) -> None:
-        """Keep only the rows at indices `kept` (and their cache rows)."""
-        import torch
-
-        rows = self._rows
-        if len(kept) == len(rows):
+    def _keep(self, share: _Share, kept: list[int]) -> None:
+        """Keep only `share`'s rows at indices `kept` (and their cache rows)."""
+        if len(kept) == len(share.rows):
             return
         if not kept:
-            self._rows, self._cache, self._pads = [], None, []
+            share.rows, share.pads, share.length = [], [], 0
+            self._send(share, ("keep", [], 0))
             return
-        self._cache.batch_select_indices(torch.tensor(kept, device=_device_of(self._cache)))
-        self._rows = [rows[i] for i in kept]
-        self._pads = [self._pads[i] for i in kept]
-        trim = min(self._pads)
-        if trim:  # columns every row pads: drop them
-            for layer in self._cache.layers:
-                layer.keys, layer.values = layer.keys[:, :, trim:], layer.values[:, :, trim:]
-            self._pads = [p - trim for p in self._pads]
+        share.rows = [share.rows[i] for i in kept]
+        share.pads = [share.pads[i] for i in kept]
+        trim = min(share.pads)  # columns every row pads: dropped
+        share.pads = [p - trim for p in share.pads]
+        share.length -= trim
+        self._send(share, ("keep", kept, trim))
+
+    def _settle(self) -> None:
+        """Once the batch is empty, the other ranks free their shares' caches now (Spread)."""
+        if self._spread is None or self.rows or not any(s.ops for s in self._shares[1:]):
+            return
+        ops = [share.ops for share in self._shares[1:]]
+        for share in self._shares[1:]:
+            share.ops = []
+        self._spread.settle(ops)
+
+    def _send(self, share: _Share, op: Op) -> None:
+        """`op` on `share`'s cache: now on rank 0's, with the next forward on another rank's."""
+        if share.cache is None:
+            share.ops.append(op)
+        else:
+            name, *args = op
+            getattr(share.cache, name)(*args)
 
 
 def _allowed(job: SampleJob, logits_NV: Any) -> Any:
@@ -328,14 +506,17 @@ def _allowed(job: SampleJob, logits_NV: Any) -> Any:
     return out
 
 
-def _image_kwargs(model: Any, images: Expanded, device: Any) -> tuple[dict[str, Any], int]:
-    """The forward's image arguments for one prompt with images, and how far its next position
-    (M-RoPE) runs behind its length."""
+def _image_kwargs(model: Any, images: Expanded, device: Any) -> dict[str, Any]:
+    """The forward's image arguments for one prompt with images."""
     vision = vision_of(model)
     assert vision is not None  # the sampler expanded the images with it
-    kwargs = image_arguments([images], len(images.tokens), vision, device)
-    last = int(mrope_positions(images, vision.merge_size).max())
-    return kwargs, last + 1 - len(images.tokens)
+    return image_arguments([images], len(images.tokens), vision, device)
+
+
+def first_position(images: Expanded, merge_size: int) -> int:
+    """The position id of the first sampled token after a prompt with images: M-RoPE's next
+    position, which runs behind the prompt's length."""
+    return int(mrope_positions(images, merge_size).max()) + 1
 
 
 def _prefill_batches(jobs: list[SampleJob]) -> list[list[list[SampleJob]]]:
@@ -345,7 +526,7 @@ def _prefill_batches(jobs: list[SampleJob]) -> list[list[list[SampleJob]]]:
     groups: dict[Any, list[SampleJob]] = {}
     batches: list[list[list[SampleJob]]] = []
     for job in jobs:
-        if job.prompt_logprobs or job.topk_prompt_logprobs > 0 or job.images is not None:
+        if _alone(job):
             batches.append([[job]])
         else:
             groups.setdefault(tuple(job.prompt), []).append(job)
@@ -357,6 +538,12 @@ def _prefill_batches(jobs: list[SampleJob]) -> list[list[list[SampleJob]]]:
             batch = []
         batch.append(group)
     return batches + ([batch] if batch else [])
+
+
+def _alone(job: SampleJob) -> bool:
+    """Whether `job` is prefilled alone: it scores its prompt (every position's logits kept) or
+    has images."""
+    return job.prompt_logprobs or job.topk_prompt_logprobs > 0 or job.images is not None
 
 
 def _left_pad(x: Any, length: int) -> Any:

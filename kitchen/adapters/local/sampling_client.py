@@ -14,7 +14,7 @@ from tinker import types
 
 from kitchen.adapters.local.batching import check_token_ids
 from kitchen.adapters.local.compute_thread import ComputeThread, ScoreJob
-from kitchen.adapters.local.decode_batch import SampleJob
+from kitchen.adapters.local.decode_batch import CacheRows, Op, SampleJob, first_position
 from kitchen.adapters.local.distributed.deal import Deal
 from kitchen.adapters.local.forward import score_sequences
 from kitchen.adapters.local.host import LoraSnapshot, ModelHost
@@ -45,7 +45,8 @@ class LocalSamplingClient:
 
     With `world` (a --nproc N run; the host's base is sharded), every rank computes with the base:
     rank 0 decodes every request while each other rank runs a forward beside each of its decode
-    batch's forwards, and compute_logprobs batches are dealt to the ranks (docs/distributed.md).
+    batch's forwards, or (`spread`) every rank decodes a share of the batch's rows (RankShares);
+    compute_logprobs batches are dealt to the ranks (docs/distributed.md).
     """
 
     def __init__(
@@ -59,9 +60,11 @@ class LocalSamplingClient:
         *,
         microbatch_tokens: int,
         world: World | None = None,
+        spread: bool = False,
     ) -> None:
         self.host = host
         self.world = world
+        self._spread = RankShares(self, world) if world is not None and spread else None
         self.microbatch_tokens = microbatch_tokens  # padded tokens per scoring pass
         self.records = records
         self.snapshot = snapshot
@@ -188,6 +191,10 @@ class LocalSamplingClient:
             tokenizer=self.host.tokenizer,
             stream=SeedStream(seed, self.host.device),
             max_new=budget if params.max_tokens is None else min(params.max_tokens, budget),
+            start=first_position(expanded, vision.merge_size)
+            if vision is not None and expanded.images
+            else len(tokens),
+            spread=self._spread,
         )
 
     def _response(
@@ -274,6 +281,42 @@ class LocalSamplingClient:
         return model_eos_ids(self.host)
 
 
+class RankShares:
+    """The decode batch spread over the ranks of a --nproc N run (decode_batch.Spread): each rank
+    keeps a share of the rows and their KV cache, and every forward of the batch runs on all of
+    them at once, each rank's logits gathered on rank 0, which chooses every token as one process
+    does. A row's logits then come from a forward beside other rows than at N = 1, so they can
+    differ in their last bits (docs/distributed.md)."""
+
+    def __init__(self, client: LocalSamplingClient, world: World) -> None:
+        self.client, self.world, self.size = client, world, world.size
+
+    def tick(self, own: Callable[[Any], Any], ops: list[list[Op]]) -> list[Any]:
+        import torch
+
+        host, world = self.client.host, self.world
+        with self.client._weights() as model:  # sent once nothing on rank 0 can fail before it
+            self._send(ops, forward=True)
+            with world.sharded_call(host.base), torch.inference_mode():
+                mine = own(model)
+                theirs = world.gather(None)
+        assert theirs is not None
+        return [mine] + [
+            None if x is None else torch.from_numpy(x).to(host.device) for x in theirs[1:]
+        ]
+
+    def settle(self, ops: list[list[Op]]) -> None:
+        self._send(ops, forward=False)
+
+    def _send(self, ops: list[list[Op]], forward: bool) -> None:
+        host, snapshot = self.client.host, self.client.snapshot
+        snapshot_id = snapshot.snapshot_id if snapshot else None
+        merge = host.merges(snapshot)
+        self.world.send(
+            "decode", host.model_name, host.quantization, snapshot_id, merge, ops, forward
+        )
+
+
 class SampleFuture(APIFuture[types.SampleResponse]):
     """A sample request's future; `cancel()` drops its work from the decode batch at once.
     Looking at it without awaiting queues the requests gathered on event loops (compute_thread.py):
@@ -357,6 +400,32 @@ def score_on_every_rank(
             world.send(*call)
         with world.sharded_call(host.base):
             return score_sequences(model, sequences, microbatch_tokens, share=Deal(world, []))
+
+
+def decode_on_every_rank(
+    world: World,
+    host: ModelHost,
+    snapshot: LoraSnapshot | None,
+    merge: bool,
+    rows: CacheRows,
+    ops: list[Op],
+    forward: bool,
+) -> None:
+    """Ranks > 0 of a --nproc N run that spreads sampling: `ops` on this rank's share of rank 0's
+    decode batch (RankShares), with `snapshot`'s weights (merged if rank 0's were, `merge`); the
+    logits of its forward, if any, go to rank 0."""
+    import torch
+
+    if not forward:
+        rows.run(None, ops)
+        return
+    with (
+        snapshot_weights(host, snapshot, merge) as model,
+        world.sharded_call(host.base),
+        torch.inference_mode(),
+    ):
+        logits = rows.run(model, ops)
+        world.gather(None if logits is None else logits.cpu().numpy())
 
 
 def model_eos_ids(host: ModelHost) -> set[int]:

@@ -49,6 +49,8 @@ class EngineSettings:
     rope_scaling: str = "yarn"
     # none | nf4: the shared base's Linear layers held in 4 bits under LoRA (quantization.py)
     base_quantization: str = "none"
+    # --nproc N > 1: every rank decodes a share of the sample requests' rows (docs/distributed.md)
+    spread_sampling: bool = False
 
     @property
     def dtype(self) -> Any:
@@ -65,7 +67,7 @@ class EngineSettings:
     def from_backend_settings(cls, settings: BackendSettings) -> EngineSettings:
         """Resolve "auto" values. `settings.extra` may hold `num_threads`, `microbatch_tokens`,
         `cudnn_attention`, `activation_checkpointing`, `packing`, `context_length`,
-        `rope_scaling` and `base_quantization`; the env vars KITCHEN_<KEY> (KITCHEN_NUM_THREADS,
+        `rope_scaling`, `base_quantization` and `spread_sampling`; the env vars KITCHEN_<KEY> (KITCHEN_NUM_THREADS,
         ...) are the fallbacks."""
         device = resolve_device(settings.device)
         if settings.dtype == "auto":
@@ -102,6 +104,7 @@ class EngineSettings:
             context_length=_positive_int(settings.extra, "context_length", None),
             rope_scaling=_choice(settings.extra, "rope_scaling", ROPE_SCALINGS),
             base_quantization=_choice(settings.extra, "base_quantization", QUANTIZATIONS),
+            spread_sampling=_flag(settings.extra, "spread_sampling"),
         )
 
 

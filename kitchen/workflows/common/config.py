@@ -194,6 +194,12 @@ class TrainConfig(BaseModel):
         description="Local engine: hold the base model's Linear layers in 4 bits (NF4, "
         "bitsandbytes) under LoRA; needs lora_rank > 0 (docs/memory.md)",
     )
+    spread_sampling: bool = Field(
+        False,
+        description="Local engine at --nproc N > 1: each rank decodes a share of the sample "
+        "requests (else rank 0 decodes them all); tokens as at N = 1 but for last-bit "
+        "differences (docs/distributed.md)",
+    )
     log_dir: str | None = Field(None, description="Run directory; default runs/<recipe>")
     seed: int = Field(0, description="Seed for data order, LoRA init and sampling")
     lora_rank: int = Field(

@@ -17,8 +17,9 @@ from kitchen.engine.errors import BackendError
 def serve_calls(world: World) -> None:
     """Run rank 0's calls on this rank until it stops."""
     from kitchen.adapters.local.backend import LocalBackend, snapshot_from
+    from kitchen.adapters.local.decode_batch import CacheRows
     from kitchen.adapters.local.distributed.launch import STOP_SIGNALS
-    from kitchen.adapters.local.sampling_client import score_on_every_rank
+    from kitchen.adapters.local.sampling_client import decode_on_every_rank, score_on_every_rank
     from kitchen.adapters.local.training_client import LocalTrainingClient
 
     # torch.distributed.run hands a signal that stops it (Ctrl-C, SIGTERM) to every rank. Rank 0
@@ -32,6 +33,7 @@ def serve_calls(world: World) -> None:
     backend: Any = None
     clients: dict[str, LocalTrainingClient] = {}
     snapshots: dict[int, Any] = {}  # this rank's copies of rank 0's sampler snapshots, by id
+    rows = CacheRows()  # this rank's share of rank 0's decode batch, when it spreads
     while True:
         try:
             kind, *args = world.receive()
@@ -46,7 +48,7 @@ def serve_calls(world: World) -> None:
             leave()
             return
         if kind == "backend":
-            backend, clients, snapshots = LocalBackend(args[0]), {}, {}
+            backend, clients, snapshots, rows = LocalBackend(args[0]), {}, {}, CacheRows()
         elif kind == "host":
             backend._shared_host(*args)
         elif kind == "client":
@@ -64,6 +66,11 @@ def serve_calls(world: World) -> None:
             clients.pop(args[0]).close()
         elif kind == "forward":  # beside a forward of rank 0's decode batch
             world.shadow_forward(backend._shared_host(*args).base)
+        elif kind == "decode":
+            base_model, quantization, snapshot_id, merge, ops, forward = args
+            host = backend._shared_host(base_model, quantization)
+            snapshot = None if snapshot_id is None else snapshots[snapshot_id]
+            decode_on_every_rank(world, host, snapshot, merge, rows, ops[world.rank - 1], forward)
         elif kind == "score":
             base_model, quantization, snapshot_id, merge, sequences, microbatch_tokens = args
             host = backend._shared_host(base_model, quantization)
