@@ -87,10 +87,14 @@ class _Store:
         return str(self.values[key]).encode()
 
 
-def test_a_rank_whose_heartbeat_stops_is_named_by_the_one_waiting_on_it():
+def test_a_rank_whose_heartbeat_stops_is_named_by_the_one_waiting_on_it(monkeypatch):
     """Rank 2 has no heartbeat (a stopped process's threads stop too), rank 1 beats: rank 0,
     waiting on both, hears of rank 2 alone once the limit (1 s) has passed, and `stopped` names
-    it alone; the ranks' host and process id are in the store, for the kill."""
+    it alone; the ranks' host and process id are in the store, for the kill. Beats come every
+    0.25 s here (1 s in a run), so `stopped` watches for 0.75 s."""
+    from kitchen.adapters.local.distributed import world
+
+    monkeypatch.setattr(world, "BEAT_S", 0.25)
     store, silent = _Store(), []
     beats = Heartbeats(store, 0, 3, limit_s=1.0, silent=silent.append)
     Heartbeats(store, 1, 3, limit_s=1.0, silent=silent.append)
