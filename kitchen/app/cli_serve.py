@@ -161,8 +161,7 @@ def command(
     except KitchenError as e:
         err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
         raise typer.Exit(e.exit_code) from None
-    if ranks.other_rank():  # ranks > 0 of --nproc N: rank 0's engine calls, until it stops
-        return
+    ranks.serve_if_other_rank()  # ranks > 0 of --nproc N: rank 0's engine calls, until it stops
     try:
         import fastapi  # noqa: F401
         import uvicorn  # noqa: F401

@@ -108,7 +108,7 @@ def _full_fine_tuning(service: Any, batch: list[Any], prompt: Any) -> dict[str, 
     path = full.save_state("full").result().path
     step(full)
     step(service.create_training_client_from_state_with_optimizer(path).result())
-    sampler = full.save_weights_and_get_sampling_client()
+    sampler = full.save_weights_and_get_sampling_client().result()
     return {
         "full_losses": losses,
         "full_tokens": [
