@@ -531,12 +531,14 @@ def test_kitchen_serve_hands_the_levers_to_the_engine(tmp_path: Any) -> None:
         packing=True,
         context_length=4096,
         rope_scaling="linear",
+        spread_sampling=True,
     )
     service = KitchenService(serve)
     try:
         settings = service.backend.settings
         assert (settings.activation_checkpointing, settings.packing) == ("on", True)
         assert (settings.context_length, settings.rope_scaling) == (4096, "linear")
+        assert settings.spread_sampling is True
     finally:
         service.backend.close()
 
