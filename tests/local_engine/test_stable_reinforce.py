@@ -23,9 +23,9 @@ def test_formula_is_truncated_reinforce_plus_the_sampler_kl() -> None:
     a = np.array([1.0, -2.0, 0.5, 3.0])
     mask = np.array([1.0, 1.0, 1.0, 0.0])
     inputs = {
-        "logprobs": torch.tensor([q], dtype=torch.float32),
-        "advantages": torch.tensor([a], dtype=torch.float32),
-        "sampled_mask": torch.tensor([mask], dtype=torch.float32),
+        "logprobs": torch.tensor(q[None], dtype=torch.float32),
+        "advantages": torch.tensor(a[None], dtype=torch.float32),
+        "sampled_mask": torch.tensor(mask[None], dtype=torch.float32),
     }
     loss = stable_reinforce(lp, inputs, {"ratio_cap": 2.0, "kl_coeff": 0.1})
     x = lp.detach().numpy()[0]
