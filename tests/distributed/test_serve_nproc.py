@@ -3,8 +3,9 @@ LoRA clients, the second created after the first trained (its adapter added to t
 and a third restored from the first's checkpoint, driven through the tinker SDK, give the losses
 (stable_reinforce's, which reads rank 0's sampler records, among them), sampled tokens and
 compute_logprobs (of snapshots, the base and a saved adapter) `--nproc 1` gives; so does a fully
-fine-tuned client (its weights FSDP's shards), restored from its checkpoint and sampled. Stopping
-the server (SIGTERM to the command) stops every rank."""
+fine-tuned client (its weights FSDP's shards), restored from its checkpoint and sampled, and a LoRA
+client of a vision-language model, trained, sampled and scored on an image. Stopping the server
+(SIGTERM to the command) stops every rank."""
 
 from __future__ import annotations
 
@@ -16,13 +17,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import tinker
 from tinker import types
 
 from tests.distributed.test_nproc import _children, _rank_of, launches
+from tests.helpers import TINY_VLM
 from tests.local_engine.test_stable_reinforce import _sampled_datum
 from tests.tinker_backend.conftest import TEST_KEY, TEXTS, TINY, free_port, sft_datum, wait_healthy
+from tests.tinker_backend.test_images import _png, _prompt
 
 ADAM = types.AdamParams(learning_rate=1e-2)
 PARAMS = types.SamplingParams(max_tokens=6, temperature=1.0, seed=7, stop=[])
@@ -88,6 +92,7 @@ def _session(url: str) -> dict[str, Any]:
     after = first.forward([datum], "stable_reinforce").result()
     seen["losses"] += [float(o.metrics["loss:sum"]) for o in (out.result(), after)]
     seen.update(_full_fine_tuning(service, batch, prompt))
+    seen.update(_vision(service))
     service.close("success").result()
     return seen
 
@@ -117,6 +122,35 @@ def _full_fine_tuning(service: Any, batch: list[Any], prompt: Any) -> dict[str, 
         "full_logprobs": [
             0.0 if x is None else x for x in sampler.compute_logprobs(batch[0].model_input).result()
         ],
+    }
+
+
+def _vision(service: Any) -> dict[str, Any]:
+    """A LoRA client on a vision-language model (a second base on every rank): two steps on a
+    datum with an image (its vision tower whole on every rank), then its snapshot samples and
+    scores an image prompt (prefilled on rank 0; its scoring dealt with the image)."""
+    client = service.create_lora_training_client(TINY_VLM, rank=4, seed=3).result()
+    red = _prompt(_png((255, 0, 0)))
+    head, image, tail = red.chunks
+    expanded = [*head.tokens, *[1092] * 4, *tail.tokens]  # 1092: the image's placeholder
+    shifted = types.EncodedTextChunk(tokens=tail.tokens[:-1])
+    datum = types.Datum(
+        model_input=types.ModelInput(chunks=[head, image, shifted]),
+        loss_fn_inputs={
+            "target_tokens": np.asarray(expanded[1:], dtype=np.int64),
+            "weights": np.ones(len(expanded) - 1, dtype=np.float32),
+        },
+    )
+    losses = []
+    for _ in range(2):
+        out = client.forward_backward([datum], "cross_entropy")
+        client.optim_step(ADAM).result()
+        losses.append(float(out.result().metrics["loss:sum"]))
+    sampler = client.save_weights_and_get_sampling_client().result()
+    return {
+        "vlm_losses": losses,
+        "vlm_tokens": [list(s.tokens) for s in sampler.sample(red, 2, PARAMS).result().sequences],
+        "vlm_logprobs": [0.0 if x is None else x for x in sampler.compute_logprobs(red).result()],
     }
 
 
@@ -175,4 +209,9 @@ def test_serve_on_two_ranks_equals_one(tmp_path):
     for key in ("full_losses", "full_logprobs"):
         assert two[key] == pytest.approx(one[key], rel=1e-5), key
     assert two["full_tokens"] == one["full_tokens"]
+    # A vision-language model's LoRA client: trained, sampled and scored on an image
+    assert one["vlm_losses"][1] < one["vlm_losses"][0]
+    for key in ("vlm_losses", "vlm_logprobs"):
+        assert two[key] == pytest.approx(one[key], rel=1e-5), key
+    assert two["vlm_tokens"] == one["vlm_tokens"]
     assert "Traceback" not in log and "error" not in log.lower(), log[-3000:]
