@@ -124,9 +124,7 @@ class CacheRows:
             else:
                 getattr(self, name)(*args)
         if logits is None and model is not None:
-            import torch
-
-            model(input_ids=torch.zeros((1, 1), dtype=torch.long, device=_device(model)))
+            filler_forward(model)
         return logits
 
     def prefill(
@@ -289,11 +287,10 @@ class DecodeBatch:
             if not groups:
                 ops.append([])
                 continue
-            first = groups[0][0]
-            want_all = first.prompt_logprobs or first.topk_prompt_logprobs > 0  # a group alone
+            first = groups[0][0]  # a job that scores its prompt is a group alone
             use_cache = max(j.max_new for group in groups for j in group) > 0
             prompts = [group[0].prompt for group in groups]
-            ops.append([("prefill", prompts, use_cache, want_all, first.images)])
+            ops.append([("prefill", prompts, use_cache, _scores_prompt(first), first.images)])
         logits_S = self._tick(next(g[0][0] for g in tick if g), ops)
         self.prefills += 1
         segments: list[tuple[SampleJob, list[_Row], Any]] = []
@@ -302,7 +299,7 @@ class DecodeBatch:
             for i, group in enumerate(groups):
                 for job in group:
                     job.results = [Generated() for _ in range(job.num_samples)]
-                    if job.prompt_logprobs or job.topk_prompt_logprobs > 0:
+                    if _scores_prompt(job):
                         ids_L = torch.tensor(job.prompt, device=logits_S[s].device)
                         job.scores = prompt_scores(
                             logits_S[s][i], ids_L, job.prompt_logprobs, job.topk_prompt_logprobs
@@ -540,10 +537,23 @@ def _prefill_batches(jobs: list[SampleJob]) -> list[list[list[SampleJob]]]:
     return batches + ([batch] if batch else [])
 
 
+def filler_forward(model: Any) -> None:
+    """A one-token forward of `model`, its output dropped: on a sharded base it runs the layers'
+    all-gathers (this rank lending its shards) beside another rank's forward; they are the same
+    for any input."""
+    import torch
+
+    model(input_ids=torch.zeros((1, 1), dtype=torch.long, device=_device(model)), use_cache=False)
+
+
+def _scores_prompt(job: SampleJob) -> bool:
+    """Whether `job` asks for its prompt's logprobs: its prefill keeps every position's logits."""
+    return job.prompt_logprobs or job.topk_prompt_logprobs > 0
+
+
 def _alone(job: SampleJob) -> bool:
-    """Whether `job` is prefilled alone: it scores its prompt (every position's logits kept) or
-    has images."""
-    return job.prompt_logprobs or job.topk_prompt_logprobs > 0 or job.images is not None
+    """Whether `job` is prefilled alone: it scores its prompt or has images."""
+    return _scores_prompt(job) or job.images is not None
 
 
 def _left_pad(x: Any, length: int) -> Any:

@@ -67,8 +67,8 @@ class EngineSettings:
     def from_backend_settings(cls, settings: BackendSettings) -> EngineSettings:
         """Resolve "auto" values. `settings.extra` may hold `num_threads`, `microbatch_tokens`,
         `cudnn_attention`, `activation_checkpointing`, `packing`, `context_length`,
-        `rope_scaling`, `base_quantization` and `spread_sampling`; the env vars KITCHEN_<KEY> (KITCHEN_NUM_THREADS,
-        ...) are the fallbacks."""
+        `rope_scaling`, `base_quantization` and `spread_sampling`; the env vars KITCHEN_<KEY>
+        (KITCHEN_NUM_THREADS, ...) are the fallbacks."""
         device = resolve_device(settings.device)
         if settings.dtype == "auto":
             # bf16 autocast is fast on GPUs and on CPUs with bf16 units (LoRA SFT of SmolLM2 on a

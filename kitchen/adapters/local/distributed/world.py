@@ -301,14 +301,14 @@ class World:
         )
 
     def shadow_forward(self, model: Any) -> None:
-        """Ranks > 0: one forward of `model`'s sharded base, its output dropped: it gathers the
-        layers (and lends this rank's shards) for a forward rank 0's decode batch runs; one token
-        is enough, the all-gathers are the same for any input."""
+        """Ranks > 0: a filler forward of `model`'s sharded base beside a forward of rank 0's
+        decode batch (decode_batch.filler_forward)."""
         import torch
 
+        from kitchen.adapters.local.decode_batch import filler_forward
+
         with self.sharded_call(model), torch.no_grad():
-            ids = torch.zeros((1, 1), dtype=torch.long, device=next(model.parameters()).device)
-            model(input_ids=ids, use_cache=False)
+            filler_forward(model)
 
     # -- gradients and outputs ---------------------------------------------------------------------
 
