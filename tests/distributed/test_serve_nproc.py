@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 import tinker
 from tinker import types
@@ -26,7 +25,7 @@ from tests.distributed.test_nproc import _children, _rank_of, launches
 from tests.helpers import TINY_VLM
 from tests.local_engine.test_stable_reinforce import _sampled_datum
 from tests.tinker_backend.conftest import TEST_KEY, TEXTS, TINY, free_port, sft_datum, wait_healthy
-from tests.tinker_backend.test_images import _png, _prompt
+from tests.tinker_backend.test_images import _next_token_datum, _png, _prompt
 
 ADAM = types.AdamParams(learning_rate=1e-2)
 PARAMS = types.SamplingParams(max_tokens=6, temperature=1.0, seed=7, stop=[])
@@ -131,16 +130,7 @@ def _vision(service: Any) -> dict[str, Any]:
     scores an image prompt (prefilled on rank 0; its scoring dealt with the image)."""
     client = service.create_lora_training_client(TINY_VLM, rank=4, seed=3).result()
     red = _prompt(_png((255, 0, 0)))
-    head, image, tail = red.chunks
-    expanded = [*head.tokens, *[1092] * 4, *tail.tokens]  # 1092: the image's placeholder
-    shifted = types.EncodedTextChunk(tokens=tail.tokens[:-1])
-    datum = types.Datum(
-        model_input=types.ModelInput(chunks=[head, image, shifted]),
-        loss_fn_inputs={
-            "target_tokens": np.asarray(expanded[1:], dtype=np.int64),
-            "weights": np.ones(len(expanded) - 1, dtype=np.float32),
-        },
-    )
+    datum = _next_token_datum(red)
     losses = []
     for _ in range(2):
         out = client.forward_backward([datum], "cross_entropy")

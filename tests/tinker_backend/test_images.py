@@ -39,6 +39,21 @@ def _prompt(image: types.ModelInputChunk) -> types.ModelInput:
     )
 
 
+def _next_token_datum(prompt: types.ModelInput) -> types.Datum:
+    """`_prompt`'s tokens as a datum predicting each next token (the image's 4 positions hold
+    its placeholder, 1092, as a target), every position weighted."""
+    head, image, tail = prompt.chunks
+    expanded = [*head.tokens, *[1092] * 4, *tail.tokens]  # type: ignore[union-attr]
+    shifted = types.EncodedTextChunk(tokens=tail.tokens[:-1])  # type: ignore[union-attr]
+    return types.Datum(
+        model_input=types.ModelInput(chunks=[head, image, shifted]),
+        loss_fn_inputs={
+            "target_tokens": np.asarray(expanded[1:], dtype=np.int64),
+            "weights": np.ones(len(expanded) - 1, dtype=np.float32),
+        },
+    )
+
+
 def _png(color: tuple[int, int, int]) -> types.ImageChunk:
     return types.ImageChunk(data=picture(color), format="png", expected_tokens=4)
 
@@ -62,19 +77,7 @@ def test_sampling_and_scoring_take_images_and_local_image_files(
     # Scoring: compute_logprobs of the prompt equals the training forward of the same tokens.
     scored = sampler.compute_logprobs(red).result()
     assert len(scored) == red.length and scored[0] is None
-    image_pad = 1092
-    head, image, tail = red.chunks
-    expanded = [*head.tokens, *[image_pad] * 4, *tail.tokens]  # type: ignore[union-attr]
-    datum = types.Datum(
-        model_input=types.ModelInput(
-            chunks=[head, image, types.EncodedTextChunk(tokens=tail.tokens[:-1])]  # type: ignore[union-attr]
-        ),
-        loss_fn_inputs={
-            "target_tokens": np.asarray(expanded[1:], dtype=np.int64),
-            "weights": np.ones(len(expanded) - 1, dtype=np.float32),
-        },
-    )
-    forward = training.forward([datum], "cross_entropy").result()
+    forward = training.forward([_next_token_datum(red)], "cross_entropy").result()
     lp = forward.loss_fn_outputs[0]["logprobs"].to_numpy()
     np.testing.assert_allclose(lp, np.asarray(scored[1:], dtype=np.float32), atol=1e-4)
     green = sampler.compute_logprobs(_prompt(_png((0, 255, 0)))).result()
