@@ -34,7 +34,11 @@ $(STAMP): $(BIN)/python pyproject.toml | system-deps
 	  cryptography cffi pycparser aiofiles backoff
 	# The eval extra for tests/openai_serve, without lm-eval's metric stack (scikit-learn, evaluate,
 	# rouge): what its API models and the shipped tasks import.
-	$(BIN)/pip install openai sacrebleu sqlitedict pytablewriter word2number aiohttp tenacity
+	$(BIN)/pip install 'openai<3' sacrebleu sqlitedict pytablewriter word2number aiohttp tenacity
+	# Agent frameworks (docs/agents.md), pinned to share one environment: verifiers 0.4.0 needs openai<3
+	# and mcp 2.0.0, and openai-agents 0.20.0 is the newest release that runs with them (0.24 needs
+	# openai>=3). bm25s is search_tool's retriever.
+	$(BIN)/pip install verifiers==0.4.0 openai-agents==0.20.0 bm25s==0.3.16
 	$(BIN)/pip install --no-deps 'lm-eval==0.4.13'
 	# tinker-cookbook itself, for the tests that run its recipes against kitchen serve.
 	$(BIN)/pip install --no-deps tinker-cookbook==0.6.1 chz blobfile lxml pycryptodomex cloudpickle pylatexenc math-verify latex2sympy2_extended==1.11.0 antlr4-python3-runtime==4.13.2
