@@ -47,6 +47,7 @@ from kitchen.workflows.common.config import (
     flat_values,
     group_of,
     negation,
+    spellings,
 )
 
 # The ports a run has: backend and datasets always; those kitchen opens from the config when a stage
@@ -175,12 +176,55 @@ def build_config(
     flag and the constraint."""
     if not (isinstance(recipe.Config, type) and issubclass(recipe.Config, TrainConfig)):
         raise ConfigError(f"recipe {recipe.name}: its Config must subclass kitchen.TrainConfig")
+    layers, auto = _without_auto_lr(recipe.Config, layers)
     try:
-        return recipe.Config.from_layers(*layers, then=binding(recipe) if bind else None)
+        then = binding(recipe) if bind else None
+        cfg = recipe.Config.from_layers(*layers, then=then)
+        if not auto:
+            return cfg
+        # built again with the number, so the recipe's bind sees the learning rate that runs
+        lr = {"optimizer.learning_rate": _recommended_lr(cfg)}
+        return recipe.Config.from_layers(*layers, lr, then=then)
     except ValidationError as e:
         raise ConfigError(
             f"recipe {recipe.name}: {format_validation_error(e, recipe.Config)}"
         ) from None
+
+
+AUTO = "auto"  # learning_rate=auto: tinker-cookbook's get_lr for the model (and LoRA or not)
+
+
+def _without_auto_lr(
+    model: type[TrainConfig], layers: Sequence[Mapping[str, Any]]
+) -> tuple[list[Mapping[str, Any]], bool]:
+    """`layers` without their learning_rate=auto (any spelling), and whether the last layer that
+    sets the learning rate asks for auto (an earlier auto is overridden, as any earlier value)."""
+    path = "optimizer.learning_rate"
+    known = spellings(model)
+    auto = False
+    kept: list[Mapping[str, Any]] = []
+    for layer in layers:
+        out = dict(layer)
+        for key, value in layer.items():
+            if known.get(key) == path:
+                auto = value == AUTO
+                if auto:
+                    del out[key]
+            elif key == "optimizer" and isinstance(value, Mapping) and "learning_rate" in value:
+                auto = value["learning_rate"] == AUTO
+                if auto:
+                    out[key] = {k: v for k, v in value.items() if k != "learning_rate"}
+        kept.append(out)
+    return kept, auto
+
+
+def _recommended_lr(cfg: TrainConfig) -> float:
+    from kitchen.app.model_dims import recommended_lr
+
+    try:
+        return recommended_lr(cfg.model_name, is_lora=cfg.lora_rank > 0)
+    except ValueError as e:
+        raise ConfigError(f"learning_rate=auto: {e}") from None
 
 
 def format_validation_error(err: ValidationError, model: type[BaseModel]) -> str:

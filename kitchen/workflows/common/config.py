@@ -61,7 +61,9 @@ class ConfigGroup(BaseModel):
 
 
 class OptimizerConfig(ConfigGroup):
-    learning_rate: float = Field(1e-4, gt=0, description="Adam learning rate")
+    learning_rate: float = Field(
+        1e-4, gt=0, description="Adam learning rate; auto: the model's recommended one (get_lr)"
+    )
     schedule: LRSchedule = Field(
         "linear",
         alias="lr_schedule",
