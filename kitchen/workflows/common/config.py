@@ -104,6 +104,15 @@ class CheckpointConfig(ConfigGroup):
         alias="load_checkpoint_path",
         description="Start from these saved weights (fresh optimizer)",
     )
+    rolling_save_every: int = Field(
+        0,
+        ge=0,
+        description="Also save a resume-only checkpoint (no sampler weights) every N steps, "
+        "keeping the newest rolling_keep (0 = never)",
+    )
+    rolling_keep: int = Field(
+        1, ge=1, description="Rolling checkpoints kept; older ones are deleted (1: the cookbook's)"
+    )
 
 
 class EvalConfig(ConfigGroup):
