@@ -6,12 +6,22 @@ import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from kitchen.engine.errors import ConfigError, DataError
 from kitchen.engine.stage import Context, Metrics
 
 RowConverter = Callable[[dict[str, Any], str], dict[str, Any] | None]
+
+
+@runtime_checkable
+class GroupingConverter(Protocol):
+    """A row converter whose dataset's rows are first grouped into the rows it converts
+    (HelpSteer2: a row per response, compared per prompt). `where(i)` locates raw row i."""
+
+    def __call__(self, row: Any, where: str) -> dict[str, Any] | None: ...
+
+    def group(self, rows: Any, where: Callable[[int], str]) -> list[dict[str, Any]]: ...
 
 
 @dataclass(frozen=True)
@@ -136,6 +146,9 @@ class LoadDataset:
         store = ctx.port("datasets")
         rows = store.load(self.source, self.split)
         where = getattr(rows, "where", lambda i: f"{self.source} ({self.split}) row {i}")
+        if isinstance(self.convert, GroupingConverter):
+            rows = self.convert.group(rows, where)
+            where = lambda i: f"{self.source} ({self.split}) prompt group {i}"  # noqa: E731
         items = []
         for i, row in enumerate(rows):
             item = self.convert(row, where(i)) if self.convert else row
