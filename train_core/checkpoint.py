@@ -5,6 +5,12 @@ batch, final, state_path, sampler_path, with any other loop_state keys (step, el
 kept at the top level. Here `batch`/`epoch` name the next batch to run on resume, so resuming
 neither replays nor skips one. Each append is flushed and fsynced; a last line cut short by a kill
 mid-write is ignored on load with a warning and cleared before the next append.
+
+Rolling checkpoints (tinker-cookbook's `rolling_save_every`) are resume-only states recorded with
+`rolling: true`; all but the newest few are retired. The file stays append-only: a retirement is a
+record of its own (`retired_state_path`), written before the state is deleted, so a reader never
+takes a deleted state for a resume point (`live_checkpoint_records`). Every record also names the
+renderer the run rendered with (`renderer_name`), read back by a run that starts from it.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import dataclasses
 import json
 import logging
 import os
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -175,3 +182,72 @@ def get_last_checkpoint(
     """The last record carrying `required_key` (default: a resumable state_path), or None."""
     with_key = [r for r in load_checkpoint_records(log_dir) if r.has(required_key)]
     return with_key[-1] if with_key else None
+
+
+RETIRED_KEY = "retired_state_path"
+
+
+def live_checkpoint_records(log_dir: str | Path) -> list[CheckpointRecord]:
+    """The records whose state is still there: every record but the retirements and those they
+    retired. A path holds one state: a record saved to a path again (a resumed run saves the
+    names it saved before) replaces the earlier one, and a retirement retires the record before
+    it with its state_path, not a later one."""
+    live: list[CheckpointRecord] = []
+    for record in load_checkpoint_records(log_dir):
+        path = record.get(RETIRED_KEY) or record.state_path
+        if path is not None:
+            live = [r for r in live if r.state_path != path]
+        if record.get(RETIRED_KEY) is None:
+            live.append(record)
+    return live
+
+
+def rolling_beyond(records: list[CheckpointRecord], keep: int) -> list[CheckpointRecord]:
+    """The rolling records of `records` (in file order) before the newest `keep`."""
+    rolling = [r for r in records if r.get("rolling") and r.state_path]
+    return rolling[: max(len(rolling) - keep, 0)]
+
+
+def delete_state(path: str) -> bool:
+    """Delete a saved state on this machine's disk (a plain or `local://` folder path); False for
+    a state elsewhere (a `tinker://` path: the service keeps it until its own expiry)."""
+    folder = Path(path.removeprefix("local://"))
+    if "://" in path.removeprefix("local://") or not folder.is_dir():
+        return False
+    shutil.rmtree(folder, ignore_errors=True)
+    return True
+
+
+def retire_rolling(log_dir: str | Path, keep: int) -> list[str]:
+    """Retire the rolling checkpoints of `log_dir` before the newest `keep`: each is recorded as
+    retired, then its state deleted where it is on this machine. The state paths retired."""
+    retired = []
+    for record in rolling_beyond(live_checkpoint_records(log_dir), keep):
+        assert record.state_path is not None  # rolling_beyond keeps those with one
+        append_checkpoint_record(
+            log_dir, CheckpointRecord(record.name, extra={RETIRED_KEY: record.state_path})
+        )
+        if not delete_state(record.state_path):
+            logger.info("rolling checkpoint %s retired; not on this machine, so kept", record.name)
+        retired.append(record.state_path)
+    return retired
+
+
+def recorded_renderer(state_path: str, log_dir: str | Path | None = None) -> str | None:
+    """The renderer the checkpoint at `state_path` was saved with, from the checkpoints.jsonl of
+    `log_dir`, else of the run directory the (local) path lies in; None when no record says."""
+    path = state_path.removeprefix("local://")  # the local engine takes either spelling
+    folders = [Path(log_dir)] if log_dir is not None else []
+    if "://" not in path:  # a local engine's state lies in <log_dir>/checkpoints/weights/<name>
+        folders += list(Path(path).parents)[:4]
+    for folder in folders:
+        if not checkpoints_file(folder).is_file():
+            continue
+        names = [
+            r.get("renderer_name")
+            for r in load_checkpoint_records(folder)
+            if path in {p.removeprefix("local://") for p in (r.state_path, r.sampler_path) if p}
+        ]
+        if names:
+            return names[-1]
+    return None

@@ -2,8 +2,11 @@
 
 lr = 5e-5 * (10 if LoRA) * (2000 / hidden_size) ** exponent, with exponent 0.781 for Llama-family
 models and 0.0775 for Qwen. SmolLM2 is a Llama-architecture model, so it takes the Llama exponent;
-the built-in tiny models take the family their name says (qwen or llama). Hidden sizes come from
-a table (no network lookups) or the `hidden_size` argument.
+the built-in tiny models take the family their name says (qwen or llama). The other families
+tinker serves (DeepSeek, gpt-oss, Kimi, GLM, Nemotron, Inkling) have no calibrated exponent: their
+learning rate is refused, as the cookbook refuses it. Hidden sizes come from a table of every
+model with a recommended renderer (no network lookups) or the `hidden_size` argument (the caller
+read it from a local config: kitchen/app/model_dims.py).
 
 `lora_param_count` is the trainable-parameter count of a LoRA run, from the model's shapes
 (`ModelDims`, read from its config.json or the table of known models).
@@ -18,13 +21,16 @@ from typing import Any
 BASE_LR = 5e-5
 LORA_LR_MULTIPLIER = 10.0  # 0.6.1 get_lora_lr_over_full_finetune_lr: 10, empirically
 FAMILY_EXPONENTS: dict[str, float] = {"llama": 0.781, "qwen": 0.0775}
+UNCALIBRATED = None  # a family tinker serves that has no exponent yet
 
-# model name -> (family, hidden size)
-KNOWN_MODELS: dict[str, tuple[str, int]] = {
+# model name -> (family, hidden size of the text decoder): every model of
+# train_core.renderers.recommended's table (a test holds them equal), SmolLM2 and the tiny models
+KNOWN_MODELS: dict[str, tuple[str | None, int]] = {
     "HuggingFaceTB/SmolLM2-135M": ("llama", 576),
     "HuggingFaceTB/SmolLM2-135M-Instruct": ("llama", 576),
-    "kitchen/tiny-llama": ("llama", 64),
-    "kitchen/tiny-qwen": ("qwen", 64),
+    "kitchen/tiny-llama": ("llama", 128),
+    "kitchen/tiny-qwen": ("qwen", 128),
+    "kitchen/tiny-qwen3-vl": ("qwen", 64),
     "meta-llama/Llama-3.2-1B": ("llama", 2048),
     "meta-llama/Llama-3.2-3B": ("llama", 3072),
     "meta-llama/Llama-3.1-8B": ("llama", 4096),
@@ -41,28 +47,76 @@ KNOWN_MODELS: dict[str, tuple[str, int]] = {
     "Qwen/Qwen3-4B-Instruct-2507": ("qwen", 2560),
     "Qwen/Qwen3-VL-235B-A22B-Instruct": ("qwen", 4096),
     "Qwen/Qwen3-VL-30B-A3B-Instruct": ("qwen", 2048),
+    "Qwen/Qwen3.5-397B-A17B": ("qwen", 4096),
+    "Qwen/Qwen3.5-35B-A3B": ("qwen", 2048),
+    "Qwen/Qwen3.5-35B-A3B-Base": ("qwen", 2048),
+    "Qwen/Qwen3.5-27B": ("qwen", 5120),
+    "Qwen/Qwen3.5-9B": ("qwen", 4096),
+    "Qwen/Qwen3.5-9B-Base": ("qwen", 4096),
+    "Qwen/Qwen3.5-4B": ("qwen", 2560),
+    "Qwen/Qwen3.6-27B": ("qwen", 5120),
+    "Qwen/Qwen3.6-35B-A3B": ("qwen", 2048),
+    "Qwen/Qwen3.8-27B": ("qwen", 5120),
+    "deepseek-ai/DeepSeek-V3.1": (UNCALIBRATED, 7168),
+    "deepseek-ai/DeepSeek-V3.1-Base": (UNCALIBRATED, 7168),
+    "deepseek-ai/DeepSeek-V4.1-Flash": (UNCALIBRATED, 5120),
+    "deepseek-ai/DeepSeek-V4.1-Flash-1017": (UNCALIBRATED, 5120),
+    "moonshotai/Kimi-K2-Thinking": (UNCALIBRATED, 7168),
+    "moonshotai/Kimi-K2.5": (UNCALIBRATED, 7168),
+    "moonshotai/Kimi-K2.6": (UNCALIBRATED, 7168),
+    "moonshotai/Kimi-K3.1-Pro": (UNCALIBRATED, 7168),
+    "openai/gpt-oss-120b": (UNCALIBRATED, 2880),
+    "openai/gpt-oss-20b": (UNCALIBRATED, 2880),
+    "zai-org/GLM-5.3": (UNCALIBRATED, 6144),
+    "zai-org/GLM-5.3-Flash": (UNCALIBRATED, 4096),
+    "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16": (UNCALIBRATED, 8192),
+    "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16": (UNCALIBRATED, 4096),
+    "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": (UNCALIBRATED, 2688),
+    "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-BF16": (UNCALIBRATED, 2688),
+    "nvidia/NVIDIA-Nemotron-3.5-Super-VL-120B-A12B-BF16": (UNCALIBRATED, 4096),
+    "thinkingmachines/Inkling": (UNCALIBRATED, 6144),
+    "thinkingmachines/Inkling-Small": (UNCALIBRATED, 4096),
+    "thinkingmachines/Inkling-2-Small": (UNCALIBRATED, 4608),
 }
+
+# a transformers config's model_type -> family, for a local folder whose name says neither
+MODEL_TYPE_FAMILIES = {"llama": "llama", "qwen2": "qwen", "qwen3": "qwen", "qwen3_moe": "qwen"}
+
+
+def _no_formula(model_name: str) -> ValueError:
+    return ValueError(
+        f"recommended lr: no calibrated formula for model {model_name!r} (Llama and Qwen families "
+        "only); set the learning rate explicitly"
+    )
 
 
 def model_family(model_name: str) -> str:
     """'llama' or 'qwen' from the table or the name; other families have no calibrated formula."""
     base = model_name.split(":", 1)[0]  # Tinker variant suffixes such as ":peft:262144"
     if base in KNOWN_MODELS:
-        return KNOWN_MODELS[base][0]
+        family = KNOWN_MODELS[base][0]
+        if family is None:
+            raise _no_formula(model_name)
+        return family
     lowered = base.lower()
     if "llama" in lowered or "smollm" in lowered:
         return "llama"
     if "qwen" in lowered:
         return "qwen"
-    raise ValueError(
-        f"recommended lr: no calibrated formula for model {model_name!r} (Llama and Qwen families "
-        "only); set the learning rate explicitly"
-    )
+    raise _no_formula(model_name)
 
 
-def get_lr(model_name: str, is_lora: bool = True, hidden_size: int | None = None) -> float:
-    """Recommended learning rate; `hidden_size` overrides the table (needed for unknown names)."""
-    family = model_family(model_name)
+def get_lr(
+    model_name: str,
+    is_lora: bool = True,
+    hidden_size: int | None = None,
+    family: str | None = None,
+) -> float:
+    """Recommended learning rate; `hidden_size` and `family` (llama | qwen) override the table
+    and the name (what a local config says, for names the table lacks)."""
+    family = family or model_family(model_name)
+    if family not in FAMILY_EXPONENTS:
+        raise _no_formula(model_name)
     if hidden_size is None:
         base = model_name.split(":", 1)[0]
         if base not in KNOWN_MODELS:

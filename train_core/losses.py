@@ -20,8 +20,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, get_args
 
+from tinker import types
+
 Tensor = Any  # torch.Tensor (not imported here: see the module doc)
 LossFn = Callable[[Tensor, Mapping[str, Tensor], Mapping[str, float]], Tensor]
+# forward_backward_custom's loss: (data, target logprobs per datum) -> (scalar loss, metrics)
+CustomLossFn = Callable[[list[types.Datum], list[Tensor]], tuple[Tensor, dict[str, float]]]
 
 # Tinker's documented defaults: ratio clipped to [1 - 0.2, 1 + 0.2]. The docs give no DRO default;
 # 0.05 is the value their example passes.
@@ -148,9 +152,10 @@ LOSSES: dict[str, LossFn] = {
     "stable_reinforce": stable_reinforce,
 }
 
-# The losses an RL config names: those whose inputs the RL workflow builds from its rollouts
-# (stable_reinforce's come from the local engine's sampler records).
-PolicyLoss = Literal["importance_sampling", "ppo", "cispo", "dro", "gspo"]
+# The losses an RL config names: those whose inputs the RL workflow builds from its rollouts.
+# stable_reinforce's built-in form reads the sampler's records through provenance spans (the
+# served path); a native workflow computes it beside the engine instead (CLIENT_SIDE_LOSSES).
+PolicyLoss = Literal["importance_sampling", "ppo", "cispo", "dro", "gspo", "stable_reinforce"]
 POLICY_LOSSES: tuple[PolicyLoss, ...] = get_args(PolicyLoss)
 if not set(POLICY_LOSSES) <= set(LOSSES):  # a name without a formula fails at import, not in a run
     raise ImportError(f"PolicyLoss names losses LOSSES lacks: {set(POLICY_LOSSES) - set(LOSSES)}")
@@ -176,7 +181,8 @@ CLIPPED_LOSSES = tuple(
 )
 # The loss_fn_input a loss reads the datum's action mask as (the RL datum's `mask`, which Tinker's
 # losses do not take under that name): gspo's sequence ratio spans the sampled tokens only.
-MASK_INPUTS: dict[str, str] = {"gspo": "sequence_ratio_mask"}
+# stable_reinforce trains on the sampled positions, the served path's sampled_mask.
+MASK_INPUTS: dict[str, str] = {"gspo": "sequence_ratio_mask", "stable_reinforce": "sampled_mask"}
 
 
 # Per elementwise loss, the loss_fn_input whose zeros leave a position without a gradient (prompt
@@ -191,4 +197,41 @@ GRADIENT_GATE: dict[str, str] = {
     "cispo": "advantages",
     "dro": "_mask",
     "stable_reinforce": "sampled_mask",
+}
+
+
+def stable_reinforce_beside_the_engine(config: Mapping[str, float] | None) -> CustomLossFn:
+    """stable_reinforce as a forward_backward_custom loss, from each datum's own `logprobs` (the
+    sampler's, as the rollout kept them) and `sampled_mask`: the native RL workflows' form of it.
+    The engine's built-in reads the same two from the sampler's records through the datum's
+    provenance, which only a sampler that recorded them (`kitchen serve`, the service) has; the
+    sum over datums and tokens is the same."""
+    settings = dict(config or {})
+
+    def loss_fn(
+        data: list[types.Datum], logprobs_D: list[Tensor]
+    ) -> tuple[Tensor, dict[str, float]]:
+        import torch  # lazily: see the module doc
+
+        total = torch.zeros((), dtype=torch.float32)
+        for i, (datum, lp_T) in enumerate(zip(data, logprobs_D, strict=True)):
+            missing = [
+                k for k in REQUIRED_INPUTS["stable_reinforce"] if k not in datum.loss_fn_inputs
+            ]
+            if missing:
+                raise ValueError(f"stable_reinforce: datum {i} has no {', '.join(missing)}")
+            inputs = {
+                k: torch.as_tensor(datum.loss_fn_inputs[k].to_numpy(), dtype=lp_T.dtype)
+                for k in ("logprobs", "advantages", "sampled_mask")
+            }
+            total = total + stable_reinforce(lp_T, inputs, settings).sum()
+        return total, {}
+
+    return loss_fn
+
+
+# Policy losses a native workflow computes beside the engine (forward_backward_custom), by name:
+# loss_fn_config -> the custom loss. The others go to forward_backward by name.
+CLIENT_SIDE_LOSSES: dict[str, Callable[[Mapping[str, float] | None], CustomLossFn]] = {
+    "stable_reinforce": stable_reinforce_beside_the_engine,
 }

@@ -17,15 +17,19 @@ from typing import Any
 from cookbook.datasets.chat import chat_row, no_robots_row, tulu3_row
 from cookbook.datasets.code import deepcoder_row
 from cookbook.datasets.comparison import (
+    arena_row,
+    helpsteer2_pairs,
     helpsteer3_row,
     hh_rlhf_row,
     preference_row,
+    tulu3_preference_row,
     ultrafeedback_row,
 )
 from cookbook.datasets.images import image_label_row
 from cookbook.datasets.math import gsm8k_row
 from kitchen.engine.errors import DataError
 from kitchen.ports import DatasetStore
+from kitchen.workflows.common.setup import GroupingConverter
 
 RowConverter = Callable[[Mapping[str, Any], str], "dict[str, Any] | None"]
 
@@ -51,6 +55,16 @@ KNOWN: dict[str, KnownDataset] = {
         KnownDataset(
             "argilla/ultrafeedback-binarized-preferences", "comparison", ultrafeedback_row, None
         ),
+        KnownDataset(
+            "allenai/llama-3.1-tulu-3-8b-preference-mixture",
+            "comparison",
+            tulu3_preference_row,
+            None,
+        ),
+        KnownDataset("lmarena-ai/arena-human-preference-140k", "comparison", arena_row, None),
+        # its rows pair up by prompt first (LoadDataset and convert_rows call `group`); the hub
+        # set has a validation split, which tinker-cookbook does not use
+        KnownDataset("nvidia/HelpSteer2", "comparison", helpsteer2_pairs, "validation"),
         KnownDataset("openai/gsm8k:main", "math", gsm8k_row, "test"),
         *(
             KnownDataset(
@@ -70,6 +84,9 @@ ALIASES = {
     "hhh": "Anthropic/hh-rlhf",
     "helpsteer3": "nvidia/HelpSteer3:preference",
     "ultrafeedback": "argilla/ultrafeedback-binarized-preferences",
+    "tulu3_preference": "allenai/llama-3.1-tulu-3-8b-preference-mixture",
+    "arena": "lmarena-ai/arena-human-preference-140k",
+    "helpsteer2": "nvidia/HelpSteer2",
     "no_robots": "HuggingFaceH4/no_robots",
     "tulu3": "allenai/tulu-3-sft-mixture",
     "gsm8k": "openai/gsm8k:main",
@@ -129,6 +146,10 @@ def convert_rows(
 ) -> Converted:
     """Apply `convert` to every row; rows it returns None for (or `keep` rejects) are skipped."""
     where = getattr(rows, "where", None)
+    if isinstance(convert, GroupingConverter):  # HelpSteer2: its rows pair up first
+        origin = _origin(rows)
+        rows = convert.group(rows, where or (lambda i: f"row {i}"))
+        where = lambda i: f"{origin} prompt group {i}"  # noqa: E731
     out: list[dict[str, Any]] = []
     skipped = 0
     for i, row in enumerate(rows):

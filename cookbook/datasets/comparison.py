@@ -25,6 +25,15 @@ Converters from the public preference datasets to this row, as tinker-cookbook m
 - `argilla/ultrafeedback-binarized-preferences`: instruction, chosen_response, rejected_response.
 - TRL-style local files: {"prompt", "chosen", "rejected"} as strings or message lists, or
   {"chosen", "rejected"} message lists that share their prompt turns.
+- `allenai/llama-3.1-tulu-3-8b-preference-mixture`: prompt (a string), chosen and rejected
+  ([user, assistant] messages); the prompt against the two assistant turns, label "A".
+- `lmarena-ai/arena-human-preference-140k`: conversation_a / conversation_b (messages whose
+  content is a list of typed parts), winner model_a | model_b (ties and both_bad skipped); the
+  first message is the prompt, the rest of each conversation its completion. A conversation with
+  a part that is not text (an image) is skipped, as tinker-cookbook skips it.
+- `nvidia/HelpSteer2`: one row per response (prompt, response, helpfulness 0..4 ...). Its rows are
+  first grouped by prompt (`HelpSteer2Pairs.group`): the most helpful response against the least,
+  when it is strictly more helpful (label "A"); a prompt whose responses tie gives no comparison.
 
 Converters return None for a row that is well-formed but unusable (skipped and counted by
 `convert_rows`) and raise DataError, with the row's locator and field, for a malformed one.
@@ -33,7 +42,7 @@ Converters return None for a row that is well-formed but unusable (skipped and c
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from cookbook.datasets.chat import validate_messages
@@ -172,6 +181,104 @@ def ultrafeedback_row(row: Mapping[str, Any], where: str = "row") -> dict[str, A
     )
 
 
+def _assistant_turn(row: Mapping[str, Any], key: str, where: str) -> Message:
+    """The assistant turn of a [user, assistant] conversation field."""
+    messages = validate_messages(require(row, key, where, "[user, assistant] messages"), where, key)
+    if len(messages) < 2 or messages[1]["role"] != "assistant":
+        raise bad_field(where, field_path(key, 1), messages[1:2] or None, "an assistant message")
+    return {"role": "assistant", "content": messages[1]["content"]}
+
+
+def tulu3_preference_row(row: Mapping[str, Any], where: str = "row") -> dict[str, Any]:
+    """`allenai/llama-3.1-tulu-3-8b-preference-mixture` -> comparison, label "A" (chosen)."""
+    return make_comparison(
+        [{"role": "user", "content": require_str(row, "prompt", where)}],
+        [_assistant_turn(row, "chosen", where)],
+        [_assistant_turn(row, "rejected", where)],
+        "A",
+    )
+
+
+ARENA_WINNERS = {"model_a": "A", "model_b": "B"}
+
+
+def _arena_messages(value: Any, where: str, key: str) -> list[Message] | None:
+    """An arena conversation as text messages: each message's text parts joined by a space;
+    None when a part is not text. System turns are dropped, as tinker-cookbook drops them."""
+    if not isinstance(value, list | tuple):
+        raise bad_field(where, field_path(key), value, "an array of messages")
+    out: list[Message] = []
+    for i, message in enumerate(value):
+        if not isinstance(message, Mapping) or "role" not in message:
+            raise bad_field(where, field_path(key, i), message, 'an object {"role", "content"}')
+        parts = message.get("content")
+        if not isinstance(parts, list | tuple):
+            raise bad_field(where, field_path(key, i, "content"), parts, "an array of parts")
+        texts = []
+        for part in parts:
+            if not isinstance(part, Mapping) or part.get("type") != "text":
+                return None
+            texts.append(str(part.get("text") or ""))
+        if texts and message["role"] in ("user", "assistant"):
+            out.append({"role": message["role"], "content": " ".join(texts)})
+    return out
+
+
+def arena_row(row: Mapping[str, Any], where: str = "row") -> dict[str, Any] | None:
+    """`lmarena-ai/arena-human-preference-140k` -> comparison labelled by the winner; None for a
+    tie, both_bad, a non-text part, or a conversation that is not a prompt and an answer."""
+    winner = require(row, "winner", where, "model_a, model_b, tie or both_bad")
+    if not isinstance(winner, str):
+        raise bad_field(where, field_path("winner"), winner, "model_a, model_b, tie or both_bad")
+    label = ARENA_WINNERS.get(winner)
+    a = _arena_messages(require(row, "conversation_a", where, "messages"), where, "conversation_a")
+    b = _arena_messages(require(row, "conversation_b", where, "messages"), where, "conversation_b")
+    if label is None or not a or not b or len(a) < 2 or len(b) < 2:
+        return None
+    if a[-1]["role"] != "assistant" or b[-1]["role"] != "assistant":
+        return None
+    return make_comparison(a[:1], a[1:], b[1:], label)
+
+
+class HelpSteer2Pairs:
+    """`nvidia/HelpSteer2`: a row per response, compared per prompt. `group` turns the rows into
+    one {"prompt", "chosen_response", "rejected_response", "helpfulness_diff"} per prompt (its
+    most helpful response against its least, when strictly more helpful; equal scores keep the
+    dataset's order); calling it converts one of those into a comparison, label "A"."""
+
+    def group(
+        self, rows: Sequence[Mapping[str, Any]], where: Callable[[int], str]
+    ) -> list[dict[str, Any]]:
+        by_prompt: dict[str, list[tuple[int, str]]] = {}
+        for i, row in enumerate(rows):
+            prompt = require_str(row, "prompt", where(i))
+            response = require_str(row, "response", where(i))
+            score = require(row, "helpfulness", where(i), "an integer in 0..4")
+            if isinstance(score, bool) or not isinstance(score, int):
+                raise bad_field(where(i), field_path("helpfulness"), score, "an integer in 0..4")
+            by_prompt.setdefault(prompt, []).append((score, response))
+        pairs = []
+        for prompt, responses in by_prompt.items():
+            ranked = sorted(responses, key=lambda r: r[0], reverse=True)  # stable: ties in order
+            (best, chosen), (worst, rejected) = ranked[0], ranked[-1]
+            if best > worst:
+                pairs.append({"prompt": prompt, "chosen_response": chosen,
+                              "rejected_response": rejected, "helpfulness_diff": best - worst})  # fmt: skip
+        return pairs
+
+    def __call__(self, row: Mapping[str, Any], where: str = "row") -> dict[str, Any]:
+        out = make_comparison(
+            [{"role": "user", "content": require_str(row, "prompt", where)}],
+            [{"role": "assistant", "content": require_str(row, "chosen_response", where)}],
+            [{"role": "assistant", "content": require_str(row, "rejected_response", where)}],
+            "A",
+        )
+        return {**out, "helpfulness_diff": row.get("helpfulness_diff")}
+
+
+helpsteer2_pairs = HelpSteer2Pairs()
+
+
 def trl_preference_row(row: Mapping[str, Any], where: str = "row") -> dict[str, Any] | None:
     """TRL's preference shapes, explicit prompt or implicit (shared turns), strings or messages."""
     if "prompt" in row:
@@ -198,6 +305,8 @@ def preference_row(row: Mapping[str, Any], where: str = "row") -> dict[str, Any]
         raise DataError(f"{where}: row is not an object; expected a preference pair")
     if "prompt_conversation" in row:
         return comparison_row(row, where)
+    if "conversation_a" in row:
+        return arena_row(row, where)
     if "chosen_response" in row:
         return ultrafeedback_row(row, where)
     if "overall_preference" in row:

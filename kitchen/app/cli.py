@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from typer._click import exceptions as click_errors  # typer vendors click: its own classes
+from typer._click.core import ParameterSource
 from typer.core import TyperGroup
 
 from kitchen.app import ranks
@@ -146,6 +147,8 @@ def _print_plan(resolved: Any) -> None:
     typer.echo(resolved.workflow.render())
     for fact in _plan_facts(resolved.config):
         typer.echo(fact)
+    if resolved.run.max_steps is not None:
+        typer.echo(f"stops after {resolved.run.max_steps} steps (max_steps)")
 
 
 def _plan_facts(cfg: Any) -> list[str]:
@@ -181,7 +184,8 @@ def run(
         str,
         typer.Option(
             "--if-exists",
-            help="When the log dir exists: ask (on a terminal; else raise) | delete | resume | raise",
+            help="When the log dir exists: ask (on a terminal; else raise) | delete | resume | "
+            "raise; also the key behavior_if_log_dir_exists=",
         ),
     ] = "ask",
     resume: Annotated[bool, typer.Option("--resume", help="Same as --if-exists resume")] = False,
@@ -190,7 +194,12 @@ def run(
         typer.Option("--dry-run", help="Validate config and graph, print the plan, touch nothing"),
     ] = False,
     max_steps: Annotated[
-        int | None, typer.Option("--max-steps", min=1, help="Stop after this many training steps")
+        int | None,
+        typer.Option(
+            "--max-steps",
+            min=1,
+            help="Stop after this many training steps; also the key max_steps=",
+        ),
     ] = None,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress bar")] = False,
     nproc: NprocOpt = 1,
@@ -231,9 +240,14 @@ def run(
         code = ranks.start(launch)
         if code is not None:
             raise typer.Exit(code)
+        # a flag typed wins over its run key (behavior_if_log_dir_exists=, max_steps=, the
+        # latter in run_recipe); the flag's default counts only where no key was given
+        keyed = resolved.run.if_exists
+        typed = ctx.get_parameter_source("if_exists") != ParameterSource.DEFAULT
+        chosen = "resume" if resume else (if_exists if typed or keyed is None else keyed)
         result = run_recipe(
             resolved,
-            if_exists="resume" if resume else if_exists,  # type: ignore[arg-type]
+            if_exists=chosen,  # type: ignore[arg-type]
             max_steps=max_steps,
             progress=not no_progress,
             announce=lambda line: err_console.print(line, highlight=False),

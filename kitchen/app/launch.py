@@ -217,7 +217,7 @@ def run(
     *,
     backend: str | TrainingBackend | None = None,
     log_dir: str | Path | None = None,
-    if_exists: IfExists = "raise",
+    if_exists: IfExists | None = None,
     max_steps: int | None = None,
     progress: bool = False,
     hooks: Sequence[Hook] = (),
@@ -233,7 +233,8 @@ def run(
     resolve_config resolved (`kitchen run`); `announce` gets the lines a person starting the run
     should see (the compute dtype). `nproc`, `nnodes`, `node_rank` and `rdzv_endpoint` are `kitchen
     run`'s flags of those names: ranks of the local engine, in processes of their own
-    (_run_on_ranks)."""
+    (_run_on_ranks). `if_exists` and `max_steps` unset: the config's run keys
+    (behavior_if_log_dir_exists, max_steps) say, else "raise" and no limit."""
     ranks = Ranks(nproc, nnodes, node_rank, rdzv_endpoint)
     if isinstance(recipe, Resolved):
         if config is not None or backend is not None or log_dir is not None:
@@ -241,6 +242,8 @@ def run(
         resolved = recipe
     else:
         resolved = resolve_config(recipe, values=config, backend=backend, log_dir=log_dir)
+    if_exists = if_exists or resolved.run.if_exists or "raise"
+    max_steps = max_steps if max_steps is not None else resolved.run.max_steps
     if ranks.distributed and not relaunched():
         given = {"hooks": hooks, "ports": ports, "datasets": datasets, "announce": announce}
         return _run_on_ranks(resolved, ranks, [k for k, v in given.items() if v], if_exists,

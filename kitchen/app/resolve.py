@@ -8,6 +8,10 @@ config.ALIASES (short flags `-m`, `-d`, `-e`, `-b`, `-l`, `-r`, crucible_kitchen
 dotted keys, and `--flag` / `--no-flag` (`no_key=true`) for booleans (`--no-register`);
 unknown names fail with a suggestion. Every layer keeps the names it was written in: which field
 a name sets is decided once, by config.nest, as the config is built.
+
+tinker-cookbook's run keys, `max_steps` and `behavior_if_log_dir_exists`, say how a run runs, not
+what it trains: they are taken out of every layer into `Resolved.run` (RunKeys), no Config field,
+and mean what `kitchen run --max-steps` and `--if-exists` mean.
 """
 
 from __future__ import annotations
@@ -21,12 +25,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal, get_origin
+from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
 import kitchen.app.builtins  # noqa: F401  (registers the built-in backends and model registry)
+from kitchen.app.rundir import IfExists
 from kitchen.engine.errors import ConfigError
 from kitchen.engine.graph import Workflow
 from kitchen.engine.plugins import BACKENDS, MODEL_REGISTRIES, RECIPES
@@ -42,12 +47,45 @@ from kitchen.workflows.common.config import (
     flat_values,
     group_of,
     negation,
+    spellings,
 )
 
 # The ports a run has: backend and datasets always; those kitchen opens from the config when a stage
 # names them (open_ports); any other the caller passes (kitchen.run(ports=...)).
 ALWAYS_OPEN = frozenset({"backend", "datasets"})
 OPENED_FROM_CONFIG = frozenset({"registry"})
+
+
+# Run key -> the flag of `kitchen run` it means. A flag typed wins over its key.
+RUN_KEYS = {"max_steps": "--max-steps", "behavior_if_log_dir_exists": "--if-exists"}
+IF_EXISTS: tuple[str, ...] = get_args(IfExists)
+
+
+@dataclass(frozen=True)
+class RunKeys:
+    """The run keys a run's layers gave (None: not given)."""
+
+    max_steps: int | None = None
+    if_exists: IfExists | None = None
+
+
+def run_keys(layers: Sequence[Mapping[str, Any]]) -> tuple[list[Mapping[str, Any]], RunKeys]:
+    """`layers` without their run keys, and those keys (later layers win), checked."""
+    found: dict[str, Any] = {}
+    for layer in layers:
+        found.update({k: v for k, v in layer.items() if k in RUN_KEYS})
+    steps = found.get("max_steps")
+    if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or steps < 1):
+        raise ConfigError(f"max_steps: expected a whole number of steps >= 1 (got {steps!r})")
+    behavior = found.get("behavior_if_log_dir_exists")
+    if behavior is not None and behavior not in IF_EXISTS:
+        raise ConfigError(
+            f"behavior_if_log_dir_exists: expected {', '.join(IF_EXISTS)} (got {behavior!r})"
+        )
+    kept: list[Mapping[str, Any]] = [
+        {k: v for k, v in layer.items() if k not in RUN_KEYS} for layer in layers
+    ]
+    return kept, RunKeys(steps, behavior)
 
 
 def get_recipe(name: str) -> Recipe[Any]:
@@ -67,6 +105,7 @@ class Resolved:
     config: TrainConfig
     backend: str | TrainingBackend
     log_dir: Path | None
+    run: RunKeys = RunKeys()
 
     @cached_property
     def workflow(self) -> Workflow[Any]:
@@ -99,6 +138,7 @@ def resolve_config(
     writes no run directory.
     """
     rec = get_recipe(recipe) if isinstance(recipe, str) else recipe
+    keys = RunKeys()
     if isinstance(values, TrainConfig) and not (config_file or args or preset):
         bind = binding(rec)
         cfg = bind(values) if bind else values
@@ -118,13 +158,14 @@ def resolve_config(
         elif values is not None:
             layers.append(values)
         layers.append(parse_overrides(rec.Config, list(args), rec.name))
+        layers, keys = run_keys(layers)
         cfg = build_config(rec, layers)
     if isinstance(backend, str):
         cfg = cfg.model_copy(update={"backend": backend})  # config.json says what really ran
     if isinstance(backend or cfg.backend, str):
         BACKENDS.get(str(backend or cfg.backend))  # an unknown name fails here, before the run
     out = log_dir or cfg.log_dir or (f"runs/{rec.name}" if default_log_dir else None)
-    return Resolved(rec, cfg, backend or cfg.backend, Path(out) if out else None)
+    return Resolved(rec, cfg, backend or cfg.backend, Path(out) if out else None, keys)
 
 
 def build_config(
@@ -135,12 +176,55 @@ def build_config(
     flag and the constraint."""
     if not (isinstance(recipe.Config, type) and issubclass(recipe.Config, TrainConfig)):
         raise ConfigError(f"recipe {recipe.name}: its Config must subclass kitchen.TrainConfig")
+    layers, auto = _without_auto_lr(recipe.Config, layers)
     try:
-        return recipe.Config.from_layers(*layers, then=binding(recipe) if bind else None)
+        then = binding(recipe) if bind else None
+        cfg = recipe.Config.from_layers(*layers, then=then)
+        if not auto:
+            return cfg
+        # built again with the number, so the recipe's bind sees the learning rate that runs
+        lr = {"optimizer.learning_rate": _recommended_lr(cfg)}
+        return recipe.Config.from_layers(*layers, lr, then=then)
     except ValidationError as e:
         raise ConfigError(
             f"recipe {recipe.name}: {format_validation_error(e, recipe.Config)}"
         ) from None
+
+
+AUTO = "auto"  # learning_rate=auto: tinker-cookbook's get_lr for the model (and LoRA or not)
+
+
+def _without_auto_lr(
+    model: type[TrainConfig], layers: Sequence[Mapping[str, Any]]
+) -> tuple[list[Mapping[str, Any]], bool]:
+    """`layers` without their learning_rate=auto (any spelling), and whether the last layer that
+    sets the learning rate asks for auto (an earlier auto is overridden, as any earlier value)."""
+    path = "optimizer.learning_rate"
+    known = spellings(model)
+    auto = False
+    kept: list[Mapping[str, Any]] = []
+    for layer in layers:
+        out = dict(layer)
+        for key, value in layer.items():
+            if known.get(key) == path:
+                auto = value == AUTO
+                if auto:
+                    del out[key]
+            elif key == "optimizer" and isinstance(value, Mapping) and "learning_rate" in value:
+                auto = value["learning_rate"] == AUTO
+                if auto:
+                    out[key] = {k: v for k, v in value.items() if k != "learning_rate"}
+        kept.append(out)
+    return kept, auto
+
+
+def _recommended_lr(cfg: TrainConfig) -> float:
+    from kitchen.app.model_dims import recommended_lr
+
+    try:
+        return recommended_lr(cfg.model_name, is_lora=cfg.lora_rank > 0)
+    except ValueError as e:
+        raise ConfigError(f"learning_rate=auto: {e}") from None
 
 
 def format_validation_error(err: ValidationError, model: type[BaseModel]) -> str:
@@ -242,13 +326,17 @@ def _annotation(model: type[BaseModel], key: str, recipe: str) -> Any:
     free-form (Any). An unknown name fails with a suggestion."""
     if negation(model, key) is not None:
         return bool
+    if key == "max_steps":
+        return int
+    if key in RUN_KEYS:
+        return str
     flat = flat_name(model, key)
     if flat in _fields(model):
         return _fields(model)[flat].annotation
     head, dot, leaf = key.partition(".")
     info = model.model_fields.get(head)
     if info is None:
-        known = sorted({*_fields(model), *model.model_fields})
+        known = sorted({*_fields(model), *model.model_fields, *RUN_KEYS})
         raise ConfigError(f"{head} is not an option of recipe {recipe}{_suggest(head, known)}")
     group = group_of(info)
     if dot and group is not None:
@@ -287,9 +375,8 @@ def parse_overrides(model: type[BaseModel], args: list[str], recipe: str) -> dic
         elif negation(model, negative) is not None:
             key = negative
         else:
-            raise ConfigError(
-                f"{name} is not an option of recipe {recipe}{_suggest(name, sorted(flags))}"
-            )
+            known = sorted({*flags, *RUN_KEYS.values()})  # `kitchen run`'s own flags too
+            raise ConfigError(f"{name} is not an option of recipe {recipe}{_suggest(name, known)}")
         annotation = _annotation(model, key, recipe)
         if eq:
             raw = inline
@@ -333,7 +420,7 @@ def load_config_file(path: Path, model: type[BaseModel], recipe: str) -> dict[st
         raise ConfigError(f"config file {path}: {' '.join(str(e).split())}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path}: expected a table of fields")
-    known = [*model.model_fields, *_fields(model), *aliases(model)]
+    known = [*model.model_fields, *_fields(model), *aliases(model), *RUN_KEYS]
     for key in data:
         if key.split(".")[0] not in known and negation(model, key) is None:
             raise ConfigError(

@@ -141,9 +141,9 @@ def resume_record(log_dir: Path) -> CheckpointRecord | None:
     metrics are logged, so a run killed (or out of disk) in between resumes one checkpoint earlier
     and logs that step again instead of never. A run that logged no step metrics at all resumes
     from its last record."""
-    from train_core.checkpoint import load_checkpoint_records
+    from train_core.checkpoint import live_checkpoint_records
 
-    resumable = [r for r in load_checkpoint_records(log_dir) if r.state_path]
+    resumable = [r for r in live_checkpoint_records(log_dir) if r.state_path]  # none retired
     last = _last_logged_step(log_dir / "metrics.jsonl")
     usable = [r for r in resumable if last is None or int(r.get("step", 0) or 0) - 1 <= last]
     if usable[-1:] != resumable[-1:]:

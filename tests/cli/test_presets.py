@@ -3,6 +3,7 @@ config and reach it value for value (a YAML slip such as `1e-5`, read as a strin
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -50,3 +51,18 @@ def test_a_malformed_preset_file_is_named(tmp_path: Path) -> None:
     (tmp_path / "bad.yaml").write_text("cookbook: 3\n")
     with pytest.raises(ValueError, match=r"bad\.yaml: expected a mapping"):
         load_presets(tmp_path / "bad.yaml")
+
+
+@pytest.mark.parametrize("name", RECIPES.names())
+def test_every_listed_recipe_dry_runs_its_cookbook_preset(name: str) -> None:
+    """Each recipe `kitchen list` shows has tinker-cookbook's run as `--preset cookbook`, and it
+    resolves and validates (a recipe added later is held to the same)."""
+    from typer.testing import CliRunner
+
+    from kitchen.app.cli import app
+
+    listed = CliRunner().invoke(app, ["list"], terminal_width=200)
+    assert re.search(rf"^\s*{name}\s", listed.output, re.MULTILINE), listed.output
+    result = CliRunner().invoke(app, ["run", name, "--preset", "cookbook", "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert f"recipe {name}: config valid" in result.output

@@ -28,7 +28,8 @@ MASK_T = [0.0, 1.0, 1.0, 1.0]  # its sampled tokens
 
 
 def datum(**extra: list[float]) -> types.Datum:
-    columns = {"logprobs": Q_T, "advantages": A_T, "sequence_ratio_mask": MASK_T, **extra}
+    columns = {"logprobs": Q_T, "advantages": A_T, "sequence_ratio_mask": MASK_T,
+               "sampled_mask": MASK_T, **extra}  # fmt: skip
     inputs = {k: types.TensorData.from_numpy(np.asarray(v, np.float32)) for k, v in columns.items()}
     inputs["target_tokens"] = types.TensorData.from_numpy(np.arange(1, 5, dtype=np.int64))
     return types.Datum(model_input=types.ModelInput.from_ints([5, 1, 2, 3]), loss_fn_inputs=inputs)
@@ -73,11 +74,14 @@ def test_a_loss_the_fake_does_not_model_is_refused() -> None:
     client = FakeBackend().create_lora_training_client("fake")
     with pytest.raises(BackendError, match="'made_up' is not one it models"):
         client.forward_backward([datum()], "made_up")  # type: ignore[arg-type]
-    # stable_reinforce reads the local sampler's records, which the fake does not keep
+    # stable_reinforce's sampled_mask comes from the sampler's records (served) or the datum's
+    # action mask (native); the fake keeps no records
+    unmasked = datum()
+    del unmasked.loss_fn_inputs["sampled_mask"]
     with pytest.raises(
         BackendError, match=r"datum 0: loss_fn 'stable_reinforce' needs \['sampled_mask'\]"
     ):
-        client.forward_backward([datum()], "stable_reinforce")
+        client.forward_backward([unmasked], "stable_reinforce")
 
 
 def test_gspo_runs_through_the_rl_workflow_with_its_sequence_mask(monkeypatch: Any) -> None:

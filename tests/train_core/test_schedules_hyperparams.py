@@ -56,7 +56,7 @@ def test_recommended_lr_follows_the_cookbook_formula():
     smol = get_lr("HuggingFaceTB/SmolLM2-135M-Instruct")
     assert smol == pytest.approx(5e-4 * (2000 / 576) ** 0.781)
     assert 1e-3 < smol < 2e-3
-    assert get_lr("kitchen/tiny-llama") == pytest.approx(5e-4 * (2000 / 64) ** 0.781)
+    assert get_lr("kitchen/tiny-llama") == pytest.approx(5e-4 * (2000 / 128) ** 0.781)
     assert get_lr("kitchen/tiny-qwen-x", hidden_size=128) == pytest.approx(
         5e-4 * (2000 / 128) ** 0.0775
     )

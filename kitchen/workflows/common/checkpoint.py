@@ -1,6 +1,8 @@
 """Checkpoints: state (weights + optimizer) for resume, sampler weights for serving, each recorded
-in checkpoints.jsonl with the loop cursor of the next iteration, so a resume neither replays nor
-skips a batch."""
+in checkpoints.jsonl with the loop cursor of the next iteration and the renderer the run renders
+with, so a resume neither replays nor skips a batch and a run started from one can check its
+chat format. Rolling checkpoints (resume-only, the newest few kept) are tinker-cookbook's
+`rolling_save_every`."""
 
 from __future__ import annotations
 
@@ -8,11 +10,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from kitchen.engine.errors import StageError
+from kitchen.engine.graph import Every, Node, When
 from kitchen.engine.stage import Context, Metrics
+from kitchen.workflows.common.config import CheckpointConfig
 
 
 def _record(
-    ctx: Context[Any], name: str, paths: dict[str, str], steps_done: int, final: bool | None
+    ctx: Context[Any],
+    name: str,
+    paths: dict[str, str],
+    steps_done: int,
+    final: bool | None,
+    rolling: bool = False,
 ) -> None:
     from train_core.checkpoint import (
         append_checkpoint_record,
@@ -23,9 +32,14 @@ def _record(
     if ctx.log_dir is None:
         return
     cursor = ctx.next_cursor()
-    record = make_checkpoint_record(
-        name, {**cursor, "step": steps_done, "cursor": cursor}, paths, final=final
-    )
+    loop_state: dict[str, Any] = {**cursor, "step": steps_done, "cursor": cursor}
+    # a renderer built by name carries it (train_core.renderers.get_renderer); an env's own may not
+    renderer = getattr(ctx.state.renderer, "_renderer_name", None)
+    if renderer is not None:
+        loop_state["renderer_name"] = renderer
+    if rolling:
+        loop_state["rolling"] = True
+    record = make_checkpoint_record(name, loop_state, paths, final=final)
     try:
         append_checkpoint_record(ctx.log_dir, record)
     except OSError as e:  # a full disk: the checkpoint exists, but a resume will not use it
@@ -33,12 +47,21 @@ def _record(
         raise StageError(f"cannot write {path}: {e.strerror or e}") from e
 
 
+def _retire_rolling(ctx: Context[Any], keep: int) -> None:
+    from train_core.checkpoint import retire_rolling
+
+    if ctx.log_dir is None:
+        return
+    for path in retire_rolling(ctx.log_dir, keep):
+        ctx.logger.info("retired rolling checkpoint %s", path)
+
+
 @dataclass(frozen=True, kw_only=True)
 class SaveCheckpoint:
     """Save a resumable state after this step's optim_step (the pipeline must be drained first)."""
 
     name: str = "save_checkpoint"
-    reads: frozenset[str] = frozenset({"training_client"})
+    reads: frozenset[str] = frozenset({"training_client", "renderer"})
     writes: frozenset[str] = frozenset()
     ports: frozenset[str] = frozenset({"backend"})
 
@@ -51,11 +74,47 @@ class SaveCheckpoint:
 
 
 @dataclass(frozen=True, kw_only=True)
+class SaveRollingCheckpoint:
+    """A resume-only state (no sampler weights) after this step, unless the periodic checkpoint
+    (every `periodic_every` steps) saves this step; then the rolling ones before the newest `keep`
+    are retired. A run killed between this record and its step's metrics line resumes from an
+    older checkpoint (the rolling one before, with keep > 1), as exactly as from any."""
+
+    keep: int = 1
+    periodic_every: int = 0
+    name: str = "save_rolling_checkpoint"
+    reads: frozenset[str] = frozenset({"training_client", "renderer"})
+    writes: frozenset[str] = frozenset()
+    ports: frozenset[str] = frozenset({"backend"})
+
+    async def __call__(self, ctx: Context[Any]) -> Metrics | None:
+        steps_done = ctx.state.step + 1
+        if self.periodic_every and steps_done % self.periodic_every == 0:
+            return None  # as tinker-cookbook: the periodic checkpoint resumes this step
+        result = await ctx.state.training_client.save_state(f"{steps_done:06d}")
+        paths = {"state_path": result.path}
+        _record(ctx, f"{steps_done:06d}", paths, steps_done, None, rolling=True)
+        _retire_rolling(ctx, self.keep)
+        return None
+
+
+def rolling_checkpoints(cfg: CheckpointConfig, before: list[Node] | None = None) -> list[Node]:
+    """The rolling checkpoint of a step loop (none when `rolling_save_every` is 0), after the
+    nodes `before` it (a pipelined loop's drain)."""
+    if not cfg.rolling_save_every:
+        return []
+    save = SaveRollingCheckpoint(keep=cfg.rolling_keep, periodic_every=cfg.save_every)
+    return [When(Every(cfg.rolling_save_every, "step"), [*(before or []), save])]
+
+
+@dataclass(frozen=True, kw_only=True)
 class SaveFinal:
-    """Save the final state and sampler weights; recorded with final=true."""
+    """Save the final state and sampler weights; recorded with final=true. The rolling
+    checkpoints left are retired first, as tinker-cookbook retires them: the final one resumes
+    the run."""
 
     name: str = "save_final"
-    reads: frozenset[str] = frozenset({"training_client"})
+    reads: frozenset[str] = frozenset({"training_client", "renderer"})
     writes: frozenset[str] = frozenset({"final_paths"})
     ports: frozenset[str] = frozenset({"backend"})
 
@@ -64,6 +123,7 @@ class SaveFinal:
         state = await client.save_state("final")
         sampler = await client.save_weights_for_sampler("final")
         paths = {"state_path": state.path, "sampler_path": sampler.path}
+        _retire_rolling(ctx, 0)  # before the final record, so that it stays the last line
         _record(ctx, "final", paths, ctx.state.step, True)
         ctx.state.final_paths = paths
         return None

@@ -61,7 +61,9 @@ class ConfigGroup(BaseModel):
 
 
 class OptimizerConfig(ConfigGroup):
-    learning_rate: float = Field(1e-4, gt=0, description="Adam learning rate")
+    learning_rate: float = Field(
+        1e-4, gt=0, description="Adam learning rate; auto: the model's recommended one (get_lr)"
+    )
     schedule: LRSchedule = Field(
         "linear",
         alias="lr_schedule",
@@ -101,6 +103,15 @@ class CheckpointConfig(ConfigGroup):
         None,
         alias="load_checkpoint_path",
         description="Start from these saved weights (fresh optimizer)",
+    )
+    rolling_save_every: int = Field(
+        0,
+        ge=0,
+        description="Also save a resume-only checkpoint (no sampler weights) every N steps, "
+        "keeping the newest rolling_keep (0 = never)",
+    )
+    rolling_keep: int = Field(
+        1, ge=1, description="Rolling checkpoints kept; older ones are deleted (1: the cookbook's)"
     )
 
 

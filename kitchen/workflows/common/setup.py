@@ -6,12 +6,22 @@ import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from kitchen.engine.errors import ConfigError, DataError
 from kitchen.engine.stage import Context, Metrics
 
 RowConverter = Callable[[dict[str, Any], str], dict[str, Any] | None]
+
+
+@runtime_checkable
+class GroupingConverter(Protocol):
+    """A row converter whose dataset's rows are first grouped into the rows it converts
+    (HelpSteer2: a row per response, compared per prompt). `where(i)` locates raw row i."""
+
+    def __call__(self, row: Any, where: str) -> dict[str, Any] | None: ...
+
+    def group(self, rows: Any, where: Callable[[int], str]) -> list[dict[str, Any]]: ...
 
 
 @dataclass(frozen=True)
@@ -54,6 +64,7 @@ class InitTrainingClient:
 
         backend = ctx.require_backend()
         if ctx.resume is not None and ctx.resume.state_path:
+            self._check_renderer(ctx, ctx.resume.state_path, resuming=True)
             ctx.logger.info("restoring weights and optimizer from %s", ctx.resume.state_path)
             client = backend.create_training_client_from_state_with_optimizer(ctx.resume.state_path)
         else:
@@ -66,6 +77,7 @@ class InitTrainingClient:
                 train_unembed=self.train_unembed,
             )
             if self.load_checkpoint_path:
+                self._check_renderer(ctx, self.load_checkpoint_path, resuming=False)
                 client.load_state(self.load_checkpoint_path).result()
         tokenizer = client.get_tokenizer()
         assert self.renderer_name is not None  # resolved in __post_init__
@@ -75,6 +87,22 @@ class InitTrainingClient:
         ctx.state.renderer = get_renderer(self.renderer_name, tokenizer, image_processor=processor)
         ctx.logger.info("training client on %s (renderer %s)", self.base_model, self.renderer_name)
         return None
+
+    def _check_renderer(self, ctx: Context[Any], path: str, resuming: bool) -> None:
+        """A checkpoint's recorded renderer against this run's: resuming with another one is
+        refused (the run would change its chat format mid-way), loading one warns."""
+        from train_core.checkpoint import recorded_renderer
+
+        saved = recorded_renderer(path, ctx.log_dir if resuming else None)
+        if saved is None or saved == self.renderer_name:
+            return
+        line = (
+            f"checkpoint {path} was saved by a run rendering with {saved}; this run renders "
+            f"with {self.renderer_name}"
+        )
+        if resuming:
+            raise ConfigError(f"{line}: resume with --renderer-name {saved}, or start a new run")
+        ctx.logger.warning("%s (--renderer-name %s renders as it trained)", line, saved)
 
     def _image_processor(self, client: Any, backend: str) -> Any:
         from kitchen.ports import ImageProcessorSource
@@ -118,6 +146,9 @@ class LoadDataset:
         store = ctx.port("datasets")
         rows = store.load(self.source, self.split)
         where = getattr(rows, "where", lambda i: f"{self.source} ({self.split}) row {i}")
+        if isinstance(self.convert, GroupingConverter):
+            rows = self.convert.group(rows, where)
+            where = lambda i: f"{self.source} ({self.split}) prompt group {i}"  # noqa: E731
         items = []
         for i, row in enumerate(rows):
             item = self.convert(row, where(i)) if self.convert else row

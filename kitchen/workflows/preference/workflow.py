@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from kitchen.engine.graph import Await, Every, Loop, Node, When, Workflow
 from kitchen.workflows.common.batches import GetBatch, ShuffleEpoch
-from kitchen.workflows.common.checkpoint import SaveCheckpoint, SaveFinal
+from kitchen.workflows.common.checkpoint import SaveCheckpoint, SaveFinal, rolling_checkpoints
 from kitchen.workflows.common.clients import OpenSamplingClient
 from kitchen.workflows.common.evaluate import Evaluate
 from kitchen.workflows.common.parts import WorkflowParts, optional
@@ -107,6 +107,7 @@ def preference_parts(
                 Await("step_queue", into="step_result", keep=1),
                 *log,
                 When(Every(cfg.checkpoint.save_every, "step"), [*drain, SaveCheckpoint()]),
+                *rolling_checkpoints(cfg.checkpoint, drain),
             ]),
         ]),
         *drain,

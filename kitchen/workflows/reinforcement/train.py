@@ -87,6 +87,20 @@ def pass_summary(
     return out
 
 
+def policy_pass(
+    update: Update, client: Any, data: list[types.Datum], loss_fn: str, config: Any
+) -> None:
+    """One forward_backward pass of the policy loss: the engine's built-in by name, or a loss
+    computed beside it (train_core.losses.CLIENT_SIDE_LOSSES: stable_reinforce)."""
+    from train_core.losses import CLIENT_SIDE_LOSSES
+
+    beside = CLIENT_SIDE_LOSSES.get(loss_fn)
+    if beside is None:
+        update.forward_backward(client.forward_backward, data, loss_fn, config)
+    else:
+        update.forward_backward(client.forward_backward_custom, data, beside(config))
+
+
 @dataclass(frozen=True, kw_only=True)
 class TrainStep:
     """forward_backward with the RL loss, then optim_step, on each of `num_substeps` contiguous
@@ -122,7 +136,7 @@ class TrainStep:
         for epoch in range(self.ppo_epochs):
             for chunk in chunks:
                 update = Update(ctx.clock, client)
-                update.forward_backward(client.forward_backward, chunk, self.loss_fn, config)
+                policy_pass(update, client, chunk, self.loss_fn, config)
                 submitted.append((epoch, update.optim_step(self.adam.params(lr))))
         logprobs_D: list[Any] = []
         losses = [0.0] * self.ppo_epochs
@@ -260,7 +274,7 @@ class StreamRolloutsAndTrain:
                 for w, advantages in zip(waiting, mb_advantages, strict=True):
                     advantages_P[w] = advantages
                 trained = [datum_for_loss(d, self.loss_fn) for d in mb_data]
-                update.forward_backward(client.forward_backward, trained, self.loss_fn, config)
+                policy_pass(update, client, trained, self.loss_fn, config)
                 data_D.extend(mb_data)
                 metrics.update(mb_metrics)
                 waiting = []

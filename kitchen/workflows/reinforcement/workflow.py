@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kitchen.engine.graph import Every, Loop, Node, When, Workflow
-from kitchen.workflows.common.checkpoint import SaveCheckpoint, SaveFinal
+from kitchen.workflows.common.checkpoint import SaveCheckpoint, SaveFinal, rolling_checkpoints
 from kitchen.workflows.common.clients import OpenSamplingClient
 from kitchen.workflows.common.start import (
     StartPoint,
@@ -131,10 +131,12 @@ def log_step(*, post_kl: bool) -> list[Node]:
 
 
 def save(cfg: RLLoopConfig) -> list[Node]:
-    """A resumable checkpoint every `save_every` steps."""
+    """A resumable checkpoint every `save_every` steps, and a rolling one every
+    `rolling_save_every`."""
+    rolling = rolling_checkpoints(cfg.checkpoint)
     if not cfg.checkpoint.save_every:
-        return []
-    return [When(Every(cfg.checkpoint.save_every, "step"), [SaveCheckpoint()])]
+        return rolling
+    return [When(Every(cfg.checkpoint.save_every, "step"), [SaveCheckpoint()]), *rolling]
 
 
 def rollout_sampling(cfg: RLLoopConfig) -> RolloutSampling:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from kitchen.engine.graph import Await, Every, Loop, Node, When, Workflow
 from kitchen.workflows.common.batches import GetBatch, ShuffleEpoch
-from kitchen.workflows.common.checkpoint import SaveCheckpoint, SaveFinal
+from kitchen.workflows.common.checkpoint import SaveCheckpoint, SaveFinal, rolling_checkpoints
 from kitchen.workflows.common.evaluate import Evaluate
 from kitchen.workflows.common.parts import WorkflowParts, optional
 from kitchen.workflows.common.sampling import SamplePrompts, ShowSamples
@@ -79,6 +79,7 @@ def supervised_parts(
                 Await("step_queue", into="step_result", keep=1),
                 LogTrainStep(),
                 When(Every(cfg.checkpoint.save_every, "step"), [*drain, SaveCheckpoint()]),
+                *rolling_checkpoints(cfg.checkpoint, drain),
             ]),
         ]),
         *drain,
@@ -123,6 +124,7 @@ def supervised_flat(
                     Await("step_queue", into="step_result"),
                     LogTrainStep(),
                     When(Every(cfg.checkpoint.save_every, "step"), [SaveCheckpoint()]),
+                    *rolling_checkpoints(cfg.checkpoint),
                 ]),
             ]),
             SaveFinal(),
