@@ -22,6 +22,12 @@ from cookbook.datasets.comparison import (
     preference_row,
     ultrafeedback_row,
 )
+from cookbook.datasets.competition_math import (
+    HENDRYCKS_CONFIGS,
+    deepmath_row,
+    hendrycks_math_row,
+    polaris_row,
+)
 from cookbook.datasets.images import image_label_row
 from cookbook.datasets.math import gsm8k_row
 from kitchen.engine.errors import DataError
@@ -52,6 +58,13 @@ KNOWN: dict[str, KnownDataset] = {
             "argilla/ultrafeedback-binarized-preferences", "comparison", ultrafeedback_row, None
         ),
         KnownDataset("openai/gsm8k:main", "math", gsm8k_row, "test"),
+        *(
+            KnownDataset(f"EleutherAI/hendrycks_math:{config}", "math", hendrycks_math_row, "test")
+            for config in HENDRYCKS_CONFIGS
+        ),
+        KnownDataset("HuggingFaceH4/MATH-500", "math", hendrycks_math_row, "test"),
+        KnownDataset("zwhe99/DeepMath-103K", "math", deepmath_row, None),
+        KnownDataset("POLARIS-Project/Polaris-Dataset-53K", "math", polaris_row, None),
         *(
             KnownDataset(
                 f"agentica-org/DeepCoder-Preview-Dataset:{config}",
