@@ -42,3 +42,11 @@ class PromptDistillationWorkflowConfig(SupervisedConfig):
     teacher_temperature: float = Field(
         0.15, ge=0, description="Sampling temperature of the teacher's answers"
     )
+
+
+class OffPolicyDistillationWorkflowConfig(SupervisedConfig):
+    """Off-policy distillation: supervised data, each position's targets the teacher's top K."""
+
+    n_teacher_targets: int = Field(
+        20, ge=1, description="K: the teacher's most likely tokens per position used as targets"
+    )

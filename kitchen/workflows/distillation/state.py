@@ -21,3 +21,9 @@ class PromptDistillationState(SupervisedState):
     teacher: Handle[Any]
     prompts: list[str] | None = Field(None, description="Prompts the teacher answers (train)")
     test_prompts: list[str] | None = Field(None, description="Held-out prompts (test)")
+
+
+class OffPolicyDistillationState(SupervisedState):
+    """Off-policy distillation: supervised fine-tuning on the teachers' top-K soft targets."""
+
+    teachers: Handle[list[Any]]

@@ -1,0 +1,66 @@
+"""Off-policy distillation, as tinker-cookbook 0.6.1's distillation/train_off_policy.py: the
+student trains on fixed conversations, and at every position the targets are the teacher's K most
+likely next tokens, weighted by the teacher's probabilities renormalized over them (cross_entropy
+on [N, K] targets: forward KL to the teacher's top K). No sampling from the student. The held-out
+metric is the teacher-student cross-entropy of the test conversations' soft targets, computed
+once from the teacher and then scored on the student before and after training."""
+
+from __future__ import annotations
+
+from kitchen.engine.graph import Await, Every, Loop, Node, When, Workflow
+from kitchen.workflows.common.batches import GetBatch, ShuffleEpoch
+from kitchen.workflows.common.checkpoint import SaveCheckpoint, SaveFinal
+from kitchen.workflows.common.evaluate import Evaluate
+from kitchen.workflows.common.parts import optional
+from kitchen.workflows.common.setup import RowConverter
+from kitchen.workflows.common.start import init_training_client, registration_nodes, start_point
+from kitchen.workflows.common.train_step import LogTrainStep, submit_train_step
+from kitchen.workflows.distillation.config import OffPolicyDistillationWorkflowConfig
+from kitchen.workflows.distillation.soft_targets import SoftCrossEntropyLoss, TeacherTopKTargets
+from kitchen.workflows.distillation.stages import InitTeachers
+from kitchen.workflows.distillation.state import OffPolicyDistillationState
+from kitchen.workflows.distillation.workflow import student_renderer_name
+from kitchen.workflows.supervised.workflow import _data, _tokenize
+from train_core.distillation.soft_ce import SoftCrossEntropyEvaluator
+from train_core.distillation.teacher import TeacherSpec
+
+
+def off_policy_distillation(
+    cfg: OffPolicyDistillationWorkflowConfig,
+    teacher: TeacherSpec,
+    convert: RowConverter | None = None,
+    recipe: str = "off_policy_distillation",
+) -> Workflow[OffPolicyDistillationState]:
+    """`teacher` must share the student's tokenizer: its top-K ids are the student's targets."""
+    start = start_point(cfg, cfg.checkpoint.load_path)
+    k, test = cfg.n_teacher_targets, bool(cfg.test_dataset)
+    held_out = SoftCrossEntropyEvaluator()
+    drain: list[Node] = [Await("step_queue", into="step_result"), LogTrainStep()]
+    renderer = student_renderer_name(cfg, start.model_name)
+    return Workflow(
+        "off_policy_distillation",
+        OffPolicyDistillationState,
+        nodes=[
+            init_training_client(cfg, start),
+            *_data(cfg, convert),
+            InitTeachers(specs=(teacher,), student_renderer=renderer),
+            _tokenize(cfg),
+            *optional(test, TeacherTopKTargets(field="test_data", topk=k)),
+            Loop("epoch", cfg.num_epochs, "epoch_idx", [
+                ShuffleEpoch(seed=cfg.seed),
+                Loop("batch", "n_batches", "batch_idx", steps=True, body=[
+                    GetBatch(batch_size=cfg.batch_size),
+                    TeacherTopKTargets(field="batch", topk=k),
+                    *optional(test, When(Every.before_step(cfg.evaluation.every), [Evaluate(evaluator=held_out)])),
+                    submit_train_step(SoftCrossEntropyLoss(), cfg.optimizer),
+                    Await("step_queue", into="step_result", keep=1),
+                    LogTrainStep(),
+                    When(Every(cfg.checkpoint.save_every, "step"), [*drain, SaveCheckpoint()]),
+                ]),
+            ]),
+            *drain,
+            *optional(test, Evaluate(evaluator=held_out, report=True)),
+            SaveFinal(),
+            *registration_nodes(cfg, recipe, start),
+        ],
+    )  # fmt: skip
