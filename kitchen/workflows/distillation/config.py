@@ -6,7 +6,8 @@ from typing import Any, ClassVar
 
 from pydantic import Field, model_validator
 
-from kitchen.workflows.reinforcement.config import RLStepConfig
+from kitchen.workflows.common.config import EvalConfig
+from kitchen.workflows.reinforcement.config import RLLoopConfig, RLStepConfig
 from kitchen.workflows.supervised import SupervisedConfig
 
 
@@ -49,4 +50,31 @@ class OffPolicyDistillationWorkflowConfig(SupervisedConfig):
 
     n_teacher_targets: int = Field(
         20, ge=1, description="K: the teacher's most likely tokens per position used as targets"
+    )
+
+
+class SDFTWorkflowConfig(RLLoopConfig):
+    """SDFT: the student samples, its frozen base with the demonstration scores every token."""
+
+    topk: int = Field(20, ge=1, description="K: the teacher's most likely tokens per position")
+    skip_first_n_tokens: int = Field(
+        3,
+        ge=0,
+        description="Completion tokens at the start left out of the loss (the reference's 3)",
+    )
+    max_context_length: int = Field(
+        32768, ge=1, description="The teacher's context: longer completions are cut to fit"
+    )
+    num_substeps: int = Field(1, ge=1, description="Updates per step: the batch split in parts")
+    evaluation: EvalConfig = Field(
+        default_factory=lambda: EvalConfig.model_validate({}),
+        description="When to score the held-out demonstrations (test/teacher_ce)",
+    )
+    teacher_system_prompt: str | None = Field(
+        None, description="System prompt of the teacher's demonstration prompt (None = none)"
+    )
+    demo_template: str = Field(
+        "",
+        description="The teacher's user turn, with {question} and {golden_answer}; empty = the "
+        "cookbook's DEFAULT_DEMO_TEMPLATE",
     )

@@ -1,6 +1,6 @@
 """Top-K soft-target stages: the teacher's top-K targets put on fixed datums (off-policy
-distillation), and the loss of the shared train step on them. The datums' math is
-train_core.distillation.topk's."""
+distillation) or on the student's own samples (SDFT), the train steps on them, and SDFT's log.
+The datums' math is train_core.distillation.topk's."""
 
 from __future__ import annotations
 
@@ -11,6 +11,9 @@ from tinker import types
 
 from kitchen.engine.futures import APIFuture
 from kitchen.engine.stage import Context, Metrics
+from kitchen.workflows.common.train_step import AdamSettings, Update
+from kitchen.workflows.reinforcement.train import split_into
+from train_core.schedules import lr_at
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,4 +75,148 @@ class SoftCrossEntropyLoss:
             "num_tokens": sum(d.model_input.length for d in data),
             "num_loss_tokens": float(sum(int((w.sum(axis=-1) > 0).sum()) for w in weights)),
             "train_teacher_ce": soft_cross_entropy(forward_logprobs(fb), data),
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class SDFTTargets:
+    """SDFT's datums for this step: the batch's RL datums (`train_data`, kept for the logs), and
+    in `soft_data` the same completions with the teacher's top-K targets, the teacher reading each
+    after its group's question and golden answer (`question`, `golden_answer` of the group
+    builder; train_core.distillation.build_topk_distillation_datums)."""
+
+    topk: int = 20
+    skip_first_n_tokens: int = 3
+    max_context_length: int = 32768
+    system_prompt: str | None = None
+    demo_template: str = ""
+    name: str = "sdft_targets"
+    phase: ClassVar[str] = "reference"
+    reads: frozenset[str] = frozenset(
+        {
+            "trajectory_groups",
+            "advantages",
+            "env_group_builders",
+            "teachers",
+            "renderer",
+            "tokenizer",
+        }
+    )
+    writes: frozenset[str] = frozenset({"train_data", "soft_data"})
+
+    def teacher_prompts(self, builders_P: list[Any], renderer: Any) -> list[types.ModelInput]:
+        from train_core.distillation.sdft import DEFAULT_DEMO_TEMPLATE, sdft_teacher_prompt
+
+        template = self.demo_template or DEFAULT_DEMO_TEMPLATE
+        return [
+            sdft_teacher_prompt(b.question, b.golden_answer, renderer, self.system_prompt, template)
+            for b in builders_P
+        ]
+
+    async def __call__(self, ctx: Context[Any]) -> Metrics | None:
+        from train_core.distillation.topk import build_topk_distillation_datums
+        from train_core.rl import assemble_training_data
+
+        state = ctx.state
+        data_D, meta_D = assemble_training_data(state.trajectory_groups, state.advantages)
+        prompts_P = self.teacher_prompts(state.env_group_builders, state.renderer)
+        state.soft_data, metrics = await build_topk_distillation_datums(
+            data_D, meta_D, state.teachers[0].client, prompts_P, self.topk,
+            self.max_context_length, len(state.tokenizer), self.skip_first_n_tokens,
+        )  # fmt: skip
+        state.train_data = data_D
+        return {f"sdft/{k}": v for k, v in metrics.items()}
+
+
+@dataclass(frozen=True, kw_only=True)
+class SDFTHeldOut:
+    """The held-out demonstrations as soft-target datums (`test_data`), once: the golden answer
+    read as the student's completion, its targets the teacher's top K after the demonstration
+    prompt. Scored by SoftCrossEntropyEvaluator as `test/teacher_ce`."""
+
+    sdft: SDFTTargets
+    name: str = "sdft_held_out"
+    phase: ClassVar[str] = "reference"
+    reads: frozenset[str] = frozenset({"test_dataset", "teachers", "renderer", "tokenizer"})
+    writes: frozenset[str] = frozenset({"test_data"})
+
+    async def __call__(self, ctx: Context[Any]) -> Metrics | None:
+        from train_core.distillation.sdft import demonstration_datum
+        from train_core.distillation.topk import build_topk_distillation_datums
+
+        state = ctx.state
+        if state.test_dataset is None:
+            return None
+        builders = [
+            b for i in range(len(state.test_dataset)) for b in state.test_dataset.get_batch(i)
+        ]
+        data_D = [
+            demonstration_datum(b.question, b.golden_answer, state.renderer) for b in builders
+        ]
+        meta_D = [{"group_idx": i} for i in range(len(data_D))]
+        s = self.sdft
+        state.test_data, _ = await build_topk_distillation_datums(
+            data_D, meta_D, state.teachers[0].client, s.teacher_prompts(builders, state.renderer),
+            s.topk, s.max_context_length, len(state.tokenizer), s.skip_first_n_tokens,
+        )  # fmt: skip
+        return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class SoftTargetStep:
+    """forward_backward(cross_entropy) on `soft_data` in `num_substeps` contiguous parts, an
+    optim_step after each, at this step's scheduled learning rate; `train_teacher_ce` of the
+    first pass (the weights before the step)."""
+
+    learning_rate: float
+    num_substeps: int = 1
+    lr_schedule: str = "constant"
+    name: str = "soft_target_step"
+    reads: frozenset[str] = frozenset({"training_client", "soft_data", "total_steps"})
+    writes: frozenset[str] = frozenset()
+
+    async def __call__(self, ctx: Context[Any]) -> Metrics | None:
+        from train_core.distillation.soft_ce import soft_cross_entropy
+        from train_core.scoring import forward_logprobs
+
+        state, client = ctx.state, ctx.state.training_client
+        lr = lr_at(state.step, state.total_steps, self.learning_rate, self.lr_schedule)
+        chunks = [c for c in split_into(state.soft_data, self.num_substeps) if c]
+        pending = []
+        for chunk in chunks:
+            update = Update(ctx.clock, client)
+            update.forward_backward(client.forward_backward, chunk, "cross_entropy")
+            pending.append(update.optim_step(AdamSettings().params(lr)))
+        logprobs_D: list[Any] = []
+        for future in pending:
+            (output,) = (await future).passes
+            logprobs_D.extend(forward_logprobs(output))
+        return {
+            "optim/lr": lr,
+            "train_teacher_ce": soft_cross_entropy(logprobs_D, state.soft_data),
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class LogSDFTStep:
+    """The step's rollout metrics under tinker-cookbook's keys (env/all/*, progress/*); SDFT's
+    rewards are all 0, its signal is `train_teacher_ce`."""
+
+    name: str = "log_sdft_step"
+    reads: frozenset[str] = frozenset(
+        {"trajectory_groups", "env_group_builders", "total_steps", "batch_idx"}
+    )
+    writes: frozenset[str] = frozenset()
+
+    def __call__(self, ctx: Context[Any]) -> Metrics | None:
+        from train_core.rl import compute_trajectory_metrics
+
+        state = ctx.state
+        done_frac = (state.step + 1) / state.total_steps
+        tags_P = [b.logging_tags() for b in state.env_group_builders]
+        return {
+            "progress/batch": state.batch_idx,
+            "progress/done_frac": done_frac,
+            "progress": done_frac,
+            **compute_trajectory_metrics(state.trajectory_groups, tags_P),
         }

@@ -27,3 +27,10 @@ class OffPolicyDistillationState(SupervisedState):
     """Off-policy distillation: supervised fine-tuning on the teachers' top-K soft targets."""
 
     teachers: Handle[list[Any]]
+
+
+class SDFTState(DistillationState):
+    """SDFT: the RL loop's state, the teacher (the frozen base), and the top-K datums."""
+
+    soft_data: list[Any] | None = Field(None, description="This step's top-K soft-target datums")
+    test_data: list[Any] | None = Field(None, description="Held-out demonstrations, soft targets")
