@@ -30,6 +30,7 @@ from cookbook.datasets.competition_math import (
 )
 from cookbook.datasets.images import image_label_row
 from cookbook.datasets.math import gsm8k_row
+from cookbook.datasets.sharegpt import sharegpt_row
 from kitchen.engine.errors import DataError
 from kitchen.ports import DatasetStore
 
@@ -52,6 +53,7 @@ KNOWN: dict[str, KnownDataset] = {
     for d in [
         KnownDataset("HuggingFaceH4/no_robots", "chat", no_robots_row, "test"),
         KnownDataset("allenai/tulu-3-sft-mixture", "chat", tulu3_row, None),
+        KnownDataset("open-thoughts/OpenThoughts3-1.2M", "chat", sharegpt_row, None),
         KnownDataset("Anthropic/hh-rlhf", "comparison", hh_rlhf_row, "test"),
         KnownDataset("nvidia/HelpSteer3:preference", "comparison", helpsteer3_row, "validation"),
         KnownDataset(
@@ -85,6 +87,7 @@ ALIASES = {
     "ultrafeedback": "argilla/ultrafeedback-binarized-preferences",
     "no_robots": "HuggingFaceH4/no_robots",
     "tulu3": "allenai/tulu-3-sft-mixture",
+    "openthoughts3": "open-thoughts/OpenThoughts3-1.2M",
     "gsm8k": "openai/gsm8k:main",
     "nvidia/HelpSteer3": "nvidia/HelpSteer3:preference",
     "openai/gsm8k": "openai/gsm8k:main",
