@@ -57,3 +57,34 @@ def test_two_steps_on_tiny_llama_train_on_top_k_targets(tmp_path, monkeypatch) -
     train_ce = [m["train_teacher_ce"] for m in result.metrics if "train_teacher_ce" in m]
     assert len(ce) == 3 and len(train_ce) == 2  # before each step, and after the last
     assert all(math.isfinite(x) and x > 0 for x in ce + train_ce)
+
+
+@pytest.mark.slow
+def test_a_streamed_sharegpt_file_trains_batch_by_batch(tmp_path) -> None:
+    """stream_dataset: OpenThoughts3-shaped rows from a local JSONL, read as each step reaches
+    them; the stream's row count says only the steps' rows were read."""
+    import json
+
+    rows = [
+        {"conversations": [{"from": "human", "value": f"What is {i} + {i}?"},
+                           {"from": "gpt", "value": f"<think>{i} and {i}</think> {2 * i}"}]}
+        for i in range(40)
+    ]  # fmt: skip
+    path = tmp_path / "ot3.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    overrides = {
+        "model_name": "kitchen/tiny-llama", "teacher_model": "kitchen/tiny-llama", "save_every": 0,
+        "no_register": True, "batch_size": 2, "n_teacher_targets": 4, "max_length": 64,
+        "dataset": str(path), "test_dataset": None, "stream_dataset": True, "max_prompts": 6,
+    }  # fmt: skip
+    result = run("off_policy_distillation", overrides, backend="local", log_dir=tmp_path / "run")
+    assert result.steps == 3  # max_prompts // batch_size
+    read = [m["stream/rows_read"] for m in result.metrics if "stream/rows_read" in m]
+    assert read == [2, 4, 6]  # of 40: rows are pulled as training reaches them
+
+
+def test_a_stream_is_read_once() -> None:
+    result = CliRunner().invoke(
+        app, ["run", "off_policy_distillation", "--dry-run", "stream_dataset=true", "num_epochs=2"]
+    )
+    assert result.exit_code == 2 and "num_epochs must be 1" in result.output

@@ -51,6 +51,23 @@ class OffPolicyDistillationWorkflowConfig(SupervisedConfig):
     n_teacher_targets: int = Field(
         20, ge=1, description="K: the teacher's most likely tokens per position used as targets"
     )
+    stream_dataset: bool = Field(
+        False,
+        description="Read the training rows as training reaches them (a hub dataset with "
+        "streaming=True, a JSONL line by line) instead of loading them first; one epoch, "
+        "stream order",
+    )
+    max_prompts: int = Field(
+        128 * 3000,
+        ge=1,
+        description="With stream_dataset: training rows to read (max_prompts // batch_size steps)",
+    )
+
+    @model_validator(mode="after")
+    def _one_pass_over_a_stream(self) -> OffPolicyDistillationWorkflowConfig:
+        if self.stream_dataset and self.num_epochs != 1:
+            raise ValueError("stream_dataset reads the stream once: num_epochs must be 1")
+        return self
 
 
 class SDFTWorkflowConfig(RLLoopConfig):

@@ -3,22 +3,27 @@ student trains on fixed conversations, and at every position the targets are the
 likely next tokens, weighted by the teacher's probabilities renormalized over them (cross_entropy
 on [N, K] targets: forward KL to the teacher's top K). No sampling from the student. The held-out
 metric is the teacher-student cross-entropy of the test conversations' soft targets, computed
-once from the teacher and then scored on the student before and after training."""
+once from the teacher and then scored on the student before and after training.
+
+The training rows are loaded first and shuffled per epoch, or with `stream_dataset` streamed
+(off_policy_reasoning's OpenThoughts3 way: rows read as training reaches them, streamed.py)."""
 
 from __future__ import annotations
 
+from kitchen.engine.errors import ConfigError
 from kitchen.engine.graph import Await, Every, Loop, Node, When, Workflow
 from kitchen.workflows.common.batches import GetBatch, ShuffleEpoch
 from kitchen.workflows.common.checkpoint import SaveCheckpoint, SaveFinal
 from kitchen.workflows.common.evaluate import Evaluate
 from kitchen.workflows.common.parts import optional
-from kitchen.workflows.common.setup import RowConverter
+from kitchen.workflows.common.setup import LoadDataset, RowConverter
 from kitchen.workflows.common.start import init_training_client, registration_nodes, start_point
 from kitchen.workflows.common.train_step import LogTrainStep, submit_train_step
 from kitchen.workflows.distillation.config import OffPolicyDistillationWorkflowConfig
 from kitchen.workflows.distillation.soft_targets import SoftCrossEntropyLoss, TeacherTopKTargets
 from kitchen.workflows.distillation.stages import InitTeachers
 from kitchen.workflows.distillation.state import OffPolicyDistillationState
+from kitchen.workflows.distillation.streamed import OpenRowStream, StreamedBatch, TokenizeHeldOut
 from kitchen.workflows.distillation.workflow import student_renderer_name
 from kitchen.workflows.supervised.workflow import _data, _tokenize
 from train_core.distillation.soft_ce import SoftCrossEntropyEvaluator
@@ -37,19 +42,21 @@ def off_policy_distillation(
     held_out = SoftCrossEntropyEvaluator()
     drain: list[Node] = [Await("step_queue", into="step_result"), LogTrainStep()]
     renderer = student_renderer_name(cfg, start.model_name)
+    data, order, batch = (
+        _loaded(cfg, convert) if not cfg.stream_dataset else _streamed(cfg, convert)
+    )
     return Workflow(
         "off_policy_distillation",
         OffPolicyDistillationState,
         nodes=[
             init_training_client(cfg, start),
-            *_data(cfg, convert),
             InitTeachers(specs=(teacher,), student_renderer=renderer),
-            _tokenize(cfg),
+            *data,
             *optional(test, TeacherTopKTargets(field="test_data", topk=k)),
             Loop("epoch", cfg.num_epochs, "epoch_idx", [
-                ShuffleEpoch(seed=cfg.seed),
+                *order,
                 Loop("batch", "n_batches", "batch_idx", steps=True, body=[
-                    GetBatch(batch_size=cfg.batch_size),
+                    batch,
                     TeacherTopKTargets(field="batch", topk=k),
                     *optional(test, When(Every.before_step(cfg.evaluation.every), [Evaluate(evaluator=held_out)])),
                     submit_train_step(SoftCrossEntropyLoss(), cfg.optimizer),
@@ -64,3 +71,41 @@ def off_policy_distillation(
             *registration_nodes(cfg, recipe, start),
         ],
     )  # fmt: skip
+
+
+def _loaded(
+    cfg: OffPolicyDistillationWorkflowConfig, convert: RowConverter | None
+) -> tuple[list[Node], list[Node], Node]:
+    """The whole dataset loaded and tokenized first, shuffled per epoch, batches in that order."""
+    data = [*_data(cfg, convert), _tokenize(cfg)]
+    return data, [ShuffleEpoch(seed=cfg.seed)], GetBatch(batch_size=cfg.batch_size)
+
+
+def _streamed(
+    cfg: OffPolicyDistillationWorkflowConfig, convert: RowConverter | None
+) -> tuple[list[Node], list[Node], Node]:
+    """The training rows streamed, a batch tokenized as its step reaches it; the held-out
+    conversations loaded whole."""
+    if convert is None:
+        raise ConfigError("stream_dataset needs the dataset's row converter")
+    held_out: list[Node] = []
+    if cfg.test_dataset:
+        held_out = [
+            LoadDataset(
+                cfg.test_dataset, "test_conversations", split=cfg.test_split, convert=convert
+            ),
+            TokenizeHeldOut(max_length=cfg.max_length, train_on_what=cfg.train_on_what),
+        ]
+    stream = OpenRowStream(
+        source=cfg.dataset,
+        split=cfg.dataset_split,
+        max_rows=cfg.max_prompts,
+        batch_size=cfg.batch_size,
+    )
+    batch = StreamedBatch(
+        batch_size=cfg.batch_size,
+        convert=convert,
+        max_length=cfg.max_length,
+        train_on_what=cfg.train_on_what,
+    )
+    return [stream, *held_out], [], batch

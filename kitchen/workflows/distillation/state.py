@@ -27,6 +27,7 @@ class OffPolicyDistillationState(SupervisedState):
     """Off-policy distillation: supervised fine-tuning on the teachers' top-K soft targets."""
 
     teachers: Handle[list[Any]]
+    row_stream: Handle[Any]  # the streamed training rows (stream_dataset), a RowCursor
 
 
 class SDFTState(DistillationState):
