@@ -3,7 +3,8 @@ next-token distribution at every position (tinker-cookbook's distillation/train_
 
 Locally: SmolLM2-135M-Instruct (LoRA) distilled from the same base model on the bundled Pip
 conversations; test/teacher_ce, the held-out teacher-student cross-entropy, is measured before and
-after. The teacher must share the student's tokenizer.
+after. The teacher must share the student's tokenizer. `extra_sources` mixes more datasets into
+each batch, each distilled from its own teacher (the cookbook's multi-teacher configuration).
 `--preset cookbook`: train_off_policy's defaults (K=20, batch 64, LoRA rank 32) with Qwen3.5-9B-Base
 distilled from Qwen3.5-9B on Tulu3 through Tinker.
 """
@@ -14,6 +15,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
+from cookbook.datasets.catalog import converter_for
 from cookbook.recipes import SMOLLM2
 from cookbook.recipes.dataset_splits import DatasetBinding, row_converters
 from kitchen.engine.graph import Workflow
@@ -51,5 +53,10 @@ class OffPolicyDistillation(Recipe[OffPolicyDistillationConfig]):
     bind = DatasetBinding("chat")
 
     def workflow(self, cfg: OffPolicyDistillationConfig) -> Workflow[OffPolicyDistillationState]:
-        teacher = TeacherSpec(cfg.teacher_model, cfg.teacher_checkpoint)
-        return off_policy_distillation(cfg, teacher, row_converters(cfg, "chat")[0], self.name)
+        teachers = [
+            TeacherSpec(cfg.teacher_model, cfg.teacher_checkpoint),
+            *(TeacherSpec(s.teacher_model, s.teacher_checkpoint) for s in cfg.extra_sources),
+        ]
+        extra = [converter_for(s.dataset, "chat") for s in cfg.extra_sources]
+        convert = row_converters(cfg, "chat")[0]
+        return off_policy_distillation(cfg, teachers, convert, self.name, extra)

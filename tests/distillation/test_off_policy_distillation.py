@@ -88,3 +88,38 @@ def test_a_stream_is_read_once() -> None:
         app, ["run", "off_policy_distillation", "--dry-run", "stream_dataset=true", "num_epochs=2"]
     )
     assert result.exit_code == 2 and "num_epochs must be 1" in result.output
+
+
+@pytest.mark.slow
+def test_two_sources_are_each_distilled_from_their_own_teacher(tmp_path, monkeypatch) -> None:
+    """extra_sources: every batch holds each source's share (weights 1 : 1 of 4), and each datum
+    is scored by its own source's teacher."""
+    from kitchen.adapters.local.sampling_client import LocalSamplingClient
+
+    scorers: list[int] = []
+    sample = LocalSamplingClient.sample
+
+    def recording(self, prompt, *args, **kwargs):
+        if kwargs.get("topk_prompt_logprobs"):
+            scorers.append(id(self))
+        return sample(self, prompt, *args, **kwargs)
+
+    monkeypatch.setattr(LocalSamplingClient, "sample", recording)
+    extra = {"dataset": "bundled:chat", "teacher_model": "kitchen/tiny-qwen", "split": "test"}
+    overrides = {
+        "model_name": "kitchen/tiny-llama", "teacher_model": "kitchen/tiny-llama", "save_every": 0,
+        "no_register": True, "batch_size": 4, "n_teacher_targets": 4, "max_length": 64,
+        "test_dataset": None, "extra_sources": [extra],
+    }  # fmt: skip
+    result = run(
+        "off_policy_distillation", overrides, backend="local", log_dir=tmp_path, max_steps=2
+    )
+    assert result.steps == 2
+    assert len(scorers) == 2 * 4 and len(set(scorers)) == 2  # two teachers
+    for step in (scorers[:4], scorers[4:]):
+        assert sorted(step.count(s) for s in set(scorers)) == [2, 2]
+    first = next(m for m in result.metrics if "composite/dataset_1_per_batch" in m)
+    assert (first["composite/dataset_0_per_batch"], first["composite/dataset_1_per_batch"]) == (
+        2,
+        2,
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from kitchen.workflows.common.config import EvalConfig
 from kitchen.workflows.reinforcement.config import RLLoopConfig, RLStepConfig
@@ -45,8 +45,30 @@ class PromptDistillationWorkflowConfig(SupervisedConfig):
     )
 
 
+class OffPolicySource(BaseModel):
+    """One more supervised dataset, the teacher it is distilled from, and its mixing weight."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dataset: str = Field(description="Conversations: bundled:NAME | a JSONL | a hub chat dataset")
+    teacher_model: str = Field(description="Its teacher (the student's tokenizer)")
+    teacher_checkpoint: str | None = Field(
+        None, description="Teacher weights: a saved sampler path (None = base model)"
+    )
+    weight: float = Field(1.0, gt=0, description="Its share of each batch, against dataset_weight")
+    split: str = Field("train", description="Its split to train on")
+
+
 class OffPolicyDistillationWorkflowConfig(SupervisedConfig):
     """Off-policy distillation: supervised data, each position's targets the teacher's top K."""
+
+    extra_sources: list[OffPolicySource] = Field(
+        default_factory=list,
+        description='More datasets mixed into each batch, each with its own teacher: a JSON list of {"dataset", "teacher_model", "teacher_checkpoint", "weight", "split"}',
+    )
+    dataset_weight: float = Field(
+        1.0, gt=0, description="With extra_sources: the share of `dataset` in each batch"
+    )
 
     n_teacher_targets: int = Field(
         20, ge=1, description="K: the teacher's most likely tokens per position used as targets"
@@ -67,6 +89,8 @@ class OffPolicyDistillationWorkflowConfig(SupervisedConfig):
     def _one_pass_over_a_stream(self) -> OffPolicyDistillationWorkflowConfig:
         if self.stream_dataset and self.num_epochs != 1:
             raise ValueError("stream_dataset reads the stream once: num_epochs must be 1")
+        if self.stream_dataset and self.extra_sources:
+            raise ValueError("stream_dataset streams one dataset; extra_sources are loaded whole")
         return self
 
 

@@ -10,6 +10,8 @@ The training rows are loaded first and shuffled per epoch, or with `stream_datas
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from kitchen.engine.errors import ConfigError
 from kitchen.engine.graph import Await, Every, Loop, Node, When, Workflow
 from kitchen.workflows.common.batches import GetBatch, ShuffleEpoch
@@ -20,7 +22,12 @@ from kitchen.workflows.common.setup import LoadDataset, RowConverter
 from kitchen.workflows.common.start import init_training_client, registration_nodes, start_point
 from kitchen.workflows.common.train_step import LogTrainStep, submit_train_step
 from kitchen.workflows.distillation.config import OffPolicyDistillationWorkflowConfig
-from kitchen.workflows.distillation.soft_targets import SoftCrossEntropyLoss, TeacherTopKTargets
+from kitchen.workflows.distillation.soft_targets import (
+    ComposeSources,
+    CompositeBatch,
+    SoftCrossEntropyLoss,
+    TeacherTopKTargets,
+)
 from kitchen.workflows.distillation.stages import InitTeachers
 from kitchen.workflows.distillation.state import OffPolicyDistillationState
 from kitchen.workflows.distillation.streamed import OpenRowStream, StreamedBatch, TokenizeHeldOut
@@ -32,32 +39,39 @@ from train_core.distillation.teacher import TeacherSpec
 
 def off_policy_distillation(
     cfg: OffPolicyDistillationWorkflowConfig,
-    teacher: TeacherSpec,
+    teachers: Sequence[TeacherSpec],
     convert: RowConverter | None = None,
     recipe: str = "off_policy_distillation",
+    extra_converters: Sequence[RowConverter] = (),
 ) -> Workflow[OffPolicyDistillationState]:
-    """`teacher` must share the student's tokenizer: its top-K ids are the student's targets."""
+    """`teachers[0]` distils `cfg.dataset`, `teachers[i]` the i-th of `cfg.extra_sources` (read
+    with `extra_converters[i - 1]`); each must share the student's tokenizer: its top-K ids are
+    the student's targets."""
     start = start_point(cfg, cfg.checkpoint.load_path)
     k, test = cfg.n_teacher_targets, bool(cfg.test_dataset)
     held_out = SoftCrossEntropyEvaluator()
     drain: list[Node] = [Await("step_queue", into="step_result"), LogTrainStep()]
     renderer = student_renderer_name(cfg, start.model_name)
-    data, order, batch = (
-        _loaded(cfg, convert) if not cfg.stream_dataset else _streamed(cfg, convert)
-    )
+    if cfg.stream_dataset:
+        data, order, batch = _streamed(cfg, convert)
+    elif cfg.extra_sources:
+        data, order, batch = _composed(cfg, convert, extra_converters)
+    else:
+        data, order, batch = _loaded(cfg, convert)
+    routed = bool(cfg.extra_sources)
     return Workflow(
         "off_policy_distillation",
         OffPolicyDistillationState,
         nodes=[
             init_training_client(cfg, start),
-            InitTeachers(specs=(teacher,), student_renderer=renderer),
+            InitTeachers(specs=tuple(teachers), student_renderer=renderer),
             *data,
             *optional(test, TeacherTopKTargets(field="test_data", topk=k)),
             Loop("epoch", cfg.num_epochs, "epoch_idx", [
                 *order,
                 Loop("batch", "n_batches", "batch_idx", steps=True, body=[
                     batch,
-                    TeacherTopKTargets(field="batch", topk=k),
+                    TeacherTopKTargets(field="batch", topk=k, routed=routed),
                     *optional(test, When(Every.before_step(cfg.evaluation.every), [Evaluate(evaluator=held_out)])),
                     submit_train_step(SoftCrossEntropyLoss(), cfg.optimizer),
                     Await("step_queue", into="step_result", keep=1),
@@ -79,6 +93,29 @@ def _loaded(
     """The whole dataset loaded and tokenized first, shuffled per epoch, batches in that order."""
     data = [*_data(cfg, convert), _tokenize(cfg)]
     return data, [ShuffleEpoch(seed=cfg.seed)], GetBatch(batch_size=cfg.batch_size)
+
+
+def _composed(
+    cfg: OffPolicyDistillationWorkflowConfig,
+    convert: RowConverter | None,
+    extra_converters: Sequence[RowConverter],
+) -> tuple[list[Node], list[Node], Node]:
+    """`cfg.dataset` and every extra source tokenized, mixed per batch by their weights."""
+    if len(extra_converters) != len(cfg.extra_sources):
+        raise ConfigError(f"{len(cfg.extra_sources)} extra sources but {len(extra_converters)} row converters")  # fmt: skip
+    extra = tuple(
+        (s.dataset, s.split, c) for s, c in zip(cfg.extra_sources, extra_converters, strict=True)
+    )
+    compose = ComposeSources(
+        extra=extra,
+        weights=(cfg.dataset_weight, *(s.weight for s in cfg.extra_sources)),
+        batch_size=cfg.batch_size,
+        num_epochs=cfg.num_epochs,
+        seed=cfg.seed,
+        max_length=cfg.max_length,
+        train_on_what=cfg.train_on_what,
+    )
+    return [*_data(cfg, convert), _tokenize(cfg), compose], [], CompositeBatch()
 
 
 def _streamed(

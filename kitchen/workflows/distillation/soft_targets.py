@@ -19,11 +19,13 @@ from train_core.schedules import lr_at
 @dataclass(frozen=True, kw_only=True)
 class TeacherTopKTargets:
     """The datums in state field `field` replaced by the same datums with teacher `teacher`'s
-    renormalized top-`topk` next tokens as their targets (positions of weight 0 stay 0)."""
+    renormalized top-`topk` next tokens as their targets (positions of weight 0 stay 0); with
+    `routed`, datum i's teacher is `batch_teachers[i]` (several sources, a teacher each)."""
 
     field: str
     topk: int = 20
     teacher: int = 0
+    routed: bool = False
     phase: ClassVar[str] = "reference"  # a teacher's forward, timed like a reference's
 
     @property
@@ -32,7 +34,7 @@ class TeacherTopKTargets:
 
     @property
     def reads(self) -> frozenset[str]:
-        return frozenset({self.field, "teachers"})
+        return frozenset({self.field, "teachers"} | ({"batch_teachers"} if self.routed else set()))
 
     @property
     def writes(self) -> frozenset[str]:
@@ -44,8 +46,9 @@ class TeacherTopKTargets:
         data = getattr(ctx.state, self.field)
         if not data:
             return None
-        client = ctx.state.teachers[self.teacher].client
-        soft = await sequence_topk_datums(data, [client] * len(data), self.topk)
+        teachers = ctx.state.teachers
+        picks = ctx.state.batch_teachers if self.routed else [self.teacher] * len(data)
+        soft = await sequence_topk_datums(data, [teachers[t].client for t in picks], self.topk)
         setattr(ctx.state, self.field, soft)
         return None
 
@@ -220,3 +223,62 @@ class LogSDFTStep:
             "progress": done_frac,
             **compute_trajectory_metrics(state.trajectory_groups, tags_P),
         }
+
+
+@dataclass(frozen=True, kw_only=True)
+class ComposeSources:
+    """Several supervised sources mixed per batch, each distilled from its own teacher (the
+    cookbook's DatasetWithTeacher list): source 0 is `train_data`, sources 1.. are loaded here
+    (`extra`: (dataset, split, row converter) each) and rendered the same way; batch i takes
+    each source's share of `batch_size` by `weights` (train_core CompositeDataset), and the
+    run is as long as its shortest source allows."""
+
+    extra: tuple[tuple[str, str, Any], ...]
+    weights: tuple[float, ...]
+    batch_size: int
+    num_epochs: int = 1
+    seed: int = 0
+    max_length: int | None = None
+    train_on_what: str | None = "all_assistant_messages"
+    name: str = "compose_sources"
+    reads: frozenset[str] = frozenset({"train_data", "renderer"})
+    writes: frozenset[str] = frozenset({"composite", "n_batches", "total_steps"})
+    ports: frozenset[str] = frozenset({"datasets"})
+
+    def __call__(self, ctx: Context[Any]) -> Metrics | None:
+        from train_core.distillation import CompositeDataset
+        from train_core.supervised import conversation_to_datum
+
+        store, renderer = ctx.port("datasets"), ctx.state.renderer
+        sources: list[tuple[str, Any, Any]] = [("dataset_0", ctx.state.train_data, 0)]
+        for i, (dataset, split, convert) in enumerate(self.extra, start=1):
+            rows = store.load(dataset, split)
+            where = getattr(rows, "where", None)
+            converted = [
+                c
+                for j, row in enumerate(rows)
+                if (c := convert(row, where(j) if where else f"{dataset} row {j}")) is not None
+            ]
+            datums = [conversation_to_datum(c["messages"], renderer, self.max_length, self.train_on_what) for c in converted]  # fmt: skip
+            sources.append((f"dataset_{i}", datums, i))
+        composite = CompositeDataset.from_weights(sources, self.weights, self.batch_size, self.seed)
+        ctx.state.composite = composite
+        ctx.state.n_batches = len(composite)
+        ctx.state.total_steps = len(composite) * self.num_epochs
+        return {f"composite/{name}_per_batch": s.per_batch for name, s in zip([n for n, _, _ in sources], composite.sources, strict=True)}  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompositeBatch:
+    """Batch `batch_idx` of the composite in this epoch (`batch`), and each datum's teacher
+    (`batch_teachers`: the index of its source)."""
+
+    name: str = "composite_batch"
+    reads: frozenset[str] = frozenset({"composite", "batch_idx", "epoch_idx"})
+    writes: frozenset[str] = frozenset({"batch", "batch_teachers"})
+
+    def __call__(self, ctx: Context[Any]) -> Metrics | None:
+        tagged = ctx.state.composite.get_batch(ctx.state.batch_idx, ctx.state.epoch_idx)
+        ctx.state.batch = [t.item for t in tagged]
+        ctx.state.batch_teachers = [t.teacher for t in tagged]
+        return None

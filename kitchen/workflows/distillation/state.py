@@ -28,6 +28,8 @@ class OffPolicyDistillationState(SupervisedState):
 
     teachers: Handle[list[Any]]
     row_stream: Handle[Any]  # the streamed training rows (stream_dataset), a RowCursor
+    composite: Handle[Any]  # several sources mixed per batch (a train_core CompositeDataset)
+    batch_teachers: list[int] | None = Field(None, description="The teacher of each batch datum")
 
 
 class SDFTState(DistillationState):
