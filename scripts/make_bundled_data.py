@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bundled_data.chat import make_chat
 from bundled_data.code import make_code
+from bundled_data.competition_math import make_deepmath, make_hendrycks_math, make_polaris
 from bundled_data.distill import TEACHER_SYSTEM_PROMPT, make_prompts
 from bundled_data.long_chat import make_long_chat
 from bundled_data.math import make_math
@@ -47,6 +48,7 @@ def build(out: Path) -> dict[str, dict]:
     prompts, prompts_test = make_prompts(SEED, 100, 20)
     long_chat, long_chat_test = make_long_chat(SEED)
     shapes, shapes_test = make_shapes(SEED, 20, 5)
+    hendrycks_math, math500 = make_hendrycks_math()
     datasets = {
         "chat": ("chat", {"train": chat, "test": chat_test},
                  'Pip the kitchen assistant: {"messages": [...]} conversations, one short sentence '
@@ -69,6 +71,18 @@ def build(out: Path) -> dict[str, dict]:
         "shapes": ("image_label", {"train": shapes, "test": shapes_test},
                    'Pictures of one coloured shape (64x64 PNG): {"image": data URI, "label": the '
                    'colour, "colour", "shape"}; 4 colours x 3 shapes, the same count per class'),
+        "hendrycks_math": ("hendrycks_math", {"train": hendrycks_math},
+                           'Competition problems, EleutherAI/hendrycks_math row shape: {"problem", '
+                           '"level", "type", "solution": "... \\boxed{answer}"}'),
+        "math500": ("hendrycks_math", {"test": math500},
+                    'Held-out competition problems, HuggingFaceH4/MATH-500 row shape: {"problem", '
+                    '"solution", "answer", "subject", "level", "unique_id"}'),
+        "deepmath": ("deepmath", {"train": make_deepmath()},
+                     'Hard problems, zwhe99/DeepMath-103K row shape: {"question", "final_answer", '
+                     '"difficulty", "topic", "r1_solution_1".."3"}'),
+        "polaris": ("polaris", {"train": make_polaris()},
+                    'Problems, POLARIS-Project/Polaris-Dataset-53K row shape: {"problem", "answer", '
+                    '"difficulty"}'),
     }  # fmt: skip
     index: dict[str, dict] = {}
     for name, (shape, splits, description) in datasets.items():

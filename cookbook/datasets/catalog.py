@@ -25,8 +25,15 @@ from cookbook.datasets.comparison import (
     tulu3_preference_row,
     ultrafeedback_row,
 )
+from cookbook.datasets.competition_math import (
+    HENDRYCKS_CONFIGS,
+    deepmath_row,
+    hendrycks_math_row,
+    polaris_row,
+)
 from cookbook.datasets.images import image_label_row
 from cookbook.datasets.math import gsm8k_row
+from cookbook.datasets.sharegpt import sharegpt_row
 from kitchen.engine.errors import DataError
 from kitchen.ports import DatasetStore
 from kitchen.workflows.common.setup import GroupingConverter
@@ -50,6 +57,7 @@ KNOWN: dict[str, KnownDataset] = {
     for d in [
         KnownDataset("HuggingFaceH4/no_robots", "chat", no_robots_row, "test"),
         KnownDataset("allenai/tulu-3-sft-mixture", "chat", tulu3_row, None),
+        KnownDataset("open-thoughts/OpenThoughts3-1.2M", "chat", sharegpt_row, None),
         KnownDataset("Anthropic/hh-rlhf", "comparison", hh_rlhf_row, "test"),
         KnownDataset("nvidia/HelpSteer3:preference", "comparison", helpsteer3_row, "validation"),
         KnownDataset(
@@ -66,6 +74,13 @@ KNOWN: dict[str, KnownDataset] = {
         # set has a validation split, which tinker-cookbook does not use
         KnownDataset("nvidia/HelpSteer2", "comparison", helpsteer2_pairs, "validation"),
         KnownDataset("openai/gsm8k:main", "math", gsm8k_row, "test"),
+        *(
+            KnownDataset(f"EleutherAI/hendrycks_math:{config}", "math", hendrycks_math_row, "test")
+            for config in HENDRYCKS_CONFIGS
+        ),
+        KnownDataset("HuggingFaceH4/MATH-500", "math", hendrycks_math_row, "test"),
+        KnownDataset("zwhe99/DeepMath-103K", "math", deepmath_row, None),
+        KnownDataset("POLARIS-Project/Polaris-Dataset-53K", "math", polaris_row, None),
         *(
             KnownDataset(
                 f"agentica-org/DeepCoder-Preview-Dataset:{config}",
@@ -89,6 +104,7 @@ ALIASES = {
     "helpsteer2": "nvidia/HelpSteer2",
     "no_robots": "HuggingFaceH4/no_robots",
     "tulu3": "allenai/tulu-3-sft-mixture",
+    "openthoughts3": "open-thoughts/OpenThoughts3-1.2M",
     "gsm8k": "openai/gsm8k:main",
     "nvidia/HelpSteer3": "nvidia/HelpSteer3:preference",
     "openai/gsm8k": "openai/gsm8k:main",

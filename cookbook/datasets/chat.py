@@ -61,7 +61,13 @@ def validate_message(message: Any, where: str, key: str, i: int) -> Message:
 
 
 def chat_row(row: Mapping[str, Any], where: str = "row") -> dict[str, Any]:
-    """`{"messages": [...]}` with at least one assistant message to learn from."""
+    """`{"messages": [...]}` with at least one assistant message to learn from; a ShareGPT row
+    `{"conversations": [{"from", "value"}]}` is read as one (sharegpt.py), so a local file of
+    either shape trains with any chat recipe."""
+    if "messages" not in row and "conversations" in row:
+        from cookbook.datasets.sharegpt import sharegpt_row  # sharegpt.py builds on chat_row
+
+        return sharegpt_row(row, where)
     messages = validate_messages(require(row, "messages", where, MESSAGES_EXPECTED), where)
     if not any(m["role"] == "assistant" for m in messages):
         raise DataError(

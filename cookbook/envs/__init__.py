@@ -1,5 +1,6 @@
 """RL environments: arithmetic (synthetic, verifiable), GSM8K-style math with \\boxed{} grading,
-and multi-turn guess-the-number; `env_dataset(cfg)` picks one from a recipe's env fields."""
+competition math (MATH, MATH-500, DeepMath, Polaris) graded by math-verify, and multi-turn
+guess-the-number; `env_dataset(cfg)` picks one from a recipe's env fields."""
 
 from __future__ import annotations
 
@@ -8,15 +9,26 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from cookbook.envs.arithmetic import ArithmeticEnv, ArithmeticEnvs
+from cookbook.envs.competition_math import MATH_SETS, CompetitionMathEnvs
 from cookbook.envs.guess_number import GuessNumberEnv, GuessNumberEnvs
 from cookbook.envs.math import MathEnv, MathEnvs
 from train_core.rl.types import RLDatasetFactory
 
-EnvName = Literal["arithmetic", "math", "gsm8k", "guess_number"]
+EnvName = Literal[
+    "arithmetic",
+    "math",
+    "gsm8k",
+    "hendrycks_math",
+    "math500",
+    "deepmath",
+    "polaris",
+    "guess_number",
+]
 
 __all__ = [
     "ArithmeticEnv",
     "ArithmeticEnvs",
+    "CompetitionMathEnvs",
     "EnvName",
     "GuessNumberEnv",
     "GuessNumberEnvs",
@@ -32,7 +44,18 @@ class RLEnvFields(BaseModel):
 
     env: EnvName = Field(
         "arithmetic",
-        description="arithmetic | math (GSM8K-style rows of `dataset`) | gsm8k (openai/gsm8k) | guess_number",
+        description="arithmetic | math (GSM8K-style rows of `dataset`) | gsm8k (openai/gsm8k) | "
+        "hendrycks_math (MATH, evaluated on MATH-500) | math500 | deepmath | polaris | guess_number",
+    )
+    math_source: Literal["hub", "bundled"] = Field(
+        "hub",
+        description="hendrycks_math, math500, deepmath, polaris: the hub datasets tinker-cookbook "
+        "names (hub) or a few rows of each shipped offline (bundled)",
+    )
+    math_grader: Literal["auto", "numeric", "math_verify"] = Field(
+        "auto",
+        description="Answer grader: numeric (GSM8K numbers) | math_verify (LaTeX, symbolic); "
+        "auto = numeric for math and gsm8k, math_verify for the competition envs",
     )
     dataset: str = Field(
         "bundled:math",
@@ -75,6 +98,17 @@ def env_dataset(
             seed=seed,
             test_problems=cfg.num_test_problems,
         )
+    if cfg.env in MATH_SETS:
+        return CompetitionMathEnvs(
+            cfg.env,
+            groups_per_batch,
+            group_size,
+            cfg.math_source,
+            "math_verify" if cfg.math_grader == "auto" else cfg.math_grader,
+            cfg.include_fewshot,
+            seed,
+            test_problems=cfg.num_test_problems,
+        )
     source = "openai/gsm8k" if cfg.env == "gsm8k" else cfg.dataset
     return MathEnvs(
         source,
@@ -83,4 +117,5 @@ def env_dataset(
         cfg.include_fewshot,
         seed,
         test_problems=cfg.num_test_problems,
+        grader="numeric" if cfg.math_grader == "auto" else cfg.math_grader,
     )

@@ -1,9 +1,10 @@
-"""GSM8K-style word problems, answered inside \\boxed{} and graded by cookbook.envs.math_grading.
+"""Word problems answered inside \\boxed{} and graded by cookbook.envs.math_grading.
 
-Rows come from the dataset store through cookbook.datasets (gsm8k_row): the bundled
+GSM8K-style rows come from the dataset store through cookbook.datasets (gsm8k_row): the bundled
 `bundled:math` set, `openai/gsm8k` on the hub (alias `gsm8k`), or a local JSONL of
 {"question", "answer": "...#### N"}. Prompt suffix and few-shot example as tinker-cookbook's
-Gsm8kDataset and MathEnv.
+Gsm8kDataset and MathEnv. The competition sets (MATH, MATH-500, DeepMath, Polaris) reuse the env
+and dataset with their own suffix and grader (cookbook/envs/competition_math.py).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from cookbook.envs.math_grading import extract_boxed, grade_answer
+from cookbook.envs.math_grading import GRADERS, extract_boxed
 from kitchen.engine.errors import ConfigError, KitchenError
 from train_core.completers import RendererLike
 from train_core.renderers.types import Message
@@ -40,12 +41,15 @@ class MathEnv(ProblemEnv):
         convo_prefix: list[Message] | None = None,
         format_coef: float = 0.1,
         require_stop_sequence_for_format: bool = True,
+        grader: str = "numeric",
+        question_suffix: str = QUESTION_SUFFIX,
     ) -> None:
         super().__init__(renderer, convo_prefix, format_coef, require_stop_sequence_for_format)
         self.problem, self.answer = problem, answer
+        self.grade, self.question_suffix = GRADERS[grader], question_suffix
 
     def get_question(self) -> str:
-        return self.problem + QUESTION_SUFFIX
+        return self.problem + self.question_suffix
 
     def check_format(self, sample_str: str) -> bool:
         try:
@@ -59,15 +63,15 @@ class MathEnv(ProblemEnv):
             given = extract_boxed(sample_str)
         except ValueError:
             return False
-        return grade_answer(given, self.answer)
+        return self.grade(given, self.answer)
 
     def get_reference_answer(self) -> str:
         return self.answer
 
     @staticmethod
-    def standard_fewshot_prefix() -> list[Message]:
+    def standard_fewshot_prefix(question_suffix: str = QUESTION_SUFFIX) -> list[Message]:
         return [
-            {"role": "user", "content": "How many r's are in strawberry?" + QUESTION_SUFFIX},
+            {"role": "user", "content": "How many r's are in strawberry?" + question_suffix},
             {
                 "role": "assistant",
                 "content": "Let's spell the word out and number all the letters: 1) s 2) t 3) r "
@@ -88,10 +92,13 @@ class MathDataset(RLDataset):
         group_size: int,
         convo_prefix: list[Message] | None = None,
         dataset_name: str = "math",
+        grader: str = "numeric",
+        question_suffix: str = QUESTION_SUFFIX,
     ) -> None:
         self.rows, self.renderer = rows, renderer
         self.batch_size, self.group_size = batch_size, group_size
         self.convo_prefix, self.dataset_name = convo_prefix, dataset_name
+        self.grader, self.question_suffix = grader, question_suffix
 
     def get_batch(self, index: int) -> Sequence[EnvGroupBuilder]:
         rows = self.rows[index * self.batch_size : (index + 1) * self.batch_size]
@@ -103,6 +110,8 @@ class MathDataset(RLDataset):
                     row["answer"],
                     self.renderer,
                     convo_prefix=self.convo_prefix,
+                    grader=self.grader,
+                    question_suffix=self.question_suffix,
                 ),
                 num_envs=self.group_size,
                 dataset_name=self.dataset_name,
@@ -130,6 +139,7 @@ class MathEnvs:
     seed: int = 0
     test_split: str = "test"
     test_problems: int = 32
+    grader: str = "numeric"
 
     def __call__(self, ctx: RLEnvContext) -> tuple[MathDataset, MathDataset | None]:
         from cookbook.datasets.catalog import load_math
@@ -147,6 +157,7 @@ class MathEnvs:
             self.group_size,
             prefix,
             tag,
+            self.grader,
         )
         if self.test_problems == 0:
             return train, None
@@ -157,4 +168,6 @@ class MathEnvs:
                 "%s has no usable %r split (%s); no evaluation", self.source, self.test_split, e
             )
             return train, None
-        return train, MathDataset(test_rows, ctx.renderer, len(test_rows), 1, prefix, tag)
+        return train, MathDataset(
+            test_rows, ctx.renderer, len(test_rows), 1, prefix, tag, self.grader
+        )

@@ -1,14 +1,24 @@
 """Grading answers written inside \\boxed{}: extract the last box, normalise, compare.
 
-Written for GSM8K-style numeric answers (the reference is a number): "\\$1,234.50", "18 eggs",
-"\\frac{3}{4}", "x = 5" and "18.0" all grade as the numbers they mean. Non-numeric references fall
-back to comparing normalised strings. Pure Python, no sympy, so it never hangs on a bad answer.
+Two graders, by name in `GRADERS`:
+- `numeric`, written for GSM8K-style numeric answers (the reference is a number): "\\$1,234.50",
+  "18 eggs", "\\frac{3}{4}", "x = 5" and "18.0" all grade as the numbers they mean. Non-numeric
+  references fall back to comparing normalised strings. Pure Python, no sympy, so it never hangs
+  on a bad answer.
+- `math_verify`, for competition math (MATH, DeepMath, Polaris): both answers parsed from LaTeX
+  into sympy by the math-verify package and compared symbolically (`\\sqrt{8}` = `2\\sqrt{2}`,
+  intervals, tuples), as tinker-cookbook's `grade_answer_math_verify`.
 """
 
 from __future__ import annotations
 
 import re
+import threading
+from collections.abc import Callable
 from fractions import Fraction
+from typing import Literal
+
+from kitchen.engine.errors import ConfigError
 
 _BOX_COMMANDS = ("\\boxed", "\\fbox")
 _BOXED_BARE = re.compile(r"\\boxed\s+([^\s$]+)")
@@ -104,3 +114,34 @@ def grade_answer(given: str, reference: str) -> bool:
         given_value = parse_number(given_norm)
         return given_value is not None and given_value == ref_value
     return given_norm.replace(" ", "") == ref_norm.replace(" ", "")
+
+
+def _in_dollars(answer: str) -> str:
+    """math-verify reads LaTeX between $...$; a bare answer is wrapped (as the cookbook does)."""
+    return answer if answer.startswith("$") or answer.endswith("$") else f"${answer}$"
+
+
+def grade_answer_math_verify(given: str, reference: str, timeout_seconds: int = 5) -> bool:
+    """True when math-verify finds `given` equal to `reference`. Its timeouts use SIGALRM, which
+    only the main thread may set: elsewhere (a rollout thread) parsing and verifying run untimed
+    rather than fail every answer. The arguments go to `verify` in the cookbook's order (the
+    answer first), so both grade the same answers alike."""
+    try:
+        from math_verify import parse, verify
+    except ImportError as e:
+        raise ConfigError(
+            "grader math_verify needs the math-verify package: pip install math-verify"
+        ) from e
+
+    timeout = timeout_seconds if threading.current_thread() is threading.main_thread() else None
+    given_expr = parse(_in_dollars(given), parsing_timeout=timeout)  # type: ignore[arg-type]
+    reference_expr = parse(_in_dollars(reference), parsing_timeout=timeout)  # type: ignore[arg-type]
+    return bool(verify(given_expr, reference_expr, timeout_seconds=timeout))
+
+
+GraderName = Literal["numeric", "math_verify"]
+
+GRADERS: dict[str, Callable[[str, str], bool]] = {
+    "numeric": grade_answer,
+    "math_verify": grade_answer_math_verify,
+}

@@ -14,7 +14,9 @@ file is the "train" split of its dataset; another split S of `data/x.jsonl` is t
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from kitchen.adapters.datasets.bundled import (
     bundled_names,
@@ -71,6 +73,13 @@ class HFDatasetStore:
             # `datasets` understands the slice itself and then reads only those rows.
             return load_hub(source, split, spec, self.cache_dir)
         return rows.sliced(spec.start, spec.stop) if spec.is_sliced else rows
+
+    def stream(self, source: str, split: str = "train") -> Iterator[tuple[str, dict[str, Any]]]:
+        """`source`'s rows one at a time as they are pulled, each with its locator (stream.py):
+        a hub name streams (`datasets`' streaming=True), a JSONL file is read line by line."""
+        from kitchen.adapters.datasets.stream import stream_rows
+
+        return stream_rows(self, source, split)
 
     def splits(self, source: str) -> list[str] | None:
         """Split names `load` accepts for a bundled or local source; None for hub names (unknown

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from kitchen.workflows.reinforcement.config import RLStepConfig
+from kitchen.workflows.common.config import EvalConfig
+from kitchen.workflows.reinforcement.config import RLLoopConfig, RLStepConfig
 from kitchen.workflows.supervised import SupervisedConfig
 
 
@@ -41,4 +42,80 @@ class PromptDistillationWorkflowConfig(SupervisedConfig):
     teacher_max_tokens: int = Field(256, ge=1, description="Max tokens per teacher answer")
     teacher_temperature: float = Field(
         0.15, ge=0, description="Sampling temperature of the teacher's answers"
+    )
+
+
+class OffPolicySource(BaseModel):
+    """One more supervised dataset, the teacher it is distilled from, and its mixing weight."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dataset: str = Field(description="Conversations: bundled:NAME | a JSONL | a hub chat dataset")
+    teacher_model: str = Field(description="Its teacher (the student's tokenizer)")
+    teacher_checkpoint: str | None = Field(
+        None, description="Teacher weights: a saved sampler path (None = base model)"
+    )
+    weight: float = Field(1.0, gt=0, description="Its share of each batch, against dataset_weight")
+    split: str = Field("train", description="Its split to train on")
+
+
+class OffPolicyDistillationWorkflowConfig(SupervisedConfig):
+    """Off-policy distillation: supervised data, each position's targets the teacher's top K."""
+
+    extra_sources: list[OffPolicySource] = Field(
+        default_factory=list,
+        description='More datasets mixed into each batch, each with its own teacher: a JSON list of {"dataset", "teacher_model", "teacher_checkpoint", "weight", "split"}',
+    )
+    dataset_weight: float = Field(
+        1.0, gt=0, description="With extra_sources: the share of `dataset` in each batch"
+    )
+
+    n_teacher_targets: int = Field(
+        20, ge=1, description="K: the teacher's most likely tokens per position used as targets"
+    )
+    stream_dataset: bool = Field(
+        False,
+        description="Read the training rows as training reaches them (a hub dataset with "
+        "streaming=True, a JSONL line by line) instead of loading them first; one epoch, "
+        "stream order",
+    )
+    max_prompts: int = Field(
+        128 * 3000,
+        ge=1,
+        description="With stream_dataset: training rows to read (max_prompts // batch_size steps)",
+    )
+
+    @model_validator(mode="after")
+    def _one_pass_over_a_stream(self) -> OffPolicyDistillationWorkflowConfig:
+        if self.stream_dataset and self.num_epochs != 1:
+            raise ValueError("stream_dataset reads the stream once: num_epochs must be 1")
+        if self.stream_dataset and self.extra_sources:
+            raise ValueError("stream_dataset streams one dataset; extra_sources are loaded whole")
+        return self
+
+
+class SDFTWorkflowConfig(RLLoopConfig):
+    """SDFT: the student samples, its frozen base with the demonstration scores every token."""
+
+    topk: int = Field(20, ge=1, description="K: the teacher's most likely tokens per position")
+    skip_first_n_tokens: int = Field(
+        3,
+        ge=0,
+        description="Completion tokens at the start left out of the loss (the reference's 3)",
+    )
+    max_context_length: int = Field(
+        32768, ge=1, description="The teacher's context: longer completions are cut to fit"
+    )
+    num_substeps: int = Field(1, ge=1, description="Updates per step: the batch split in parts")
+    evaluation: EvalConfig = Field(
+        default_factory=lambda: EvalConfig.model_validate({}),
+        description="When to score the held-out demonstrations (test/teacher_ce)",
+    )
+    teacher_system_prompt: str | None = Field(
+        None, description="System prompt of the teacher's demonstration prompt (None = none)"
+    )
+    demo_template: str = Field(
+        "",
+        description="The teacher's user turn, with {question} and {golden_answer}; empty = the "
+        "cookbook's DEFAULT_DEMO_TEMPLATE",
     )

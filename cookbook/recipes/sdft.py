@@ -1,0 +1,139 @@
+"""sdft: self-distillation fine-tuning, the model as its own teacher seeing the demonstration
+(tinker-cookbook's recipes/sdft and distillation/sdft.py, top-K forward KL).
+
+Locally: SmolLM2-135M-Instruct on the bundled Pip conversations: the question is the first user
+turn, the golden answer the assistant's reply; the student answers the question alone, its frozen
+base reads that answer after the question and the golden answer, and the student moves towards
+the base's top-K distribution. test/teacher_ce is the held-out teacher-student cross-entropy on
+the test conversations' golden answers.
+`--preset cookbook`: the cookbook's CLI defaults (Qwen/Qwen3-8B, K = 20, 32 questions x 1 answer,
+LR 2e-5, 2048 tokens, LoRA rank 128) on Tinker, on a chat dataset named by --dataset (its
+SciKnowEval and ToolAlpaca loaders are not ported).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+from pydantic import Field
+
+from cookbook.datasets.catalog import load_chat
+from cookbook.envs.prompt_env import PromptGroupBuilder
+from cookbook.recipes import SMOLLM2
+from kitchen.engine.errors import ConfigError, DataError
+from kitchen.engine.graph import Workflow
+from kitchen.engine.recipe import Recipe
+from kitchen.workflows.distillation.config import SDFTWorkflowConfig
+from kitchen.workflows.distillation.sdft import sdft
+from kitchen.workflows.distillation.state import SDFTState
+from train_core.rl.types import EnvGroupBuilder, RLDataset, RLEnvContext
+
+
+@dataclass(frozen=True)
+class DemonstrationGroupBuilder(PromptGroupBuilder):
+    """A question the student answers (reward 0), and the golden answer its teacher is shown."""
+
+    golden_answer: str = ""
+
+    @property
+    def question(self) -> str:
+        return self.prompt
+
+
+class DemonstrationDataset(RLDataset):
+    """Consecutive slices of (question, golden answer) pairs, one group per question."""
+
+    def __init__(self, pairs: list[tuple[str, str]], renderer: Any, batch_size: int, group_size: int) -> None:  # fmt: skip
+        self.pairs, self.renderer = pairs, renderer
+        self.batch_size, self.group_size = batch_size, group_size
+
+    def get_batch(self, index: int) -> Sequence[EnvGroupBuilder]:
+        pairs = self.pairs[index * self.batch_size : (index + 1) * self.batch_size]
+        return [
+            DemonstrationGroupBuilder(q, self.renderer, self.group_size, dataset_name="sdft", golden_answer=a)
+            for q, a in pairs
+        ]  # fmt: skip
+
+    def __len__(self) -> int:
+        return math.ceil(len(self.pairs) / self.batch_size)
+
+
+def demonstrations(rows: list[dict[str, Any]], where: str) -> list[tuple[str, str]]:
+    """(first user turn, the assistant reply after it) of each conversation that has both."""
+    pairs = []
+    for row in rows:
+        messages = row["messages"]
+        for user, reply in itertools.pairwise(messages):
+            if user["role"] == "user" and reply["role"] == "assistant":
+                pairs.append((str(user["content"]), str(reply["content"])))
+                break
+    if not pairs:
+        raise DataError(f"{where}: no conversation with a user turn and an assistant reply")
+    return pairs
+
+
+@dataclass(frozen=True)
+class Demonstrations:
+    """The env dataset factory: demonstrations from `dataset` (shuffled by seed) and the first
+    `test_demos` of `test_dataset` held out."""
+
+    dataset: str
+    test_dataset: str | None
+    groups_per_batch: int
+    group_size: int
+    seed: int = 0
+    test_demos: int = 16
+
+    def __call__(
+        self, ctx: RLEnvContext
+    ) -> tuple[DemonstrationDataset, DemonstrationDataset | None]:
+        if ctx.datasets is None:
+            raise ConfigError("sdft needs a dataset store; none is configured")
+        pairs = demonstrations(load_chat(ctx.datasets, self.dataset), self.dataset)
+        order = np.random.default_rng(self.seed).permutation(len(pairs))
+        train = DemonstrationDataset([pairs[i] for i in order], ctx.renderer, self.groups_per_batch, self.group_size)  # fmt: skip
+        if not self.test_dataset or self.test_demos == 0:
+            return train, None
+        name, _, split = self.test_dataset.partition("@")
+        test_pairs = demonstrations(
+            load_chat(ctx.datasets, name, split or "test"), self.test_dataset
+        )
+        test_pairs = test_pairs[: self.test_demos]
+        return train, DemonstrationDataset(test_pairs, ctx.renderer, len(test_pairs), 1)
+
+
+class SDFTConfig(SDFTWorkflowConfig):
+    defaults: ClassVar[dict[str, Any]] = {
+        "model_name": SMOLLM2,
+        "group_size": 1,
+        "groups_per_batch": 4,
+        "num_batches": 10,
+        "max_tokens": 48,
+        "learning_rate": 2e-4,
+        "eval_every": 5,
+    }
+    dataset: str = Field(
+        "bundled:chat",
+        description="Demonstrations: chat rows (first user turn = question, its reply = golden answer): bundled:NAME | a JSONL | a hub chat dataset",
+    )
+    test_dataset: str | None = Field(
+        "bundled:chat@test",
+        description="Held-out demonstrations: NAME[@SPLIT] (split default test) | None",
+    )
+    num_test_demos: int = Field(16, ge=0, description="Held-out demonstrations scored (0 = none)")
+
+
+class SDFT(Recipe[SDFTConfig]):
+    """Self-distillation: the model, shown the demonstration, teaches itself without it."""
+
+    name = "sdft"
+
+    def workflow(self, cfg: SDFTConfig) -> Workflow[SDFTState]:
+        make = Demonstrations(cfg.dataset, cfg.test_dataset, cfg.groups_per_batch, cfg.group_size,
+                              cfg.seed, cfg.num_test_demos)  # fmt: skip
+        return sdft(cfg, make, self.name)

@@ -1,0 +1,78 @@
+"""SDFT, as tinker-cookbook 0.6.1's distillation/sdft.py with topk > 0 (forward KL over the
+teacher's top K): each iteration the student answers its batch of questions with its current
+weights; the frozen base model, shown each question with its golden answer as a demonstration,
+reads the student's answer (`topk_prompt_logprobs`), and the student takes a cross_entropy step
+towards the teacher's renormalized top-K distribution at each of its answer tokens. The rewards
+are all 0. Held out: `test/teacher_ce` on the test demonstrations' golden answers."""
+
+from __future__ import annotations
+
+from kitchen.engine.graph import Every, Loop, When, Workflow
+from kitchen.workflows.common.checkpoint import SaveFinal
+from kitchen.workflows.common.evaluate import Evaluate
+from kitchen.workflows.common.parts import optional
+from kitchen.workflows.common.start import registration_nodes, start_point
+from kitchen.workflows.distillation.config import SDFTWorkflowConfig
+from kitchen.workflows.distillation.soft_targets import (
+    LogSDFTStep,
+    SDFTHeldOut,
+    SDFTTargets,
+    SoftTargetStep,
+)
+from kitchen.workflows.distillation.stages import InitTeachers
+from kitchen.workflows.distillation.state import SDFTState
+from kitchen.workflows.distillation.workflow import student_renderer_name
+from kitchen.workflows.reinforcement.rollout import DoRollouts, WriteRollouts
+from kitchen.workflows.reinforcement.stages import ComputeAdvantages, RefreshSampler
+from kitchen.workflows.reinforcement.workflow import rollout_sampling, save, setup
+from train_core.distillation.soft_ce import SoftCrossEntropyEvaluator
+from train_core.distillation.teacher import TeacherSpec
+from train_core.rl.types import RLDatasetFactory
+
+
+def sdft(
+    cfg: SDFTWorkflowConfig, make_dataset: RLDatasetFactory, recipe: str = "sdft"
+) -> Workflow[SDFTState]:
+    """`make_dataset` builds the question envs; each group builder carries `question` and
+    `golden_answer` (the demonstration the teacher sees)."""
+    start = start_point(cfg, cfg.checkpoint.load_path)
+    targets = SDFTTargets(
+        topk=cfg.topk,
+        skip_first_n_tokens=cfg.skip_first_n_tokens,
+        max_context_length=cfg.max_context_length,
+        system_prompt=cfg.teacher_system_prompt,
+        demo_template=cfg.demo_template,
+    )
+    held_out = Evaluate(evaluator=SoftCrossEntropyEvaluator(), into=None)
+    evaluate = bool(cfg.evaluation.every)
+    body = [
+        RefreshSampler(),
+        *optional(evaluate, When(Every.before_step(cfg.evaluation.every), [held_out])),
+        DoRollouts(sampling=rollout_sampling(cfg)),
+        ComputeAdvantages(estimator="group_mean"),
+        WriteRollouts(),
+        targets,
+        SoftTargetStep(
+            learning_rate=cfg.optimizer.learning_rate,
+            num_substeps=cfg.num_substeps,
+            lr_schedule=cfg.optimizer.schedule,
+        ),
+        LogSDFTStep(),
+        *save(cfg),
+    ]
+    # the teacher is the base model, frozen (the student's LoRA adapters off), as the cookbook's
+    teacher = TeacherSpec(start.model_name)
+    renderer = student_renderer_name(cfg, start.model_name)
+    return Workflow(
+        "sdft",
+        SDFTState,
+        nodes=[
+            *setup(cfg, make_dataset, start),
+            InitTeachers(specs=(teacher,), student_renderer=renderer),
+            SDFTHeldOut(sdft=targets),
+            Loop("iteration", "n_batches", "batch_idx", steps=True, body=body),
+            *optional(evaluate, Evaluate(evaluator=SoftCrossEntropyEvaluator(), report=True)),
+            SaveFinal(),
+            *registration_nodes(cfg, recipe, start),
+        ],
+    )
