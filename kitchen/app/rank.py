@@ -28,16 +28,7 @@ def end_with_the_launcher() -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
 
-def without_bitsandbytes() -> None:
-    """No rank needs bitsandbytes: a 4-bit base is refused at --nproc N > 1 (backend.py). peft
-    imports it wherever it is installed, and its import compiles its kernels' wrappers (torch's
-    inductor): 1.2 s of every rank's start on a 2-core CPU. Marked absent, it is never imported,
-    and peft and transformers see it as not installed."""
-    sys.modules.setdefault("bitsandbytes", None)  # type: ignore[arg-type]
-
-
 if __name__ == "__main__":
     end_with_the_launcher()
-    without_bitsandbytes()
     sys.argv = ["kitchen", *json.loads(os.environ[ARGV_ENV])]
     main()

@@ -83,6 +83,22 @@ def test_kitchen_layers_import_only_downwards():
     assert not bad, "\n".join(bad)
 
 
+def _adapter(module: str) -> str | None:
+    """The adapter a module belongs to ("local", "vllm", ...), or None outside kitchen/adapters."""
+    parts = module.split(".")
+    return parts[2] if parts[:2] == ["kitchen", "adapters"] and len(parts) > 2 else None
+
+
+# The local engine is handed what it runs beside (the samplers of --sampler vllm, by
+# kitchen/adapters/samplers.py): it imports no other adapter, so a run on its own loads none.
+LOCAL_FORBIDDEN: Rules = {"kitchen/adapters/local": {"vllm", "samplers", "tinker", "fake"}}
+
+
+def test_the_local_engine_imports_no_other_adapter():
+    bad = _violations(ROOT, LOCAL_FORBIDDEN, _adapter)
+    assert not bad, "\n".join(bad)
+
+
 def test_the_checks_flag_a_cookbook_or_workflow_that_imports_an_adapter(tmp_path):
     # The checks above pass on a clean tree; this shows they would fail on the imports they forbid,
     # at module level and inside a function alike.
@@ -100,6 +116,14 @@ def test_the_checks_flag_a_cookbook_or_workflow_that_imports_an_adapter(tmp_path
     ]
     assert _violations(tmp_path, LAYER_FORBIDDEN, _layer) == [
         "kitchen/workflows/rl/stages.py:2 imports kitchen.adapters.local.backend"
+    ]
+    (tmp_path / "kitchen" / "adapters" / "local").mkdir(parents=True)
+    (tmp_path / "kitchen" / "adapters" / "local" / "backend.py").write_text(
+        "from kitchen.adapters.local.host import ModelHost\n"
+        "def f():\n    from kitchen.adapters.vllm.samplers import VllmSamplers\n"
+    )
+    assert _violations(tmp_path, LOCAL_FORBIDDEN, _adapter) == [
+        "kitchen/adapters/local/backend.py:3 imports kitchen.adapters.vllm.samplers"
     ]
 
 

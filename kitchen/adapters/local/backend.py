@@ -18,13 +18,17 @@ from kitchen.adapters.local.compute_thread import ComputeThread
 from kitchen.adapters.local.distributed.world import world
 from kitchen.adapters.local.host import LoraSnapshot, ModelHost, load_host
 from kitchen.adapters.local.lora import LoraSpec
-from kitchen.adapters.local.quantization import check_device
+from kitchen.adapters.local.quantization import (
+    allow_bitsandbytes,
+    check_device,
+    hold_back_bitsandbytes,
+)
+from kitchen.adapters.local.remote_samplers import RemoteSamplers, RemoteSamplersFactory
 from kitchen.adapters.local.resolve import resolve_model
 from kitchen.adapters.local.sampling_client import LocalSamplingClient, model_eos_ids
 from kitchen.adapters.local.settings import EngineSettings, apply_num_threads, choose_num_threads
 from kitchen.adapters.local.stability import StabilityRecords
 from kitchen.adapters.local.training_client import LocalTrainingClient, next_model_id
-from kitchen.adapters.vllm.samplers import chosen_sampler
 from kitchen.engine.errors import BackendError, ConfigError
 from kitchen.ports import BackendSettings
 
@@ -34,12 +38,27 @@ class LocalBackend:
 
     name = "local"
 
-    def __init__(self, settings: BackendSettings | None = None) -> None:
+    def __init__(
+        self,
+        settings: BackendSettings | None = None,
+        remote_samplers: RemoteSamplersFactory | None = None,
+    ) -> None:
+        """`remote_samplers`: who samples instead of the engine (`--sampler vllm`), picked by name
+        in kitchen/adapters/samplers.py; None: the engine's own sampler."""
         self.backend_settings = settings or BackendSettings()
         self.settings = EngineSettings.from_backend_settings(self.backend_settings)
-        self.sampler = chosen_sampler(self.backend_settings.extra)
+        # What --sampler names, for messages: the engine's own unless another was handed over.
+        self.sampler = (
+            "local"
+            if remote_samplers is None
+            else str(self.backend_settings.extra.get("sampler") or "vllm")
+        )
+        self._remote_factory = remote_samplers
         self.world = world()  # None unless launched with --nproc > 1 (distributed/world.py)
-        if self.settings.base_quantization != "none":
+        if self.settings.base_quantization == "none":
+            hold_back_bitsandbytes()
+        else:
+            allow_bitsandbytes()
             self._check_quantization()
         self._largest_model = 0
         self._hosts: dict[str, ModelHost] = {}
@@ -50,7 +69,7 @@ class LocalBackend:
         # What samplers recorded for stable_reinforce, by sequence id (stability.py).
         self.stability = StabilityRecords()
         self._clients: list[LocalTrainingClient] = []
-        self._vllm: Any = None  # VllmSamplers, made on first use with --sampler vllm
+        self._remote: RemoteSamplers | None = None  # made on first use
         if self.world is not None and self.world.leader:
             self.world.send("backend", self.backend_settings)
 
@@ -92,8 +111,8 @@ class LocalBackend:
                 f"LoRA rank is {rank}; expected a positive rank, or 0 for full fine-tuning"
             )
         seed = self.settings.seed if seed is None else seed
-        if self.sampler == "vllm":
-            self.vllm().check_trainable(rank, resolve_model(base_model))
+        if self._remote_factory is not None:
+            self.remote().check_trainable(rank, resolve_model(base_model))
         lora = None
         if rank > 0:
             lora = LoraSpec(
@@ -106,8 +125,8 @@ class LocalBackend:
         # On the compute thread: loading and wrapping a model run torch ops (see compute_thread.py).
         client = self.compute.run(lambda: self._training_client(base_model, lora, seed))
         self._clients.append(client)
-        if self.sampler == "vllm":  # vLLM loads while the recipe prepares its first batch
-            self.vllm().start(client.host, max_lora_rank=rank)
+        if self._remote_factory is not None:  # vLLM loads while the recipe prepares its first batch
+            self.remote().start(client.host, max_lora_rank=rank)
         return client
 
     def _training_client(
@@ -164,23 +183,19 @@ class LocalBackend:
             client.close(cancel_queued=cancel)
         self._clients.clear()
         self.compute.close(cancel=cancel)
-        if self._vllm is not None:
-            self._vllm.close()
+        if self._remote is not None:
+            self._remote.close()
 
-    def vllm(self) -> Any:
-        """The vLLM servers and samplers of `--sampler vllm` (kitchen/adapters/vllm/)."""
-        if self._vllm is None:
-            from kitchen.adapters.vllm.samplers import VllmSamplers, VllmSettings
-
-            self._vllm = VllmSamplers(
-                VllmSettings.from_extra(self.backend_settings.extra),
-                dtype=self.settings.dtype_name,
-                checkpoint_root=self.settings.checkpoint_root,
-                device=self.settings.device,
-                seed=self.settings.seed,
-                records=self.stability,
-            )
-        return self._vllm
+    def remote(self) -> RemoteSamplers:
+        """The samplers of `--sampler vllm`, made from the factory this backend was given."""
+        if self._remote is None:
+            if self._remote_factory is None:
+                raise BackendError(
+                    f"--sampler {self.sampler}: this backend was built without its samplers; "
+                    "build it with kitchen.adapters.samplers.remote_samplers(extra)"
+                )
+            self._remote = self._remote_factory(self)
+        return self._remote
 
     # -- shared pieces, used by the clients -------------------------------------------------------
 
@@ -239,9 +254,9 @@ class LocalBackend:
             world=self.world if self.world is not None and host.sharded else None,
             spread=self.settings.spread_sampling,
         )
-        if self.sampler == "vllm":  # vLLM samples; the local one scores prompts
+        if self._remote_factory is not None:  # vLLM samples; the local one scores prompts
             eos = model_eos_ids(host)
-            return self.vllm().sampling_client(host, snapshot, model_path, eos, local)  # type: ignore[no-any-return]
+            return self.remote().sampling_client(host, snapshot, model_path, eos, local)  # type: ignore[no-any-return]
         return local
 
     def copy_host(self, host: ModelHost) -> ModelHost:
@@ -307,7 +322,7 @@ class LocalBackend:
                     meta.base_quantization,
                 )
             return self.sampling_client_for(host, snapshot, model_path=str(folder))
-        if self.sampler == "vllm":
+        if self._remote_factory is not None:
             raise ConfigError(
                 f"{folder} holds fully fine-tuned weights; --sampler vllm samples a base model "
                 "plus LoRA adapters, so sample it with --sampler local"

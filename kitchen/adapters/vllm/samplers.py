@@ -32,7 +32,6 @@ from kitchen.adapters.vllm.server import (
 )
 from kitchen.engine.errors import BackendError, ConfigError
 
-SAMPLERS = ("local", "vllm")
 _snapshot_names = itertools.count(1)
 
 
@@ -66,13 +65,6 @@ class VllmSettings:
             gpu_memory_utilization=extra.get("vllm_gpu_memory_utilization"),
             max_lora_rank=int(extra.get("vllm_max_lora_rank") or 0),
         )
-
-
-def chosen_sampler(extra: dict[str, Any]) -> str:
-    sampler = str(extra.get("sampler") or "local")
-    if sampler not in SAMPLERS:
-        raise ConfigError(f"--sampler {sampler!r}: expected one of {', '.join(SAMPLERS)}")
-    return sampler
 
 
 def say_on_stderr(line: str, final: bool) -> None:
@@ -265,3 +257,16 @@ def served_base(pool: ServerPool) -> str:
 def _drop_snapshot(pool: ServerPool, name: str, folder: Path) -> None:
     pool.fire("/v1/unload_lora_adapter", {"lora_name": name})
     shutil.rmtree(folder, ignore_errors=True)
+
+
+def for_local_engine(backend: Any) -> VllmSamplers:
+    """`--sampler vllm`'s samplers for a local backend (kitchen/adapters/samplers.py hands this
+    factory to it): its settings, dtype, checkpoint folder and stability records."""
+    return VllmSamplers(
+        VllmSettings.from_extra(backend.backend_settings.extra),
+        dtype=backend.settings.dtype_name,
+        checkpoint_root=backend.settings.checkpoint_root,
+        device=backend.settings.device,
+        seed=backend.settings.seed,
+        records=backend.stability,
+    )
