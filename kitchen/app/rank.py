@@ -1,6 +1,7 @@
 """One rank of `kitchen run --nproc N` (or `kitchen serve --nproc N`), as torch.distributed.run
-starts it: the same command again, read from the environment (the launcher's parser would take our
-flags for its own)."""
+starts it: rank 0 runs the command again, read from the environment (the launcher's parser would
+take our flags for its own); ranks > 0 run rank 0's engine calls (distributed/worker.py), without
+the command line."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import signal
 import sys
 
 from kitchen.adapters.local.distributed.launch import ARGV_ENV, LAUNCHER_ENV
-from kitchen.app.cli import main
 
 
 def end_with_the_launcher() -> None:
@@ -30,5 +30,11 @@ def end_with_the_launcher() -> None:
 
 if __name__ == "__main__":
     end_with_the_launcher()
+    if int(os.environ.get("RANK", "0")) > 0:
+        from kitchen.adapters.local.distributed.worker import main as serve_rank_zero
+
+        serve_rank_zero()
+    from kitchen.app.cli import main
+
     sys.argv = ["kitchen", *json.loads(os.environ[ARGV_ENV])]
     main()

@@ -15,6 +15,12 @@ from typing import Any
 
 from kitchen.adapters.local import checkpoints as ckpt
 from kitchen.adapters.local.compute_thread import ComputeThread
+from kitchen.adapters.local.distributed.commands import (
+    LoadBase,
+    LoadSnapshot,
+    OpenBackend,
+    OpenClient,
+)
 from kitchen.adapters.local.distributed.world import world
 from kitchen.adapters.local.host import LoraSnapshot, ModelHost, load_host
 from kitchen.adapters.local.lora import LoraSpec
@@ -71,7 +77,7 @@ class LocalBackend:
         self._clients: list[LocalTrainingClient] = []
         self._remote: RemoteSamplers | None = None  # made on first use
         if self.world is not None and self.world.leader:
-            self.world.send("backend", self.backend_settings)
+            self.world.send(OpenBackend(self.backend_settings))
 
     def _check_quantization(self) -> None:
         """Refuse, before any work, what a 4-bit base cannot run with."""
@@ -142,11 +148,11 @@ class LocalBackend:
         if lora is None:
             # The other ranks shard their copy with this one (a collective): they hear of it first.
             if self.world is not None and self.world.leader:
-                self.world.send("client", model_id, base_model, lora, seed)
+                self.world.send(OpenClient(model_id, base_model, lora, seed))
             return LocalTrainingClient(self, self.trained_host(base_model), lora, seed, model_id)
         client = LocalTrainingClient(self, self.shared_host(base_model), lora, seed, model_id)
         if self.world is not None and self.world.leader:
-            self.world.send("client", model_id, base_model, lora, seed)
+            self.world.send(OpenClient(model_id, base_model, lora, seed))
         return client
 
     def trained_host(self, base_model: str) -> ModelHost:
@@ -208,16 +214,17 @@ class LocalBackend:
         """The backend's one in-memory copy of `base_model` (loaded on first use), held as
         `quantization` (default: the backend's --base-quantization)."""
         held = self.settings.base_quantization if quantization is None else quantization
-        return self.compute.run(lambda: self._shared_host(base_model, held))
+        return self.compute.run(lambda: self.load_shared(base_model, held))
 
-    def _shared_host(self, base_model: str, quantization: str) -> ModelHost:
+    def load_shared(self, base_model: str, quantization: str) -> ModelHost:
+        """`shared_host` on the calling thread (the compute thread, or a rank > 0's only one)."""
         path = resolve_model(base_model)
         key = str(path) if quantization == "none" else f"{path} ({quantization})"
         with self._lock:
             host = self._hosts.get(key)
             if host is None:
                 if self.world is not None and self.world.leader:
-                    self.world.send("host", base_model, quantization)
+                    self.world.send(LoadBase(base_model, quantization))
                 host = self._load(base_model, model_path=path, quantization=quantization)
                 if self.world is None:
                     host.freeze()
@@ -313,14 +320,10 @@ class LocalBackend:
             host = self.shared_host(meta.base_model, meta.base_quantization)
             snapshot = snapshot_from(folder, host)
             if self.world is not None:  # every rank samples from it
-                self.world.share(
-                    snapshot,
-                    "snapshot_path",
-                    str(folder),
-                    snapshot.snapshot_id,
-                    meta.base_model,
-                    meta.base_quantization,
+                command = LoadSnapshot(
+                    str(folder), snapshot.snapshot_id, meta.base_model, meta.base_quantization
                 )
+                self.world.share(snapshot, command)
             return self.sampling_client_for(host, snapshot, model_path=str(folder))
         if self._remote_factory is not None:
             raise ConfigError(

@@ -15,6 +15,7 @@ from tinker import types
 from kitchen.adapters.local.batching import check_token_ids
 from kitchen.adapters.local.compute_thread import ComputeThread, ScoreJob
 from kitchen.adapters.local.decode_batch import CacheRows, Op, SampleJob, first_position
+from kitchen.adapters.local.distributed.commands import Command, Decode, Score, ShadowForward
 from kitchen.adapters.local.distributed.deal import Deal
 from kitchen.adapters.local.forward import score_sequences
 from kitchen.adapters.local.host import LoraSnapshot, ModelHost
@@ -148,7 +149,7 @@ class LocalSamplingClient:
                 yield model
             return
         with self._weights() as model:  # sent once nothing on rank 0 can fail before the call
-            self.world.send("forward", self.host.model_name, self.host.quantization)
+            self.world.send(ShadowForward(self.host.model_name, self.host.quantization))
             with self.world.sharded_call(self.host.base):
                 yield model
 
@@ -264,15 +265,16 @@ class LocalSamplingClient:
         else:
             snapshot_id = self.snapshot.snapshot_id if self.snapshot else None
             merge = self.host.merges(self.snapshot)
-            call = ("score", self.host.model_name, self.host.quantization, snapshot_id, merge)
-            scored = score_on_every_rank(
-                self.world,
-                self.host,
-                self.snapshot,
+            call = Score(
+                self.host.model_name,
+                self.host.quantization,
+                snapshot_id,
+                merge,
                 sequences,
                 self.microbatch_tokens,
-                merge,
-                call=(*call, sequences, self.microbatch_tokens),
+            )
+            scored = score_on_every_rank(
+                self.world, self.host, self.snapshot, sequences, self.microbatch_tokens, merge, call
             )
         assert scored is not None
         return scored
@@ -313,7 +315,7 @@ class RankShares:
         snapshot_id = snapshot.snapshot_id if snapshot else None
         merge = host.merges(snapshot)
         self.world.send(
-            "decode", host.model_name, host.quantization, snapshot_id, merge, ops, forward
+            Decode(host.model_name, host.quantization, snapshot_id, merge, ops, forward)
         )
 
 
@@ -389,7 +391,7 @@ def score_on_every_rank(
     sequences: list[list[int] | Expanded],
     microbatch_tokens: int,
     merge: bool = False,
-    call: tuple[Any, ...] | None = None,
+    call: Command | None = None,
 ) -> list[np.ndarray] | None:
     """Every rank of a --nproc N run: its deal of a compute_logprobs batch on `host`'s sharded
     base with `snapshot`'s weights (this rank's copy; merged if rank 0's were, `merge`); the
@@ -397,7 +399,7 @@ def score_on_every_rank(
     weights are in place."""
     with snapshot_weights(host, snapshot, merge) as model:
         if call is not None:
-            world.send(*call)
+            world.send(call)
         with world.sharded_call(host.base):
             return score_sequences(model, sequences, microbatch_tokens, share=Deal(world, []))
 

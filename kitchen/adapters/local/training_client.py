@@ -9,7 +9,6 @@ awaiting batch N, as tinker-cookbook's loops do.
 from __future__ import annotations
 
 import contextlib
-import functools
 import itertools
 import threading
 from collections.abc import Callable, Mapping
@@ -20,6 +19,18 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from tinker import types
 
 from kitchen.adapters.local import checkpoints as ckpt
+from kitchen.adapters.local.distributed.commands import (
+    Backprop,
+    CloseClient,
+    Command,
+    GatherWeights,
+    LoadState,
+    OptimStep,
+    RunLoss,
+    SaveSharded,
+    ScoreData,
+    TakeSnapshot,
+)
 from kitchen.adapters.local.distributed.deal import Deal
 from kitchen.adapters.local.forward import (
     backprop_gradients,
@@ -52,20 +63,6 @@ _client_ids = itertools.count(1)
 
 def next_model_id() -> str:
     return f"local-train-{next(_client_ids)}"
-
-
-def on_every_rank(method: Callable[..., T]) -> Callable[..., T]:
-    """A call every rank of a --nproc N run makes (each its share): on rank 0 it is first sent to
-    the other ranks (distributed/worker.py runs it there). The calls not marked run on rank 0 alone."""
-
-    @functools.wraps(method)
-    def call(self: LocalTrainingClient, *args: Any) -> T:
-        world = self.backend.world
-        if world is not None and world.leader:
-            world.send("call", self.model_id, method.__name__, args)
-        return method(self, *args)
-
-    return call
 
 
 class LocalTrainingClient:
@@ -218,9 +215,17 @@ class LocalTrainingClient:
             world.release(self.host.base)
         closed, self._closed = self._closed, True  # a server closes it with its session and at exit
         if world is not None and world.leader and not closed:
-            self.backend.compute.run(lambda: world.send("close", self.model_id))
+            self.backend.compute.run(lambda: world.send(CloseClient(self.model_id)))
 
     # -- work run on the backend's compute thread --------------------------------------------------
+
+    def _tell_ranks(self, command: Command) -> None:
+        """Rank 0 of a --nproc N run, at the start of a call every rank makes (each its share):
+        the other ranks run theirs (distributed/worker.py). Calls that do not tell run on rank 0
+        alone."""
+        world = self.backend.world
+        if world is not None and world.leader:
+            world.send(command)
 
     def _submit(self, fn: Callable[..., T], *args: Any) -> APIFuture[T]:
         with self._queue_lock:
@@ -237,7 +242,6 @@ class LocalTrainingClient:
             data = with_sampler_logprobs(data, self.backend.stability)
         return self._run_loss(data, loss_fn, *rest)
 
-    @on_every_rank
     def _run_loss(
         self,
         data: list[types.Datum],
@@ -245,6 +249,7 @@ class LocalTrainingClient:
         config: Mapping[str, float] | None,
         backward: bool,
     ) -> types.ForwardBackwardOutput:
+        self._tell_ranks(RunLoss(self.model_id, data, loss_fn, config, backward))
         with self.host.use(self.adapter) as model, self._sharded_call():
             settings = self.backend.settings
             out = run_builtin_loss(
@@ -316,10 +321,10 @@ class LocalTrainingClient:
         self._zero_missing_grads()
         return out
 
-    @on_every_rank
     def _score_data(self, data: list[types.Datum]) -> list[Any] | None:
         """Every rank: its deal of scoring a custom loss's data on the sharded base; the logprobs
         per datum on rank 0."""
+        self._tell_ranks(ScoreData(self.model_id, data))
         deal = self._deal()
         assert deal is not None
         settings = self.backend.settings
@@ -334,8 +339,8 @@ class LocalTrainingClient:
 
         return backprop
 
-    @on_every_rank
     def _backprop(self, data: list[types.Datum], grads: list[Any]) -> None:
+        self._tell_ranks(Backprop(self.model_id, data, grads))
         settings = self.backend.settings
         deal = self._deal()
         assert deal is not None
@@ -352,8 +357,8 @@ class LocalTrainingClient:
             )
         self._zero_missing_grads()  # as rank 0 does after its custom call
 
-    @on_every_rank
     def _optim_step(self, adam_params: types.AdamParams) -> types.OptimStepResponse:
+        self._tell_ranks(OptimStep(self.model_id, adam_params))
         with self.host.lock:
             metrics = adam_step(self._optimizer, adam_params)
         self.step += 1
@@ -396,11 +401,11 @@ class LocalTrainingClient:
         dest = ckpt.checkpoint_folder(self.backend.settings.checkpoint_root, "state", name)
         return types.SaveWeightsResponse(path=str(ckpt.write_folder(dest, fill)))
 
-    @on_every_rank
     def _save_sharded(self, folder: str) -> None:
         """Every rank: the weights' and the optimizer's shards to `folder`/SHARDED_DIR
         (torch.distributed.checkpoint), and the whole weights gathered into the file one process
         writes, by rank 0 (full fine-tuning at N > 1; `folder` is rank 0's, not yet in place)."""
+        self._tell_ranks(SaveSharded(self.model_id, folder))
         from kitchen.adapters.local.distributed import sharded_model
 
         with self.host.lock:
@@ -415,8 +420,8 @@ class LocalTrainingClient:
                 Path(folder) / ckpt.SHARDED_DIR, self.host.base, self._optimizer
             )
 
-    @on_every_rank
     def _load_state(self, path: str, with_optimizer: bool) -> types.LoadWeightsResponse:
+        self._tell_ranks(LoadState(self.model_id, path, with_optimizer))
         folder = ckpt.parse_checkpoint_path(path)
         meta = ckpt.read_meta(folder)
         if meta.kind != "state":
@@ -484,7 +489,7 @@ class LocalTrainingClient:
             snapshot = self.snapshot()
             world = self.backend.world
             if world is not None:  # every rank samples from it (its copy of the same weights)
-                world.share(snapshot, "snapshot", self.model_id, snapshot.snapshot_id)
+                world.share(snapshot, TakeSnapshot(self.model_id, snapshot.snapshot_id))
             return self.backend.sampling_client_for(self.host, snapshot)
         if self._sharded_full:
             # Rank 0 holds the weights whole and samples alone, as one process does.
@@ -493,10 +498,10 @@ class LocalTrainingClient:
             copy = self.backend.copy_host(self.host)
         return self.backend.sampling_client_for(copy, None)
 
-    @on_every_rank
     def _whole_weights(self) -> dict[str, Any]:
         """Every rank (full fine-tuning at N > 1): the whole weights on rank 0's CPU, gathered one
         at a time (empty elsewhere)."""
+        self._tell_ranks(GatherWeights(self.model_id))
         from kitchen.adapters.local.distributed.sharded_model import whole_weights
 
         with self.host.lock:
