@@ -211,6 +211,8 @@ def test_a_batch_spread_over_shares_samples_what_one_batch_samples(backend: Any)
         return [f.result() for f in futures]
 
     together, spread_out = run(one), run(sampler)
+    # The last step resolves the futures, then settles the shares: a call after it sees both.
+    backend.compute.submit_call(lambda: None).result()
     assert all(n > 0 for n in spread.forwards)  # every share decoded rows of its own
     assert all(rows.cache is None for rows in spread.rows)
     prompts = [p for p, _, _ in requests()] + [PROMPTS[1]]
