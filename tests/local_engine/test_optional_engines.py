@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import engine_device
 
 from .test_quantization import needs_nf4
@@ -38,6 +40,7 @@ def run_in_fresh_process(code: str, *args: str) -> subprocess.CompletedProcess[s
     )
 
 
+@pytest.mark.slow  # launches a process
 def test_a_plain_run_loads_no_optional_engine_and_prints_no_warning_of_theirs(tmp_path: Path):
     argv = ["run", "sl_basic", "--model", "kitchen/tiny-llama", "--max-steps", "1"]
     argv += ["--log-dir", str(tmp_path / "run")]
@@ -79,6 +82,7 @@ nf4.close()
 """
 
 
+@pytest.mark.slow  # launches a process
 @needs_nf4
 def test_a_4bit_base_after_a_plain_one_in_one_process_gets_bitsandbytes(tmp_path: Path):
     done = run_in_fresh_process(NF4_AFTER_PLAIN, str(tmp_path), engine_device())
