@@ -99,6 +99,33 @@ def test_the_local_engine_imports_no_other_adapter():
     assert not bad, "\n".join(bad)
 
 
+def _reaches_the_world(root: Path) -> list[str]:
+    """Every place in the local engine outside distributed/ that imports the ranks' World or reads
+    a `world` (name or attribute): those go through the executor the backend picked."""
+    bad = []
+    local = root / "kitchen" / "adapters" / "local"
+    for path in sorted(local.rglob("*.py")):
+        if "distributed" in path.relative_to(local).parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            named = (
+                (isinstance(node, ast.Name) and node.id == "world")
+                or (isinstance(node, ast.Attribute) and node.attr == "world")
+                or (isinstance(node, ast.ImportFrom) and (node.module or "").endswith(".world"))
+            )
+            if named:
+                bad.append(f"{path.relative_to(root)}:{node.lineno}")  # type: ignore[attr-defined]
+    return bad
+
+
+def test_the_local_engine_reaches_the_ranks_only_through_its_executor(tmp_path):
+    assert _reaches_the_world(ROOT) == []
+    engine = tmp_path / "kitchen" / "adapters" / "local"
+    engine.mkdir(parents=True)
+    (engine / "client.py").write_text("def f(backend):\n    return backend.world is None\n")
+    assert _reaches_the_world(tmp_path) == ["kitchen/adapters/local/client.py:2"]
+
+
 def test_the_checks_flag_a_cookbook_or_workflow_that_imports_an_adapter(tmp_path):
     # The checks above pass on a clean tree; this shows they would fail on the imports they forbid,
     # at module level and inside a function alike.

@@ -177,7 +177,7 @@ class SharesHere:
         self.forwards = [0] * size  # forwards each share ran with rows of its own
 
     def tick(self, own: Any, ops: list[list[Any]]) -> list[Any]:
-        with self.sampler._weights() as model, torch.inference_mode():
+        with self.sampler.weights() as model, torch.inference_mode():
             out = [own(model)] + [r.run(model, o) for r, o in zip(self.rows, ops, strict=True)]
         for s, logits in enumerate(out):
             self.forwards[s] += logits is not None

@@ -217,7 +217,7 @@ def test_full_fine_tuning_of_a_4bit_base_is_refused(nf4: Any) -> None:
 def test_several_ranks_on_a_4bit_base_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     from kitchen.adapters.local import backend
 
-    monkeypatch.setattr(backend, "world", lambda: object())  # as under --nproc 2
+    monkeypatch.setattr(backend, "executor", lambda: pytypes.SimpleNamespace(size=2))  # --nproc 2
     with pytest.raises(ConfigError, match="does not run with --nproc > 1 yet"):
         nf4_backend(Path("unused"))
 

@@ -1,7 +1,7 @@
 """LocalBackend: the embedded training engine behind kitchen.ports.TrainingBackend.
 
 One backend keeps one in-memory copy of each base model (a `ModelHost`); every LoRA training client,
-sampler snapshot and base-model sampler on that base shares it. Full fine-tuning (rank 0) loads a
+sampler snapshot and base-model sampler on that base shares it. Full fine-tuning (no LoRA) loads a
 private copy instead, since its base weights change. With `--base-quantization nf4` the shared
 copies are 4-bit (quantization.py); full fine-tuning is refused then, having no fp32 base to train.
 """
@@ -21,7 +21,8 @@ from kitchen.adapters.local.distributed.commands import (
     OpenBackend,
     OpenClient,
 )
-from kitchen.adapters.local.distributed.world import world
+from kitchen.adapters.local.distributed.executor import executor
+from kitchen.adapters.local.executor import SOLO, Executor
 from kitchen.adapters.local.host import LoraSnapshot, ModelHost, load_host
 from kitchen.adapters.local.lora import LoraSpec
 from kitchen.adapters.local.quantization import (
@@ -60,7 +61,8 @@ class LocalBackend:
             else str(self.backend_settings.extra.get("sampler") or "vllm")
         )
         self._remote_factory = remote_samplers
-        self.world = world()  # None unless launched with --nproc > 1 (distributed/world.py)
+        # Where calls compute: this process, or every rank of a --nproc N run (executor.py).
+        self.ranks: Executor = executor()
         if self.settings.base_quantization == "none":
             hold_back_bitsandbytes()
         else:
@@ -76,13 +78,12 @@ class LocalBackend:
         self.stability = StabilityRecords()
         self._clients: list[LocalTrainingClient] = []
         self._remote: RemoteSamplers | None = None  # made on first use
-        if self.world is not None and self.world.leader:
-            self.world.send(OpenBackend(self.backend_settings))
+        self.ranks.tell(OpenBackend(self.backend_settings))
 
     def _check_quantization(self) -> None:
         """Refuse, before any work, what a 4-bit base cannot run with."""
         quantization = self.settings.base_quantization
-        if self.world is not None:
+        if self.ranks.size > 1:
             raise ConfigError(
                 f"--base-quantization {quantization} does not run with --nproc > 1 yet "
                 "(FSDP cannot shard 4-bit weights here); use --nproc 1"
@@ -147,22 +148,17 @@ class LocalBackend:
         model_id = next_model_id()
         if lora is None:
             # The other ranks shard their copy with this one (a collective): they hear of it first.
-            if self.world is not None and self.world.leader:
-                self.world.send(OpenClient(model_id, base_model, lora, seed))
+            self.ranks.tell(OpenClient(model_id, base_model, lora, seed))
             return LocalTrainingClient(self, self.trained_host(base_model), lora, seed, model_id)
         client = LocalTrainingClient(self, self.shared_host(base_model), lora, seed, model_id)
-        if self.world is not None and self.world.leader:
-            self.world.send(OpenClient(model_id, base_model, lora, seed))
+        self.ranks.tell(OpenClient(model_id, base_model, lora, seed))
         return client
 
     def trained_host(self, base_model: str) -> ModelHost:
         """A private copy of `base_model` to fine-tune fully (its weights change); sharded over
         the ranks of a --nproc N run (every rank, sharded_model.py)."""
         host = self._load(base_model)
-        if self.world is not None:
-            host.base.requires_grad_(True)  # before FSDP first gathers it
-            self.world.shard_trained(host.base)
-            host.sharded = True
+        self.ranks.hold_trained(host)
         return host
 
     def create_training_client_from_state(self, path: str) -> LocalTrainingClient:
@@ -223,14 +219,9 @@ class LocalBackend:
         with self._lock:
             host = self._hosts.get(key)
             if host is None:
-                if self.world is not None and self.world.leader:
-                    self.world.send(LoadBase(base_model, quantization))
+                self.ranks.tell(LoadBase(base_model, quantization))
                 host = self._load(base_model, model_path=path, quantization=quantization)
-                if self.world is None:
-                    host.freeze()
-                else:  # freeze's cast copies would be of the whole base, on every rank
-                    self.world.shard(host.base)
-                    host.sharded = True
+                self.ranks.hold_shared(host)
                 self._hosts[key] = host
         return host
 
@@ -258,7 +249,7 @@ class LocalBackend:
             model_path,
             self.stability,
             microbatch_tokens=self.settings.microbatch_tokens,
-            world=self.world if self.world is not None and host.sharded else None,
+            ranks=self.ranks if host.sharded else SOLO,
             spread=self.settings.spread_sampling,
         )
         if self._remote_factory is not None:  # vLLM samples; the local one scores prompts
@@ -319,11 +310,10 @@ class LocalBackend:
             # The base the adapter was trained on: a 4-bit one if it was.
             host = self.shared_host(meta.base_model, meta.base_quantization)
             snapshot = snapshot_from(folder, host)
-            if self.world is not None:  # every rank samples from it
-                command = LoadSnapshot(
-                    str(folder), snapshot.snapshot_id, meta.base_model, meta.base_quantization
-                )
-                self.world.share(snapshot, command)
+            command = LoadSnapshot(
+                str(folder), snapshot.snapshot_id, meta.base_model, meta.base_quantization
+            )
+            self.ranks.share(snapshot, command)  # every rank samples from it
             return self.sampling_client_for(host, snapshot, model_path=str(folder))
         if self._remote_factory is not None:
             raise ConfigError(

@@ -2,9 +2,9 @@
 whichever prompt, group, env, stage or `kitchen serve` client it came from. It runs on the backend's
 compute thread (compute_thread.py), which admits requests and steps it between other calls.
 
-One step over many rows costs far less than a step per request (SmolLM2 in bf16 on 2 CPU cores:
-82 ms for 32 rows against 51 ms for 8), so requests join the running batch between decode steps
-and leave it as soon as they finish. New requests are prefilled once per distinct prompt, the
+One step over many rows costs far less than a step per request (docs/adapters.md has the dated
+measurements), so requests join the running batch between decode steps and leave it as soon as
+they finish. New requests are prefilled once per distinct prompt, the
 distinct prompts that arrive together in one left-padded forward, the KV cache repeated for their
 samples and concatenated to the batch's; caches of different lengths are left-padded and the
 padding masked, with explicit position ids, so every row still sees exactly its own prompt + sample

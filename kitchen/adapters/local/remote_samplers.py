@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 class RemoteSamplers(Protocol):
     """Another engine's samplers over the local engine's weights (the trainer stays local)."""
 
-    def check_trainable(self, rank: int, model_path: Path) -> None:
+    def check_trainable(self, lora_rank: int, model_path: Path) -> None:
         """Refuse, before anything loads, a LoRA rank (0: full fine-tuning) it cannot sample."""
 
     def start(self, host: ModelHost, max_lora_rank: int) -> None:

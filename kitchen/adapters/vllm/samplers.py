@@ -112,11 +112,11 @@ class VllmSamplers:
 
     # -- start-up ---------------------------------------------------------------------------------
 
-    def check_trainable(self, rank: int, model_path: Path) -> None:
+    def check_trainable(self, lora_rank: int, model_path: Path) -> None:
         """Refuse at start-up what vLLM cannot sample, with what to change: full fine-tuning, and
-        a rank above that of the server already started for `model_path` (vLLM fixes its
+        a LoRA rank above that of the server already started for `model_path` (vLLM fixes its
         --max-lora-rank when it starts)."""
-        if rank == 0:
+        if lora_rank == 0:
             raise ConfigError(
                 "--sampler vllm samples a base model plus LoRA adapters; full fine-tuning "
                 "(--lora-rank 0) needs --sampler local, or a LoRA rank"
@@ -124,9 +124,9 @@ class VllmSamplers:
         with self._lock:
             base = self._bases.get(str(model_path))
             started = base.started if base is not None else self._starting.get(str(model_path))
-        if started is not None and rank > started.spec.max_lora_rank:
+        if started is not None and lora_rank > started.spec.max_lora_rank:
             raise ConfigError(
-                f"LoRA rank {rank} is above the --max-lora-rank {started.spec.max_lora_rank} that "
+                f"LoRA rank {lora_rank} is above the --max-lora-rank {started.spec.max_lora_rank} that "
                 f"vLLM was started with for {model_path.name}; use a rank up to "
                 f"{started.spec.max_lora_rank}, or start with a larger --vllm-max-lora-rank"
             )

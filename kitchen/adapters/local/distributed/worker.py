@@ -138,7 +138,7 @@ def _shadow_forward(here: Rank, c: ShadowForward) -> None:
 
 
 def _decode(here: Rank, c: Decode) -> None:
-    from kitchen.adapters.local.sampling_client import decode_on_every_rank
+    from kitchen.adapters.local.distributed.executor import decode_on_every_rank
 
     host = here.base(c.base_model, c.quantization)
     ops = c.ops[here.world.rank - 1]
@@ -148,7 +148,7 @@ def _decode(here: Rank, c: Decode) -> None:
 
 
 def _score(here: Rank, c: Score) -> None:
-    from kitchen.adapters.local.sampling_client import score_on_every_rank
+    from kitchen.adapters.local.distributed.executor import score_on_every_rank
 
     host = here.base(c.base_model, c.quantization)
     snapshot = here.snapshot(c.snapshot_id)
