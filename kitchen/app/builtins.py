@@ -20,8 +20,9 @@ def _fake(settings: BackendSettings) -> Any:
 @BACKENDS.register("local")
 def _local(settings: BackendSettings) -> Any:
     from kitchen.adapters.local import create_local_backend
+    from kitchen.adapters.samplers import remote_samplers
 
-    return create_local_backend(settings)
+    return create_local_backend(settings, remote_samplers(settings.extra))
 
 
 @BACKENDS.register("tinker")

@@ -211,7 +211,6 @@ def run(
     """Run a recipe. Recipe flags: `kitchen run RECIPE --help`; also key=value (dotted for nested)."""
     STATE["debug"] = debug
     try:
-        ranks.serve_if_other_rank()
         if recipe in HELP_WORDS or (recipe is None and set(HELP_WORDS) & set(ctx.args)):
             typer.echo(ctx.get_help())
             return

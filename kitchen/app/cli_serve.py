@@ -161,7 +161,6 @@ def command(
     except KitchenError as e:
         err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
         raise typer.Exit(e.exit_code) from None
-    ranks.serve_if_other_rank()  # ranks > 0 of --nproc N: rank 0's engine calls, until it stops
     try:
         import fastapi  # noqa: F401
         import uvicorn  # noqa: F401

@@ -1,6 +1,7 @@
 """One rank of `kitchen run --nproc N` (or `kitchen serve --nproc N`), as torch.distributed.run
-starts it: the same command again, read from the environment (the launcher's parser would take our
-flags for its own)."""
+starts it: rank 0 runs the command again, read from the environment (the launcher's parser would
+take our flags for its own); ranks > 0 run rank 0's engine calls (distributed/worker.py), without
+the command line."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import signal
 import sys
 
 from kitchen.adapters.local.distributed.launch import ARGV_ENV, LAUNCHER_ENV
-from kitchen.app.cli import main
 
 
 def end_with_the_launcher() -> None:
@@ -28,16 +28,13 @@ def end_with_the_launcher() -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
 
-def without_bitsandbytes() -> None:
-    """No rank needs bitsandbytes: a 4-bit base is refused at --nproc N > 1 (backend.py). peft
-    imports it wherever it is installed, and its import compiles its kernels' wrappers (torch's
-    inductor): 1.2 s of every rank's start on a 2-core CPU. Marked absent, it is never imported,
-    and peft and transformers see it as not installed."""
-    sys.modules.setdefault("bitsandbytes", None)  # type: ignore[arg-type]
-
-
 if __name__ == "__main__":
     end_with_the_launcher()
-    without_bitsandbytes()
+    if int(os.environ.get("RANK", "0")) > 0:
+        from kitchen.adapters.local.distributed.worker import main as serve_rank_zero
+
+        serve_rank_zero()
+    from kitchen.app.cli import main
+
     sys.argv = ["kitchen", *json.loads(os.environ[ARGV_ENV])]
     main()

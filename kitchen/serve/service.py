@@ -60,6 +60,7 @@ class KitchenService:
         with self._backend_lock:
             if self._backend is None:
                 from kitchen.adapters.local import create_local_backend
+                from kitchen.adapters.samplers import remote_samplers
                 from kitchen.ports import BackendSettings
 
                 s = self.settings
@@ -79,7 +80,8 @@ class KitchenService:
                         device=s.device,
                         dtype=s.dtype,
                         extra=extra,
-                    )
+                    ),
+                    remote_samplers(extra),
                 )
             return self._backend
 
@@ -91,7 +93,7 @@ class KitchenService:
         host = self.backend.shared_host(base_model)
         if self.settings.sampler == "vllm":
             # vLLM loads for minutes: before the server answers, not in a client's first request.
-            self.backend.vllm().base(host)
+            self.backend.remote().base(host)
 
     def loaded_models(self) -> list[tuple[str, int]]:
         if self._backend is None:

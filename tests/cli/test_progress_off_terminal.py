@@ -10,9 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow  # launches a process
 def test_progress_lines_reach_a_file_every_tenth_of_the_steps(tmp_path: Path) -> None:
     log = tmp_path / "out.log"
     command = [sys.executable, "-m", "kitchen.app.cli", "run", "sl_basic", "--backend", "fake",

@@ -7,6 +7,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 PROBE = r"""
 import json, subprocess, sys
 started, sandboxes = [], []
@@ -48,6 +50,7 @@ def probe(*args: str) -> tuple[dict, str]:
     return json.loads(line.removeprefix("@@probe ")), out.stdout + out.stderr
 
 
+@pytest.mark.slow  # launches a process
 def test_dry_run_prints_the_plan_and_starts_no_model_and_no_sandbox():
     report, output = probe()
     assert report == {"exit": 0, "processes": [], "sandboxes": 0, "loaded": []}, output
@@ -57,6 +60,7 @@ def test_dry_run_prints_the_plan_and_starts_no_model_and_no_sandbox():
     assert "close_sandbox" in output
 
 
+@pytest.mark.slow  # launches a process
 def test_dry_run_rejects_an_ignored_knob_with_one_line():
     report, output = probe("--advantage-estimator", "group_mean", "--gamma", "0.9")
     assert report["exit"] == 2 and report["processes"] == []

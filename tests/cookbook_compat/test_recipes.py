@@ -14,6 +14,9 @@ import pytest
 
 from .hf_cache import LLAMA
 
+# tinker-cookbook's code against a `kitchen serve` process (its scripts in processes of their own).
+pytestmark = pytest.mark.slow
+
 TIMEOUT_S = 240
 COMMON = [f"model_name={LLAMA}"]
 RECIPES = {

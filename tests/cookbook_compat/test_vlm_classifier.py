@@ -17,6 +17,9 @@ import pytest
 from tests.helpers import TINY_VLM, place_in_hub_cache
 from tests.tinker_backend.conftest import TEST_KEY, serve_process
 
+# tinker-cookbook's code against a `kitchen serve` process (its scripts in processes of their own).
+pytestmark = pytest.mark.slow
+
 pytest.importorskip(
     "tinker_cookbook", reason="tinker-cookbook 0.6.1 is not installed (make install)"
 )

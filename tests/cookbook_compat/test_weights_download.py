@@ -16,6 +16,9 @@ from tests.tinker_backend.conftest import TEST_KEY, sft_datum
 
 from .hf_cache import LLAMA
 
+# tinker-cookbook's code against a `kitchen serve` process (its scripts in processes of their own).
+pytestmark = pytest.mark.slow
+
 pytest.importorskip("pyrage", reason="tinker_cookbook.weights needs pyrage (make install)")
 ADAPTER = "adapter_model.safetensors"
 

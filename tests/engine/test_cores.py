@@ -120,6 +120,7 @@ def kitchen_peer() -> Iterator[int]:
         peer.communicate()
 
 
+@pytest.mark.slow  # launches a process
 @linux_only
 def test_a_kitchen_process_is_seen_before_it_loads_torch(kitchen_peer: int) -> None:
     peers = find_peers()
@@ -140,12 +141,14 @@ def _spin_count(code: str, env: dict[str, str]) -> int:
     return int(found.group(1))
 
 
+@pytest.mark.slow  # launches a process
 @linux_only
 def test_beside_another_kitchen_process_torch_waits_passively(kitchen_peer: int) -> None:
     # every entry (the CLI, serve, kitchen.app.launch, bench scripts) imports the kitchen package first
     assert _spin_count("import kitchen.app.cli; import torch", _child_env()) == 0
 
 
+@pytest.mark.slow  # launches a process
 @linux_only
 def test_a_kitchen_process_that_started_after_this_one_imported_kitchen_counts() -> None:
     # two started together: each sees the other when it loads torch, so neither spins
@@ -160,11 +163,13 @@ def test_a_kitchen_process_that_started_after_this_one_imported_kitchen_counts()
     assert found and int(found.group(1)) == 0, err[-2000:]
 
 
+@pytest.mark.slow  # launches a process
 def test_without_kitchen_torch_spins() -> None:
     # the default the PASSIVE policy replaces, so the tests above can tell the difference
     assert _spin_count("import torch", _child_env()) > 0
 
 
+@pytest.mark.slow  # launches a process
 def test_a_policy_the_user_set_is_kept() -> None:
     assert (
         _spin_count("import kitchen; import torch", _child_env(OMP_WAIT_POLICY="ACTIVE")) > 300_000

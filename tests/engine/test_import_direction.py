@@ -83,6 +83,49 @@ def test_kitchen_layers_import_only_downwards():
     assert not bad, "\n".join(bad)
 
 
+def _adapter(module: str) -> str | None:
+    """The adapter a module belongs to ("local", "vllm", ...), or None outside kitchen/adapters."""
+    parts = module.split(".")
+    return parts[2] if parts[:2] == ["kitchen", "adapters"] and len(parts) > 2 else None
+
+
+# The local engine is handed what it runs beside (the samplers of --sampler vllm, by
+# kitchen/adapters/samplers.py): it imports no other adapter, so a run on its own loads none.
+LOCAL_FORBIDDEN: Rules = {"kitchen/adapters/local": {"vllm", "samplers", "tinker", "fake"}}
+
+
+def test_the_local_engine_imports_no_other_adapter():
+    bad = _violations(ROOT, LOCAL_FORBIDDEN, _adapter)
+    assert not bad, "\n".join(bad)
+
+
+def _reaches_the_world(root: Path) -> list[str]:
+    """Every place in the local engine outside distributed/ that imports the ranks' World or reads
+    a `world` (name or attribute): those go through the executor the backend picked."""
+    bad = []
+    local = root / "kitchen" / "adapters" / "local"
+    for path in sorted(local.rglob("*.py")):
+        if "distributed" in path.relative_to(local).parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            named = (
+                (isinstance(node, ast.Name) and node.id == "world")
+                or (isinstance(node, ast.Attribute) and node.attr == "world")
+                or (isinstance(node, ast.ImportFrom) and (node.module or "").endswith(".world"))
+            )
+            if named:
+                bad.append(f"{path.relative_to(root)}:{node.lineno}")  # type: ignore[attr-defined]
+    return bad
+
+
+def test_the_local_engine_reaches_the_ranks_only_through_its_executor(tmp_path):
+    assert _reaches_the_world(ROOT) == []
+    engine = tmp_path / "kitchen" / "adapters" / "local"
+    engine.mkdir(parents=True)
+    (engine / "client.py").write_text("def f(backend):\n    return backend.world is None\n")
+    assert _reaches_the_world(tmp_path) == ["kitchen/adapters/local/client.py:2"]
+
+
 def test_the_checks_flag_a_cookbook_or_workflow_that_imports_an_adapter(tmp_path):
     # The checks above pass on a clean tree; this shows they would fail on the imports they forbid,
     # at module level and inside a function alike.
@@ -100,6 +143,14 @@ def test_the_checks_flag_a_cookbook_or_workflow_that_imports_an_adapter(tmp_path
     ]
     assert _violations(tmp_path, LAYER_FORBIDDEN, _layer) == [
         "kitchen/workflows/rl/stages.py:2 imports kitchen.adapters.local.backend"
+    ]
+    (tmp_path / "kitchen" / "adapters" / "local").mkdir(parents=True)
+    (tmp_path / "kitchen" / "adapters" / "local" / "backend.py").write_text(
+        "from kitchen.adapters.local.host import ModelHost\n"
+        "def f():\n    from kitchen.adapters.vllm.samplers import VllmSamplers\n"
+    )
+    assert _violations(tmp_path, LOCAL_FORBIDDEN, _adapter) == [
+        "kitchen/adapters/local/backend.py:3 imports kitchen.adapters.vllm.samplers"
     ]
 
 

@@ -177,7 +177,7 @@ class SharesHere:
         self.forwards = [0] * size  # forwards each share ran with rows of its own
 
     def tick(self, own: Any, ops: list[list[Any]]) -> list[Any]:
-        with self.sampler._weights() as model, torch.inference_mode():
+        with self.sampler.weights() as model, torch.inference_mode():
             out = [own(model)] + [r.run(model, o) for r, o in zip(self.rows, ops, strict=True)]
         for s, logits in enumerate(out):
             self.forwards[s] += logits is not None
@@ -211,6 +211,8 @@ def test_a_batch_spread_over_shares_samples_what_one_batch_samples(backend: Any)
         return [f.result() for f in futures]
 
     together, spread_out = run(one), run(sampler)
+    # The last step resolves the futures, then settles the shares: a call after it sees both.
+    backend.compute.submit_call(lambda: None).result()
     assert all(n > 0 for n in spread.forwards)  # every share decoded rows of its own
     assert all(rows.cache is None for rows in spread.rows)
     prompts = [p for p, _, _ in requests()] + [PROMPTS[1]]

@@ -17,9 +17,10 @@ import torch
 from tinker import types
 from typer.testing import CliRunner
 
-from kitchen.adapters.local import create_local_backend
+from kitchen.adapters.local import create_local_backend, quantization
 from kitchen.adapters.local.quantization import check_device
 from kitchen.adapters.local.settings import EngineSettings
+from kitchen.adapters.samplers import remote_samplers
 from kitchen.engine.errors import ConfigError
 from kitchen.ports import BackendSettings
 from tests.helpers import chat_files, engine_device, local_backend
@@ -175,6 +176,8 @@ def test_export_merges_into_the_dequantized_base(nf4: Any, tmp_path: Path) -> No
 
 def test_a_missing_bitsandbytes_is_refused_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "bitsandbytes", None)  # import fails as if not installed
+    # ...and this mark is not the engine's own hold-back, which a 4-bit backend would lift.
+    monkeypatch.setattr(quantization, "_held_back", False)
     with pytest.raises(ConfigError) as refused:
         nf4_backend(Path("unused"))
     message = str(refused.value)
@@ -214,16 +217,15 @@ def test_full_fine_tuning_of_a_4bit_base_is_refused(nf4: Any) -> None:
 def test_several_ranks_on_a_4bit_base_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     from kitchen.adapters.local import backend
 
-    monkeypatch.setattr(backend, "world", lambda: object())  # as under --nproc 2
+    monkeypatch.setattr(backend, "executor", lambda: pytypes.SimpleNamespace(size=2))  # --nproc 2
     with pytest.raises(ConfigError, match="does not run with --nproc > 1 yet"):
         nf4_backend(Path("unused"))
 
 
 def test_a_vllm_sampler_on_a_4bit_base_is_refused() -> None:
+    extra = {"base_quantization": "nf4", "sampler": "vllm"}
     with pytest.raises(ConfigError, match="needs --sampler local: vllm would sample from its own"):
-        create_local_backend(
-            BackendSettings(device="cpu", extra={"base_quantization": "nf4", "sampler": "vllm"})
-        )
+        create_local_backend(BackendSettings(device="cpu", extra=extra), remote_samplers(extra))
 
 
 def test_settings_take_the_option_and_its_env_var(monkeypatch: pytest.MonkeyPatch) -> None:

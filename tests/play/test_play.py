@@ -135,6 +135,7 @@ class Pane:
 KITCHEN = Path(sys.executable).with_name("kitchen")
 
 
+@pytest.mark.slow  # launches a process
 @needs_tmux
 def test_play_in_a_terminal_under_tmux(tmp_path):
     pane = Pane(f"{KITCHEN} play guess_number --backend fake --high 4; echo EXIT=$?; sleep 60")
@@ -173,6 +174,7 @@ def sandbox_problem() -> str | None:
 PRIME = 'print("YES" if n > 1 and all(n % d for d in range(2, int(n ** 0.5) + 1)) else "NO")'
 
 
+@pytest.mark.slow  # launches a process
 @needs_tmux
 def test_play_code_under_tmux_runs_the_typed_program_in_the_sandbox(tmp_path):
     problem = sandbox_problem()

@@ -56,6 +56,7 @@ def feed(config: dict, metrics: Path, cwd: Path, **env: str) -> None:
     importlib.util.find_spec("trackio") is None,
     reason="trackio is not installed (pip install 'kitchen[trackio]')",
 )
+@pytest.mark.slow  # launches a process
 def test_trackio_keeps_the_metrics_jsonl_keys_and_steps(runs, tmp_path):
     metrics = runs["sl"] / "metrics.jsonl"
     config = {"trackio_project": "kitchen-test", "wandb_name": "sl", "learning_rate": 2e-4}
@@ -101,6 +102,7 @@ print(json.dumps([metrics, configs]))
     importlib.util.find_spec("neptune_scale") is None,
     reason="neptune-scale is not installed (pip install 'kitchen[neptune]')",
 )
+@pytest.mark.slow  # launches a process
 def test_neptune_offline_keeps_the_metrics_jsonl_keys_and_steps(runs, tmp_path):
     metrics = runs["rl"] / "metrics.jsonl"  # has both `progress` and `progress/batch`
     config = {"neptune_project": "kitchen/test", "wandb_name": "rl", "group_size": 8}

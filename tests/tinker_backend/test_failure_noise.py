@@ -19,6 +19,8 @@ from kitchen.engine.errors import BackendError
 
 from .conftest import TEST_KEY, TINY
 
+pytestmark = pytest.mark.slow  # each test runs kitchen in a process of its own
+
 # rl_basic whose 4th sample request carries a seed no server takes: that group fails while the
 # other groups' requests are in flight, so kitchen cancels them as they finish or fail.
 CHILD = textwrap.dedent(

@@ -8,6 +8,7 @@ import pytest
 from tinker import types
 
 from kitchen.adapters.local.backend import LocalBackend
+from kitchen.adapters.samplers import remote_samplers
 from kitchen.app.resolve import parse_overrides
 from kitchen.engine.errors import ConfigError
 from kitchen.ports import BackendSettings
@@ -17,7 +18,9 @@ from tests.vllm_sampler.fake_vllm import FakeVllm
 
 def vllm_backend(tmp_path, url: str) -> LocalBackend:
     extra = {"sampler": "vllm", "vllm_urls": [url]}
-    return LocalBackend(BackendSettings(log_dir=tmp_path, seed=0, extra=extra))
+    return LocalBackend(
+        BackendSettings(log_dir=tmp_path, seed=0, extra=extra), remote_samplers(extra)
+    )
 
 
 def test_snapshots_sample_on_vllm_and_prompts_score_on_the_engine(tmp_path):
@@ -67,4 +70,5 @@ def test_sampler_flags():
     with pytest.raises(Exception, match="local"):
         TrainConfig.model_validate({"sampler": "sglang"})
     with pytest.raises(ConfigError, match="expected http"):
-        LocalBackend(BackendSettings(extra={"sampler": "vllm", "vllm_urls": ["a:8000"]})).vllm()
+        extra = {"sampler": "vllm", "vllm_urls": ["a:8000"]}
+        LocalBackend(BackendSettings(extra=extra), remote_samplers(extra)).remote()

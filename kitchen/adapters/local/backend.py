@@ -1,7 +1,7 @@
 """LocalBackend: the embedded training engine behind kitchen.ports.TrainingBackend.
 
 One backend keeps one in-memory copy of each base model (a `ModelHost`); every LoRA training client,
-sampler snapshot and base-model sampler on that base shares it. Full fine-tuning (rank 0) loads a
+sampler snapshot and base-model sampler on that base shares it. Full fine-tuning (no LoRA) loads a
 private copy instead, since its base weights change. With `--base-quantization nf4` the shared
 copies are 4-bit (quantization.py); full fine-tuning is refused then, having no fp32 base to train.
 """
@@ -15,16 +15,27 @@ from typing import Any
 
 from kitchen.adapters.local import checkpoints as ckpt
 from kitchen.adapters.local.compute_thread import ComputeThread
-from kitchen.adapters.local.distributed.world import world
+from kitchen.adapters.local.distributed.commands import (
+    LoadBase,
+    LoadSnapshot,
+    OpenBackend,
+    OpenClient,
+)
+from kitchen.adapters.local.distributed.executor import executor
+from kitchen.adapters.local.executor import SOLO, Executor
 from kitchen.adapters.local.host import LoraSnapshot, ModelHost, load_host
 from kitchen.adapters.local.lora import LoraSpec
-from kitchen.adapters.local.quantization import check_device
+from kitchen.adapters.local.quantization import (
+    allow_bitsandbytes,
+    check_device,
+    hold_back_bitsandbytes,
+)
+from kitchen.adapters.local.remote_samplers import RemoteSamplers, RemoteSamplersFactory
 from kitchen.adapters.local.resolve import resolve_model
 from kitchen.adapters.local.sampling_client import LocalSamplingClient, model_eos_ids
 from kitchen.adapters.local.settings import EngineSettings, apply_num_threads, choose_num_threads
 from kitchen.adapters.local.stability import StabilityRecords
 from kitchen.adapters.local.training_client import LocalTrainingClient, next_model_id
-from kitchen.adapters.vllm.samplers import chosen_sampler
 from kitchen.engine.errors import BackendError, ConfigError
 from kitchen.ports import BackendSettings
 
@@ -34,12 +45,28 @@ class LocalBackend:
 
     name = "local"
 
-    def __init__(self, settings: BackendSettings | None = None) -> None:
+    def __init__(
+        self,
+        settings: BackendSettings | None = None,
+        remote_samplers: RemoteSamplersFactory | None = None,
+    ) -> None:
+        """`remote_samplers`: who samples instead of the engine (`--sampler vllm`), picked by name
+        in kitchen/adapters/samplers.py; None: the engine's own sampler."""
         self.backend_settings = settings or BackendSettings()
         self.settings = EngineSettings.from_backend_settings(self.backend_settings)
-        self.sampler = chosen_sampler(self.backend_settings.extra)
-        self.world = world()  # None unless launched with --nproc > 1 (distributed/world.py)
-        if self.settings.base_quantization != "none":
+        # What --sampler names, for messages: the engine's own unless another was handed over.
+        self.sampler = (
+            "local"
+            if remote_samplers is None
+            else str(self.backend_settings.extra.get("sampler") or "vllm")
+        )
+        self._remote_factory = remote_samplers
+        # Where calls compute: this process, or every rank of a --nproc N run (executor.py).
+        self.ranks: Executor = executor()
+        if self.settings.base_quantization == "none":
+            hold_back_bitsandbytes()
+        else:
+            allow_bitsandbytes()
             self._check_quantization()
         self._largest_model = 0
         self._hosts: dict[str, ModelHost] = {}
@@ -50,14 +77,13 @@ class LocalBackend:
         # What samplers recorded for stable_reinforce, by sequence id (stability.py).
         self.stability = StabilityRecords()
         self._clients: list[LocalTrainingClient] = []
-        self._vllm: Any = None  # VllmSamplers, made on first use with --sampler vllm
-        if self.world is not None and self.world.leader:
-            self.world.send("backend", self.backend_settings)
+        self._remote: RemoteSamplers | None = None  # made on first use
+        self.ranks.tell(OpenBackend(self.backend_settings))
 
     def _check_quantization(self) -> None:
         """Refuse, before any work, what a 4-bit base cannot run with."""
         quantization = self.settings.base_quantization
-        if self.world is not None:
+        if self.ranks.size > 1:
             raise ConfigError(
                 f"--base-quantization {quantization} does not run with --nproc > 1 yet "
                 "(FSDP cannot shard 4-bit weights here); use --nproc 1"
@@ -92,8 +118,8 @@ class LocalBackend:
                 f"LoRA rank is {rank}; expected a positive rank, or 0 for full fine-tuning"
             )
         seed = self.settings.seed if seed is None else seed
-        if self.sampler == "vllm":
-            self.vllm().check_trainable(rank, resolve_model(base_model))
+        if self._remote_factory is not None:
+            self.remote().check_trainable(rank, resolve_model(base_model))
         lora = None
         if rank > 0:
             lora = LoraSpec(
@@ -106,8 +132,8 @@ class LocalBackend:
         # On the compute thread: loading and wrapping a model run torch ops (see compute_thread.py).
         client = self.compute.run(lambda: self._training_client(base_model, lora, seed))
         self._clients.append(client)
-        if self.sampler == "vllm":  # vLLM loads while the recipe prepares its first batch
-            self.vllm().start(client.host, max_lora_rank=rank)
+        if self._remote_factory is not None:  # vLLM loads while the recipe prepares its first batch
+            self.remote().start(client.host, max_lora_rank=rank)
         return client
 
     def _training_client(
@@ -122,22 +148,17 @@ class LocalBackend:
         model_id = next_model_id()
         if lora is None:
             # The other ranks shard their copy with this one (a collective): they hear of it first.
-            if self.world is not None and self.world.leader:
-                self.world.send("client", model_id, base_model, lora, seed)
+            self.ranks.tell(OpenClient(model_id, base_model, lora, seed))
             return LocalTrainingClient(self, self.trained_host(base_model), lora, seed, model_id)
         client = LocalTrainingClient(self, self.shared_host(base_model), lora, seed, model_id)
-        if self.world is not None and self.world.leader:
-            self.world.send("client", model_id, base_model, lora, seed)
+        self.ranks.tell(OpenClient(model_id, base_model, lora, seed))
         return client
 
     def trained_host(self, base_model: str) -> ModelHost:
         """A private copy of `base_model` to fine-tune fully (its weights change); sharded over
         the ranks of a --nproc N run (every rank, sharded_model.py)."""
         host = self._load(base_model)
-        if self.world is not None:
-            host.base.requires_grad_(True)  # before FSDP first gathers it
-            self.world.shard_trained(host.base)
-            host.sharded = True
+        self.ranks.hold_trained(host)
         return host
 
     def create_training_client_from_state(self, path: str) -> LocalTrainingClient:
@@ -164,23 +185,19 @@ class LocalBackend:
             client.close(cancel_queued=cancel)
         self._clients.clear()
         self.compute.close(cancel=cancel)
-        if self._vllm is not None:
-            self._vllm.close()
+        if self._remote is not None:
+            self._remote.close()
 
-    def vllm(self) -> Any:
-        """The vLLM servers and samplers of `--sampler vllm` (kitchen/adapters/vllm/)."""
-        if self._vllm is None:
-            from kitchen.adapters.vllm.samplers import VllmSamplers, VllmSettings
-
-            self._vllm = VllmSamplers(
-                VllmSettings.from_extra(self.backend_settings.extra),
-                dtype=self.settings.dtype_name,
-                checkpoint_root=self.settings.checkpoint_root,
-                device=self.settings.device,
-                seed=self.settings.seed,
-                records=self.stability,
-            )
-        return self._vllm
+    def remote(self) -> RemoteSamplers:
+        """The samplers of `--sampler vllm`, made from the factory this backend was given."""
+        if self._remote is None:
+            if self._remote_factory is None:
+                raise BackendError(
+                    f"--sampler {self.sampler}: this backend was built without its samplers; "
+                    "build it with kitchen.adapters.samplers.remote_samplers(extra)"
+                )
+            self._remote = self._remote_factory(self)
+        return self._remote
 
     # -- shared pieces, used by the clients -------------------------------------------------------
 
@@ -193,22 +210,18 @@ class LocalBackend:
         """The backend's one in-memory copy of `base_model` (loaded on first use), held as
         `quantization` (default: the backend's --base-quantization)."""
         held = self.settings.base_quantization if quantization is None else quantization
-        return self.compute.run(lambda: self._shared_host(base_model, held))
+        return self.compute.run(lambda: self.load_shared(base_model, held))
 
-    def _shared_host(self, base_model: str, quantization: str) -> ModelHost:
+    def load_shared(self, base_model: str, quantization: str) -> ModelHost:
+        """`shared_host` on the calling thread (the compute thread, or a rank > 0's only one)."""
         path = resolve_model(base_model)
         key = str(path) if quantization == "none" else f"{path} ({quantization})"
         with self._lock:
             host = self._hosts.get(key)
             if host is None:
-                if self.world is not None and self.world.leader:
-                    self.world.send("host", base_model, quantization)
+                self.ranks.tell(LoadBase(base_model, quantization))
                 host = self._load(base_model, model_path=path, quantization=quantization)
-                if self.world is None:
-                    host.freeze()
-                else:  # freeze's cast copies would be of the whole base, on every rank
-                    self.world.shard(host.base)
-                    host.sharded = True
+                self.ranks.hold_shared(host)
                 self._hosts[key] = host
         return host
 
@@ -236,12 +249,12 @@ class LocalBackend:
             model_path,
             self.stability,
             microbatch_tokens=self.settings.microbatch_tokens,
-            world=self.world if self.world is not None and host.sharded else None,
+            ranks=self.ranks if host.sharded else SOLO,
             spread=self.settings.spread_sampling,
         )
-        if self.sampler == "vllm":  # vLLM samples; the local one scores prompts
+        if self._remote_factory is not None:  # vLLM samples; the local one scores prompts
             eos = model_eos_ids(host)
-            return self.vllm().sampling_client(host, snapshot, model_path, eos, local)  # type: ignore[no-any-return]
+            return self.remote().sampling_client(host, snapshot, model_path, eos, local)  # type: ignore[no-any-return]
         return local
 
     def copy_host(self, host: ModelHost) -> ModelHost:
@@ -297,17 +310,12 @@ class LocalBackend:
             # The base the adapter was trained on: a 4-bit one if it was.
             host = self.shared_host(meta.base_model, meta.base_quantization)
             snapshot = snapshot_from(folder, host)
-            if self.world is not None:  # every rank samples from it
-                self.world.share(
-                    snapshot,
-                    "snapshot_path",
-                    str(folder),
-                    snapshot.snapshot_id,
-                    meta.base_model,
-                    meta.base_quantization,
-                )
+            command = LoadSnapshot(
+                str(folder), snapshot.snapshot_id, meta.base_model, meta.base_quantization
+            )
+            self.ranks.share(snapshot, command)  # every rank samples from it
             return self.sampling_client_for(host, snapshot, model_path=str(folder))
-        if self.sampler == "vllm":
+        if self._remote_factory is not None:
             raise ConfigError(
                 f"{folder} holds fully fine-tuned weights; --sampler vllm samples a base model "
                 "plus LoRA adapters, so sample it with --sampler local"

@@ -2,9 +2,9 @@
 whichever prompt, group, env, stage or `kitchen serve` client it came from. It runs on the backend's
 compute thread (compute_thread.py), which admits requests and steps it between other calls.
 
-One step over many rows costs far less than a step per request (SmolLM2 in bf16 on 2 CPU cores:
-82 ms for 32 rows against 51 ms for 8), so requests join the running batch between decode steps
-and leave it as soon as they finish. New requests are prefilled once per distinct prompt, the
+One step over many rows costs far less than a step per request (docs/adapters.md has the dated
+measurements), so requests join the running batch between decode steps and leave it as soon as
+they finish. New requests are prefilled once per distinct prompt, the
 distinct prompts that arrive together in one left-padded forward, the KV cache repeated for their
 samples and concatenated to the batch's; caches of different lengths are left-padded and the
 padding masked, with explicit position ids, so every row still sees exactly its own prompt + sample
@@ -18,7 +18,7 @@ from collections.abc import Callable, Hashable
 from concurrent.futures import Future
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, assert_never
 
 import numpy as np
 from tinker import types
@@ -100,7 +100,42 @@ class Spread(Protocol):
         ...
 
 
-Op = tuple[Any, ...]  # what a share's CacheRows does next: a method's name and its arguments
+@dataclass(frozen=True)
+class Prefill:
+    """A forward over new prompts (CacheRows.prefill)."""
+
+    prompts: list[list[int]]
+    use_cache: bool
+    want_all: bool = False
+    images: Expanded | None = None
+
+
+@dataclass(frozen=True)
+class Join:
+    """The last prefill's rows join the cache (CacheRows.join)."""
+
+    source: list[int]
+    length: int
+
+
+@dataclass(frozen=True)
+class Step:
+    """One decode step of every row (CacheRows.step)."""
+
+    ids_N1: np.ndarray
+    mask_NL: np.ndarray | None
+    position_N1: np.ndarray
+
+
+@dataclass(frozen=True)
+class Keep:
+    """Only some rows stay (CacheRows.keep)."""
+
+    kept: list[int]
+    trim: int
+
+
+Op = Prefill | Join | Step | Keep  # what a share's CacheRows does next
 
 
 class CacheRows:
@@ -118,14 +153,27 @@ class CacheRows:
         one-token forward whose output is dropped (on a sharded base every rank forwards in
         step), unless `model` is None: the ops then only drop rows."""
         logits = None
-        for name, *args in ops:
-            if name in ("prefill", "step"):
-                logits = getattr(self, name)(model, *args)
-            else:
-                getattr(self, name)(*args)
+        for op in ops:
+            out = self.apply(model, op)
+            logits = logits if out is None else out
         if logits is None and model is not None:
             filler_forward(model)
         return logits
+
+    def apply(self, model: Any, op: Op) -> Any:
+        """One op on this share's cache; the logits of a forward (None for the others)."""
+        match op:
+            case Prefill():
+                return self.prefill(model, op.prompts, op.use_cache, op.want_all, op.images)
+            case Step():
+                return self.step(model, op.ids_N1, op.mask_NL, op.position_N1)
+            case Join():
+                self.join(op.source, op.length)
+            case Keep():
+                self.keep(op.kept, op.trim)
+            case _:
+                assert_never(op)
+        return None
 
     def prefill(
         self,
@@ -290,7 +338,7 @@ class DecodeBatch:
             first = groups[0][0]  # a job that scores its prompt is a group alone
             use_cache = max(j.max_new for group in groups for j in group) > 0
             prompts = [group[0].prompt for group in groups]
-            ops.append([("prefill", prompts, use_cache, _scores_prompt(first), first.images)])
+            ops.append([Prefill(prompts, use_cache, _scores_prompt(first), first.images)])
         logits_S = self._tick(next(g[0][0] for g in tick if g), ops)
         self.prefills += 1
         segments: list[tuple[SampleJob, list[_Row], Any]] = []
@@ -416,7 +464,7 @@ class DecodeBatch:
         """Append `rows` (rows `source` of the last prefill, `length` positions, the first `pads`
         of each row padding) to `share`, left-padding the shorter side."""
         total = max(share.length, length) if share.rows else length
-        self._send(share, ("join", source, total))
+        self._send(share, Join(source, total))
         share.pads = [p + total - share.length for p in share.pads] + [
             p + total - length for p in pads
         ]
@@ -439,7 +487,7 @@ class DecodeBatch:
                 mask_NL = np.ones((len(rows), share.length + 1), dtype=np.int64)
                 for i, pad in enumerate(share.pads):
                     mask_NL[i, :pad] = 0
-            ops.append([("step", ids_N1, mask_NL, position_N1)])
+            ops.append([Step(ids_N1, mask_NL, position_N1)])
         logits_S = self._tick(self.rows[0].job, ops)
         self.steps += 1
         segments: list[tuple[SampleJob, list[_Row], Any]] = []
@@ -467,14 +515,14 @@ class DecodeBatch:
             return
         if not kept:
             share.rows, share.pads, share.length = [], [], 0
-            self._send(share, ("keep", [], 0))
+            self._send(share, Keep([], 0))
             return
         share.rows = [share.rows[i] for i in kept]
         share.pads = [share.pads[i] for i in kept]
         trim = min(share.pads)  # columns every row pads: dropped
         share.pads = [p - trim for p in share.pads]
         share.length -= trim
-        self._send(share, ("keep", kept, trim))
+        self._send(share, Keep(kept, trim))
 
     def _settle(self) -> None:
         """Once the batch is empty, the other ranks free their shares' caches now (Spread)."""
@@ -490,8 +538,7 @@ class DecodeBatch:
         if share.cache is None:
             share.ops.append(op)
         else:
-            name, *args = op
-            getattr(share.cache, name)(*args)
+            share.cache.apply(None, op)
 
 
 def _allowed(job: SampleJob, logits_NV: Any) -> Any:

@@ -11,11 +11,44 @@ weights dequantized, so the merged model is the one that was trained.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from kitchen.engine.errors import ConfigError
 
 QUANTIZATIONS = ("none", "nf4")
+
+
+def hold_back_bitsandbytes() -> None:
+    """Mark bitsandbytes absent from this process until a 4-bit base is asked for. peft imports it
+    wherever it is installed, and its import compiles its kernels' wrappers and prints a warning
+    about a missing optional package; a run on a full-precision base needs none of it. Marked
+    absent, peft and transformers see it as not installed. Nothing to do once it is imported."""
+    global _held_back
+    if "bitsandbytes" not in sys.modules:
+        sys.modules["bitsandbytes"] = None  # type: ignore[assignment]
+        _held_back = True
+
+
+def allow_bitsandbytes() -> None:
+    """Undo `hold_back_bitsandbytes` for a 4-bit base: its mark goes (not one set by anyone else),
+    and so do the answers peft and transformers cached while it stood."""
+    global _held_back
+    if not _held_back:
+        return
+    _held_back = False
+    if "bitsandbytes" in sys.modules and sys.modules["bitsandbytes"] is None:
+        del sys.modules["bitsandbytes"]
+    for module, check in (
+        ("peft.import_utils", "is_bnb_4bit_available"),
+        ("transformers.utils.import_utils", "is_bitsandbytes_available"),
+    ):
+        cached = getattr(sys.modules.get(module), check, None)
+        if cached is not None and hasattr(cached, "cache_clear"):
+            cached.cache_clear()
+
+
+_held_back = False  # whether the mark in sys.modules is hold_back_bitsandbytes's
 
 
 def quantization_config(quantization: str, device: str, compute_dtype: Any = None) -> Any:

@@ -7,16 +7,16 @@ import itertools
 from collections.abc import Callable, Generator, Hashable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from tinker import types
 
 from kitchen.adapters.local.batching import check_token_ids
 from kitchen.adapters.local.compute_thread import ComputeThread, ScoreJob
-from kitchen.adapters.local.decode_batch import CacheRows, Op, SampleJob, first_position
-from kitchen.adapters.local.distributed.deal import Deal
-from kitchen.adapters.local.forward import score_sequences
+from kitchen.adapters.local.decode_batch import SampleJob, first_position
+from kitchen.adapters.local.distributed.commands import ShadowForward
+from kitchen.adapters.local.executor import SOLO, Executor
 from kitchen.adapters.local.host import LoraSnapshot, ModelHost
 from kitchen.adapters.local.images import Expanded, text_only, vision_of
 from kitchen.adapters.local.sampling import (
@@ -30,9 +30,6 @@ from kitchen.adapters.local.stability import SequenceRecord, StabilityRecords
 from kitchen.engine.errors import BackendError
 from kitchen.engine.futures import APIFuture, settle
 
-if TYPE_CHECKING:
-    from kitchen.adapters.local.distributed.world import World
-
 _sampler_ids = itertools.count(1)
 
 
@@ -43,10 +40,11 @@ class LocalSamplingClient:
     seed and this sampler's serial number, so a whole run is reproducible; drawn seeds are below
     2**31, as every seed Kitchen draws (docs/resume.md).
 
-    With `world` (a --nproc N run; the host's base is sharded), every rank computes with the base:
-    rank 0 decodes every request while each other rank runs a forward beside each of its decode
-    batch's forwards, or (`spread`) every rank decodes a share of the batch's rows (RankShares);
-    compute_logprobs batches are dealt to the ranks (docs/distributed.md).
+    `ranks` computes each call (executor.py): this process, or, in a --nproc N run whose host's base
+    is sharded, every rank: rank 0 decodes every request while each other rank runs a forward
+    beside each of its decode batch's forwards, or (`spread`) every rank decodes a share of the
+    batch's rows (distributed/executor.py's RankShares); compute_logprobs batches are dealt to
+    the ranks (docs/distributed.md).
     """
 
     def __init__(
@@ -59,12 +57,12 @@ class LocalSamplingClient:
         records: StabilityRecords | None = None,
         *,
         microbatch_tokens: int,
-        world: World | None = None,
+        ranks: Executor = SOLO,
         spread: bool = False,
     ) -> None:
         self.host = host
-        self.world = world
-        self._spread = RankShares(self, world) if world is not None and spread else None
+        self.ranks = ranks
+        self._spread = ranks.spread(self) if spread else None
         self.microbatch_tokens = microbatch_tokens  # padded tokens per scoring pass
         self.records = records
         self.snapshot = snapshot
@@ -136,20 +134,16 @@ class LocalSamplingClient:
     def get_base_model(self) -> str:
         return self.host.model_name
 
-    def _weights(self, merge: bool = True) -> Any:
+    def weights(self, merge: bool = True) -> Any:
         return snapshot_weights(self.host, self.snapshot, merge)
 
     @contextmanager
     def _forward_weights(self) -> Iterator[Any]:
         """The weights for one forward of the decode batch, on the compute thread; in a --nproc N
         run every other rank runs a forward beside it, gathering the same layers (world.py)."""
-        if self.world is None:
-            with self._weights() as model:
-                yield model
-            return
-        with self._weights() as model:  # sent once nothing on rank 0 can fail before the call
-            self.world.send("forward", self.host.model_name, self.host.quantization)
-            with self.world.sharded_call(self.host.base):
+        with self.weights() as model:  # told once nothing on rank 0 can fail before the call
+            self.ranks.tell(ShadowForward(self.host.model_name, self.host.quantization))
+            with self.ranks.sharded_call(self.host.base):
                 yield model
 
     def _job(
@@ -257,64 +251,11 @@ class LocalSamplingClient:
     def _score(self, sequences: list[list[int] | Expanded]) -> list[np.ndarray]:
         """Logprobs of every token after the first of each sequence, in shared passes (on the
         compute thread; a scoring pass does not repay merging a snapshot's weights). In a
-        --nproc N run every rank scores its deal of the passes (score_on_every_rank)."""
-        if self.world is None:
-            with self._weights(merge=False) as model:
-                scored = score_sequences(model, sequences, self.microbatch_tokens)
-        else:
-            snapshot_id = self.snapshot.snapshot_id if self.snapshot else None
-            merge = self.host.merges(self.snapshot)
-            call = ("score", self.host.model_name, self.host.quantization, snapshot_id, merge)
-            scored = score_on_every_rank(
-                self.world,
-                self.host,
-                self.snapshot,
-                sequences,
-                self.microbatch_tokens,
-                merge,
-                call=(*call, sequences, self.microbatch_tokens),
-            )
-        assert scored is not None
-        return scored
+        --nproc N run every rank scores its deal of the passes (distributed/executor.py)."""
+        return self.ranks.score(self, sequences)
 
     def eos_ids(self) -> set[int]:
         return model_eos_ids(self.host)
-
-
-class RankShares:
-    """The decode batch spread over the ranks of a --nproc N run (decode_batch.Spread): each rank
-    keeps a share of the rows and their KV cache, and every forward of the batch runs on all of
-    them at once, each rank's logits gathered on rank 0, which chooses every token as one process
-    does. A row's logits then come from a forward beside other rows than at N = 1, so they can
-    differ in their last bits (docs/distributed.md)."""
-
-    def __init__(self, client: LocalSamplingClient, world: World) -> None:
-        self.client, self.world, self.size = client, world, world.size
-
-    def tick(self, own: Callable[[Any], Any], ops: list[list[Op]]) -> list[Any]:
-        import torch
-
-        host, world = self.client.host, self.world
-        with self.client._weights() as model:  # sent once nothing on rank 0 can fail before it
-            self._send(ops, forward=True)
-            with world.sharded_call(host.base), torch.inference_mode():
-                mine = own(model)
-                theirs = world.gather(None)
-        assert theirs is not None
-        return [mine] + [
-            None if x is None else torch.from_numpy(x).to(host.device) for x in theirs[1:]
-        ]
-
-    def settle(self, ops: list[list[Op]]) -> None:
-        self._send(ops, forward=False)
-
-    def _send(self, ops: list[list[Op]], forward: bool) -> None:
-        host, snapshot = self.client.host, self.client.snapshot
-        snapshot_id = snapshot.snapshot_id if snapshot else None
-        merge = host.merges(snapshot)
-        self.world.send(
-            "decode", host.model_name, host.quantization, snapshot_id, merge, ops, forward
-        )
 
 
 class SampleFuture(APIFuture[types.SampleResponse]):
@@ -380,52 +321,6 @@ class ScoreFuture(APIFuture[list[float | None]]):
 def snapshot_weights(host: ModelHost, snapshot: LoraSnapshot | None, merge: bool = True) -> Any:
     """`snapshot`'s weights on `host` (see ModelHost.use_snapshot for `merge`), else the base's."""
     return host.use_snapshot(snapshot, merge) if snapshot else host.use(None)
-
-
-def score_on_every_rank(
-    world: World,
-    host: ModelHost,
-    snapshot: LoraSnapshot | None,
-    sequences: list[list[int] | Expanded],
-    microbatch_tokens: int,
-    merge: bool = False,
-    call: tuple[Any, ...] | None = None,
-) -> list[np.ndarray] | None:
-    """Every rank of a --nproc N run: its deal of a compute_logprobs batch on `host`'s sharded
-    base with `snapshot`'s weights (this rank's copy; merged if rank 0's were, `merge`); the
-    logprobs on rank 0, None elsewhere. Rank 0 sends the other ranks their `call` once its
-    weights are in place."""
-    with snapshot_weights(host, snapshot, merge) as model:
-        if call is not None:
-            world.send(*call)
-        with world.sharded_call(host.base):
-            return score_sequences(model, sequences, microbatch_tokens, share=Deal(world, []))
-
-
-def decode_on_every_rank(
-    world: World,
-    host: ModelHost,
-    snapshot: LoraSnapshot | None,
-    merge: bool,
-    rows: CacheRows,
-    ops: list[Op],
-    forward: bool,
-) -> None:
-    """Ranks > 0 of a --nproc N run that spreads sampling: `ops` on this rank's share of rank 0's
-    decode batch (RankShares), with `snapshot`'s weights (merged if rank 0's were, `merge`); the
-    logits of its forward, if any, go to rank 0."""
-    import torch
-
-    if not forward:
-        rows.run(None, ops)
-        return
-    with (
-        snapshot_weights(host, snapshot, merge) as model,
-        world.sharded_call(host.base),
-        torch.inference_mode(),
-    ):
-        logits = rows.run(model, ops)
-        world.gather(None if logits is None else logits.cpu().numpy())
 
 
 def model_eos_ids(host: ModelHost) -> set[int]:

@@ -1,5 +1,5 @@
-"""The local TrainingClient: one LoRA adapter on a shared base (rank > 0), or a private full copy of
-the model (rank 0: full fine-tuning), plus its AdamW state.
+"""The local TrainingClient: one LoRA adapter on a shared base, or (`lora` None: full fine-tuning) a
+private full copy of the model, plus its AdamW state.
 
 Every call returns at once with a future; the work runs on the backend's compute thread in
 submission order, so callers can queue forward_backward and optim_step for batch N+1 before
@@ -9,7 +9,6 @@ awaiting batch N, as tinker-cookbook's loops do.
 from __future__ import annotations
 
 import contextlib
-import functools
 import itertools
 import threading
 from collections.abc import Callable, Mapping
@@ -20,6 +19,17 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from tinker import types
 
 from kitchen.adapters.local import checkpoints as ckpt
+from kitchen.adapters.local.distributed.commands import (
+    Backprop,
+    CloseClient,
+    GatherWeights,
+    LoadState,
+    OptimStep,
+    RunLoss,
+    SaveSharded,
+    ScoreData,
+    TakeSnapshot,
+)
 from kitchen.adapters.local.distributed.deal import Deal
 from kitchen.adapters.local.forward import (
     backprop_gradients,
@@ -54,20 +64,6 @@ def next_model_id() -> str:
     return f"local-train-{next(_client_ids)}"
 
 
-def on_every_rank(method: Callable[..., T]) -> Callable[..., T]:
-    """A call every rank of a --nproc N run makes (each its share): on rank 0 it is first sent to
-    the other ranks (distributed/worker.py runs it there). The calls not marked run on rank 0 alone."""
-
-    @functools.wraps(method)
-    def call(self: LocalTrainingClient, *args: Any) -> T:
-        world = self.backend.world
-        if world is not None and world.leader:
-            world.send("call", self.model_id, method.__name__, args)
-        return method(self, *args)
-
-    return call
-
-
 class LocalTrainingClient:
     """A model being trained. `lora` is None for full fine-tuning (then `host` is private to it)."""
 
@@ -80,6 +76,7 @@ class LocalTrainingClient:
         model_id: str | None = None,
     ) -> None:
         self.backend = backend
+        self.ranks = backend.ranks  # where each call computes (executor.py)
         self.host = host
         self.lora = lora
         self.seed = seed
@@ -213,12 +210,11 @@ class LocalTrainingClient:
             wait(queued)
         if self.adapter is not None:
             self.host.remove_adapter(self.adapter)
-        world = self.backend.world
-        if self._sharded_full and world is not None:
-            world.release(self.host.base)
+        if self._sharded_full:
+            self.ranks.release(self.host.base)
         closed, self._closed = self._closed, True  # a server closes it with its session and at exit
-        if world is not None and world.leader and not closed:
-            self.backend.compute.run(lambda: world.send("close", self.model_id))
+        if not closed:
+            self.ranks.tell_from(self.backend.compute, CloseClient(self.model_id))
 
     # -- work run on the backend's compute thread --------------------------------------------------
 
@@ -237,7 +233,6 @@ class LocalTrainingClient:
             data = with_sampler_logprobs(data, self.backend.stability)
         return self._run_loss(data, loss_fn, *rest)
 
-    @on_every_rank
     def _run_loss(
         self,
         data: list[types.Datum],
@@ -245,6 +240,7 @@ class LocalTrainingClient:
         config: Mapping[str, float] | None,
         backward: bool,
     ) -> types.ForwardBackwardOutput:
+        self.ranks.tell(RunLoss(self.model_id, data, loss_fn, config, backward))
         with self.host.use(self.adapter) as model, self._sharded_call():
             settings = self.backend.settings
             out = run_builtin_loss(
@@ -279,21 +275,16 @@ class LocalTrainingClient:
         """LoRA's passes' gradients summed apart (as --nproc N sums them: the same numbers at any
         N); full fine-tuning's straight into the sum (apart, they would need the model's size
         again), by FSDP's reduce-scatters at N > 1."""
-        if self.adapter is None:
-            world = self.backend.world
-            return None if world is None else Deal(world, self._params, sharded=True)
-        return Deal(self.backend.world, self._params)
+        return self.ranks.deal(self._params, full=self.adapter is None)
 
     @property
     def _sharded_full(self) -> bool:
         """Full fine-tuning at N > 1: the weights and the optimizer state are FSDP's shards."""
-        return self.adapter is None and self.backend.world is not None
+        return self.adapter is None and self.host.sharded
 
     def _sharded_call(self) -> contextlib.AbstractContextManager[None]:
-        """Every rank's span of one training call on the sharded base (--nproc > 1; else nothing
-        to do)."""
-        world = self.backend.world
-        return contextlib.nullcontext() if world is None else world.sharded_call(self.host.base)
+        """Every rank's span of one training call on the base."""
+        return self.ranks.sharded_call(self.host.base)
 
     def _run_custom(
         self, data: list[types.Datum], loss_fn: CustomLossFn
@@ -308,18 +299,19 @@ class LocalTrainingClient:
                 settings.activation_checkpointing,
                 settings.packing,
                 self._padding,
-                backprop=None if self.backend.world is None else self._backprop_everywhere(data),
+                # At N > 1 every rank scores and backpropagates its deal; rank 0 runs the loss.
+                backprop=self._backprop_everywhere(data) if self.ranks.size > 1 else None,
                 share=self._deal(),
                 budget=self._budget,
-                score=None if self.backend.world is None else lambda: self._score_data(data),
+                score=(lambda: self._score_data(data)) if self.ranks.size > 1 else None,
             )
         self._zero_missing_grads()
         return out
 
-    @on_every_rank
     def _score_data(self, data: list[types.Datum]) -> list[Any] | None:
         """Every rank: its deal of scoring a custom loss's data on the sharded base; the logprobs
         per datum on rank 0."""
+        self.ranks.tell(ScoreData(self.model_id, data))
         deal = self._deal()
         assert deal is not None
         settings = self.backend.settings
@@ -334,8 +326,8 @@ class LocalTrainingClient:
 
         return backprop
 
-    @on_every_rank
     def _backprop(self, data: list[types.Datum], grads: list[Any]) -> None:
+        self.ranks.tell(Backprop(self.model_id, data, grads))
         settings = self.backend.settings
         deal = self._deal()
         assert deal is not None
@@ -352,16 +344,15 @@ class LocalTrainingClient:
             )
         self._zero_missing_grads()  # as rank 0 does after its custom call
 
-    @on_every_rank
     def _optim_step(self, adam_params: types.AdamParams) -> types.OptimStepResponse:
+        self.ranks.tell(OptimStep(self.model_id, adam_params))
         with self.host.lock:
             metrics = adam_step(self._optimizer, adam_params)
         self.step += 1
         metrics = {**metrics, **self._padding.take()}
-        world = self.backend.world
-        if world is None or world.leader:  # a rank > 0's peak goes with its results (World.gather)
+        if self.ranks.leader:  # a rank > 0's peak goes with its results (World.gather)
             metrics.update(peak_memory(self.host.device))
-            metrics.update({} if world is None else world.take_peaks())
+            metrics.update(self.ranks.take_peaks())
         return types.OptimStepResponse(metrics=metrics)
 
     def _meta(self, kind: str) -> ckpt.CheckpointMeta:
@@ -372,7 +363,7 @@ class LocalTrainingClient:
             lora=self.lora.to_dict() if self.lora else None,
             seed=self.seed,
             step=self.step,
-            world_size=1 if self.backend.world is None else self.backend.world.size,
+            world_size=self.ranks.size,
             base_quantization=self.host.quantization,
         )
 
@@ -396,16 +387,16 @@ class LocalTrainingClient:
         dest = ckpt.checkpoint_folder(self.backend.settings.checkpoint_root, "state", name)
         return types.SaveWeightsResponse(path=str(ckpt.write_folder(dest, fill)))
 
-    @on_every_rank
     def _save_sharded(self, folder: str) -> None:
         """Every rank: the weights' and the optimizer's shards to `folder`/SHARDED_DIR
         (torch.distributed.checkpoint), and the whole weights gathered into the file one process
         writes, by rank 0 (full fine-tuning at N > 1; `folder` is rank 0's, not yet in place)."""
+        self.ranks.tell(SaveSharded(self.model_id, folder))
         from kitchen.adapters.local.distributed import sharded_model
 
         with self.host.lock:
             weights = sharded_model.whole_weights(self.host.base)
-            if self.backend.world is not None and self.backend.world.leader:
+            if self.ranks.leader:
                 twins = sharded_model.tied_twins(self.host.base)
                 ckpt.save_full_tensors(
                     Path(folder), {k: v for k, v in weights.items() if k not in twins}
@@ -415,8 +406,8 @@ class LocalTrainingClient:
                 Path(folder) / ckpt.SHARDED_DIR, self.host.base, self._optimizer
             )
 
-    @on_every_rank
     def _load_state(self, path: str, with_optimizer: bool) -> types.LoadWeightsResponse:
+        self.ranks.tell(LoadState(self.model_id, path, with_optimizer))
         folder = ckpt.parse_checkpoint_path(path)
         meta = ckpt.read_meta(folder)
         if meta.kind != "state":
@@ -482,9 +473,8 @@ class LocalTrainingClient:
     def _snapshot_sampler(self) -> LocalSamplingClient:
         if self.adapter is not None:
             snapshot = self.snapshot()
-            world = self.backend.world
-            if world is not None:  # every rank samples from it (its copy of the same weights)
-                world.share(snapshot, "snapshot", self.model_id, snapshot.snapshot_id)
+            # every rank samples from it (its copy of the same weights)
+            self.ranks.share(snapshot, TakeSnapshot(self.model_id, snapshot.snapshot_id))
             return self.backend.sampling_client_for(self.host, snapshot)
         if self._sharded_full:
             # Rank 0 holds the weights whole and samples alone, as one process does.
@@ -493,10 +483,10 @@ class LocalTrainingClient:
             copy = self.backend.copy_host(self.host)
         return self.backend.sampling_client_for(copy, None)
 
-    @on_every_rank
     def _whole_weights(self) -> dict[str, Any]:
         """Every rank (full fine-tuning at N > 1): the whole weights on rank 0's CPU, gathered one
         at a time (empty elsewhere)."""
+        self.ranks.tell(GatherWeights(self.model_id))
         from kitchen.adapters.local.distributed.sharded_model import whole_weights
 
         with self.host.lock:

@@ -32,7 +32,6 @@ from kitchen.adapters.vllm.server import (
 )
 from kitchen.engine.errors import BackendError, ConfigError
 
-SAMPLERS = ("local", "vllm")
 _snapshot_names = itertools.count(1)
 
 
@@ -66,13 +65,6 @@ class VllmSettings:
             gpu_memory_utilization=extra.get("vllm_gpu_memory_utilization"),
             max_lora_rank=int(extra.get("vllm_max_lora_rank") or 0),
         )
-
-
-def chosen_sampler(extra: dict[str, Any]) -> str:
-    sampler = str(extra.get("sampler") or "local")
-    if sampler not in SAMPLERS:
-        raise ConfigError(f"--sampler {sampler!r}: expected one of {', '.join(SAMPLERS)}")
-    return sampler
 
 
 def say_on_stderr(line: str, final: bool) -> None:
@@ -120,11 +112,11 @@ class VllmSamplers:
 
     # -- start-up ---------------------------------------------------------------------------------
 
-    def check_trainable(self, rank: int, model_path: Path) -> None:
+    def check_trainable(self, lora_rank: int, model_path: Path) -> None:
         """Refuse at start-up what vLLM cannot sample, with what to change: full fine-tuning, and
-        a rank above that of the server already started for `model_path` (vLLM fixes its
+        a LoRA rank above that of the server already started for `model_path` (vLLM fixes its
         --max-lora-rank when it starts)."""
-        if rank == 0:
+        if lora_rank == 0:
             raise ConfigError(
                 "--sampler vllm samples a base model plus LoRA adapters; full fine-tuning "
                 "(--lora-rank 0) needs --sampler local, or a LoRA rank"
@@ -132,9 +124,9 @@ class VllmSamplers:
         with self._lock:
             base = self._bases.get(str(model_path))
             started = base.started if base is not None else self._starting.get(str(model_path))
-        if started is not None and rank > started.spec.max_lora_rank:
+        if started is not None and lora_rank > started.spec.max_lora_rank:
             raise ConfigError(
-                f"LoRA rank {rank} is above the --max-lora-rank {started.spec.max_lora_rank} that "
+                f"LoRA rank {lora_rank} is above the --max-lora-rank {started.spec.max_lora_rank} that "
                 f"vLLM was started with for {model_path.name}; use a rank up to "
                 f"{started.spec.max_lora_rank}, or start with a larger --vllm-max-lora-rank"
             )
@@ -265,3 +257,16 @@ def served_base(pool: ServerPool) -> str:
 def _drop_snapshot(pool: ServerPool, name: str, folder: Path) -> None:
     pool.fire("/v1/unload_lora_adapter", {"lora_name": name})
     shutil.rmtree(folder, ignore_errors=True)
+
+
+def for_local_engine(backend: Any) -> VllmSamplers:
+    """`--sampler vllm`'s samplers for a local backend (kitchen/adapters/samplers.py hands this
+    factory to it): its settings, dtype, checkpoint folder and stability records."""
+    return VllmSamplers(
+        VllmSettings.from_extra(backend.backend_settings.extra),
+        dtype=backend.settings.dtype_name,
+        checkpoint_root=backend.settings.checkpoint_root,
+        device=backend.settings.device,
+        seed=backend.settings.seed,
+        records=backend.stability,
+    )

@@ -4,23 +4,194 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from kitchen.adapters.local.distributed.commands import (
+    Backprop,
+    CloseClient,
+    Command,
+    Decode,
+    Forget,
+    GatherWeights,
+    LoadBase,
+    LoadSnapshot,
+    LoadState,
+    OpenBackend,
+    OpenClient,
+    OptimStep,
+    RunLoss,
+    SaveSharded,
+    Score,
+    ScoreData,
+    ShadowForward,
+    Stop,
+    TakeSnapshot,
+)
 from kitchen.adapters.local.distributed.world import World, leave
 from kitchen.engine.errors import BackendError
 
 
+@dataclass
+class Rank:
+    """What this rank holds of rank 0's engine: its backend, and its parts of rank 0's clients,
+    sampler snapshots and decode batch."""
+
+    world: World
+    backend: Any = None  # LocalBackend, made by OpenBackend
+    clients: dict[str, Any] = field(default_factory=dict)  # LocalTrainingClient, by model id
+    snapshots: dict[int, Any] = field(default_factory=dict)  # LoraSnapshot, by rank 0's id
+    rows: Any = None  # CacheRows: this rank's share of rank 0's decode batch, when it spreads
+
+    def base(self, base_model: str, quantization: str) -> Any:
+        """The backend's shared, sharded copy of `base_model` (a ModelHost)."""
+        return self.backend.load_shared(base_model, quantization)
+
+    def snapshot(self, snapshot_id: int | None) -> Any:
+        return None if snapshot_id is None else self.snapshots[snapshot_id]
+
+
+def _open_backend(here: Rank, c: OpenBackend) -> None:
+    from kitchen.adapters.local.backend import LocalBackend
+    from kitchen.adapters.local.decode_batch import CacheRows
+
+    here.backend, here.clients, here.snapshots = LocalBackend(c.settings), {}, {}
+    here.rows = CacheRows()
+
+
+def _load_base(here: Rank, c: LoadBase) -> None:
+    here.base(c.base_model, c.quantization)
+
+
+def _open_client(here: Rank, c: OpenClient) -> None:
+    from kitchen.adapters.local.training_client import LocalTrainingClient
+
+    if c.lora is None:  # full fine-tuning: a copy of its own, sharded
+        host = here.backend.trained_host(c.base_model)
+    else:
+        host = here.base(c.base_model, here.backend.settings.base_quantization)
+    here.clients[c.model_id] = LocalTrainingClient(here.backend, host, c.lora, c.seed, c.model_id)
+
+
+def _close_client(here: Rank, c: CloseClient) -> None:
+    here.clients.pop(c.model_id).close()
+
+
+def _run_loss(here: Rank, c: RunLoss) -> None:
+    with refused_alike(here.world):
+        here.clients[c.model_id]._run_loss(c.data, c.loss_fn, c.config, c.backward)
+
+
+def _score_data(here: Rank, c: ScoreData) -> None:
+    with refused_alike(here.world):
+        here.clients[c.model_id]._score_data(c.data)
+
+
+def _backprop(here: Rank, c: Backprop) -> None:
+    with refused_alike(here.world):
+        here.clients[c.model_id]._backprop(c.data, c.grads)
+
+
+def _optim_step(here: Rank, c: OptimStep) -> None:
+    with refused_alike(here.world):
+        here.clients[c.model_id]._optim_step(c.adam_params)
+
+
+def _save_sharded(here: Rank, c: SaveSharded) -> None:
+    with refused_alike(here.world):
+        here.clients[c.model_id]._save_sharded(c.folder)
+
+
+def _load_state(here: Rank, c: LoadState) -> None:
+    with refused_alike(here.world):
+        here.clients[c.model_id]._load_state(c.path, c.with_optimizer)
+
+
+def _gather_weights(here: Rank, c: GatherWeights) -> None:
+    with refused_alike(here.world):
+        here.clients[c.model_id]._whole_weights()
+
+
+def _take_snapshot(here: Rank, c: TakeSnapshot) -> None:
+    here.snapshots[c.snapshot_id] = here.clients[c.model_id].snapshot(c.snapshot_id)
+
+
+def _load_snapshot(here: Rank, c: LoadSnapshot) -> None:
+    from kitchen.adapters.local.backend import snapshot_from
+
+    host = here.base(c.base_model, c.quantization)
+    here.snapshots[c.snapshot_id] = snapshot_from(Path(c.folder), host, c.snapshot_id)
+
+
+def _forget(here: Rank, c: Forget) -> None:
+    for snapshot_id in c.snapshot_ids:
+        here.snapshots.pop(snapshot_id, None)
+
+
+def _shadow_forward(here: Rank, c: ShadowForward) -> None:
+    here.world.shadow_forward(here.base(c.base_model, c.quantization).base)
+
+
+def _decode(here: Rank, c: Decode) -> None:
+    from kitchen.adapters.local.distributed.executor import decode_on_every_rank
+
+    host = here.base(c.base_model, c.quantization)
+    ops = c.ops[here.world.rank - 1]
+    decode_on_every_rank(
+        here.world, host, here.snapshot(c.snapshot_id), c.merge, here.rows, ops, c.forward
+    )
+
+
+def _score(here: Rank, c: Score) -> None:
+    from kitchen.adapters.local.distributed.executor import score_on_every_rank
+
+    host = here.base(c.base_model, c.quantization)
+    snapshot = here.snapshot(c.snapshot_id)
+    with refused_alike(here.world):
+        score_on_every_rank(here.world, host, snapshot, c.sequences, c.microbatch_tokens, c.merge)
+
+
+C = TypeVar("C", bound=Command)
+Handler = Callable[[Rank, Any], None]
+
+
+def _handles(kind: type[C], handler: Callable[[Rank, C], None]) -> tuple[type[Command], Handler]:
+    """One entry of HANDLERS: mypy checks that `handler` takes `kind`."""
+    return kind, handler
+
+
+# What this rank runs for each command rank 0 sends (commands.py); Stop ends serve_calls.
+HANDLERS: dict[type[Command], Handler] = dict(
+    [
+        _handles(OpenBackend, _open_backend),
+        _handles(LoadBase, _load_base),
+        _handles(OpenClient, _open_client),
+        _handles(CloseClient, _close_client),
+        _handles(RunLoss, _run_loss),
+        _handles(ScoreData, _score_data),
+        _handles(Backprop, _backprop),
+        _handles(OptimStep, _optim_step),
+        _handles(SaveSharded, _save_sharded),
+        _handles(LoadState, _load_state),
+        _handles(GatherWeights, _gather_weights),
+        _handles(TakeSnapshot, _take_snapshot),
+        _handles(LoadSnapshot, _load_snapshot),
+        _handles(Forget, _forget),
+        _handles(ShadowForward, _shadow_forward),
+        _handles(Decode, _decode),
+        _handles(Score, _score),
+    ]
+)
+
+
 def serve_calls(world: World) -> None:
     """Run rank 0's calls on this rank until it stops."""
-    from kitchen.adapters.local.backend import LocalBackend, snapshot_from
-    from kitchen.adapters.local.decode_batch import CacheRows
     from kitchen.adapters.local.distributed.launch import STOP_SIGNALS
-    from kitchen.adapters.local.sampling_client import decode_on_every_rank, score_on_every_rank
-    from kitchen.adapters.local.training_client import LocalTrainingClient
 
     # torch.distributed.run hands a signal that stops it (Ctrl-C, SIGTERM) to every rank. Rank 0
     # ends as one process ends (a server finishes its running step, a run its call) and then says
@@ -30,13 +201,10 @@ def serve_calls(world: World) -> None:
     for sig in STOP_SIGNALS:
         signal.signal(sig, signal.SIG_IGN)
 
-    backend: Any = None
-    clients: dict[str, LocalTrainingClient] = {}
-    snapshots: dict[int, Any] = {}  # this rank's copies of rank 0's sampler snapshots, by id
-    rows = CacheRows()  # this rank's share of rank 0's decode batch, when it spreads
+    here = Rank(world)
     while True:
         try:
-            kind, *args = world.receive()
+            command = world.receive()
         except RuntimeError as e:  # gloo: "Connection closed by peer" (DistError is one too)
             if world.leader or "closed" not in str(e).lower():
                 raise
@@ -44,51 +212,30 @@ def serve_calls(world: World) -> None:
             # run. This rank's traceback would only bury that line.
             print(f"rank {world.rank} of {world.size}: rank 0 is gone; stopping", file=sys.stderr)
             raise SystemExit(1) from None
-        if kind == "stop":
+        if isinstance(command, Stop):
             leave()
             return
-        if kind == "backend":
-            backend, clients, snapshots, rows = LocalBackend(args[0]), {}, {}, CacheRows()
-        elif kind == "host":
-            backend._shared_host(*args)
-        elif kind == "client":
-            model_id, base_model, lora, seed = args
-            if lora is None:  # full fine-tuning: a copy of its own, sharded
-                host = backend.trained_host(base_model)
-            else:
-                host = backend._shared_host(base_model, backend.settings.base_quantization)
-            clients[model_id] = LocalTrainingClient(backend, host, lora, seed, model_id)
-        elif kind == "call":
-            model_id, method, call_args = args
-            with refused_alike(world):
-                getattr(clients[model_id], method)(*call_args)
-        elif kind == "close":
-            clients.pop(args[0]).close()
-        elif kind == "forward":  # beside a forward of rank 0's decode batch
-            world.shadow_forward(backend._shared_host(*args).base)
-        elif kind == "decode":
-            base_model, quantization, snapshot_id, merge, ops, forward = args
-            host = backend._shared_host(base_model, quantization)
-            snapshot = None if snapshot_id is None else snapshots[snapshot_id]
-            decode_on_every_rank(world, host, snapshot, merge, rows, ops[world.rank - 1], forward)
-        elif kind == "score":
-            base_model, quantization, snapshot_id, merge, sequences, microbatch_tokens = args
-            host = backend._shared_host(base_model, quantization)
-            snapshot = None if snapshot_id is None else snapshots[snapshot_id]
-            with refused_alike(world):
-                score_on_every_rank(world, host, snapshot, sequences, microbatch_tokens, merge)
-        elif kind == "snapshot":
-            model_id, snapshot_id = args
-            snapshots[snapshot_id] = clients[model_id].snapshot(snapshot_id)
-        elif kind == "snapshot_path":
-            folder, snapshot_id, base_model, quantization = args
-            host = backend._shared_host(base_model, quantization)
-            snapshots[snapshot_id] = snapshot_from(Path(folder), host, snapshot_id)
-        elif kind == "forget":
-            for snapshot_id in args[0]:
-                snapshots.pop(snapshot_id, None)
-        else:
-            raise RuntimeError(f"rank {world.rank}: unknown call {kind!r} from rank 0")
+        handler = HANDLERS.get(type(command))
+        if handler is None:
+            raise RuntimeError(f"rank {world.rank}: unknown command {command!r} from rank 0")
+        handler(here, command)
+
+
+def main() -> None:
+    """A rank > 0 of a --nproc N run (kitchen/app/rank.py starts it instead of the command): it
+    joins the group, runs rank 0's calls until rank 0 stops, and ends."""
+    from kitchen.adapters.local.distributed.world import world
+
+    here = world()
+    assert here is not None and not here.leader, "worker.main runs on ranks > 0"
+    serve_calls(here)
+    # This rank has left the group and has nothing left to write. Interpreter teardown would
+    # destroy the C++ side (gloo's threads, the heartbeat thread's store connection) while a
+    # daemon thread may still be in it: one run of the suite in three saw a rank that had
+    # stopped cleanly abort there ("terminate called without an active exception", exit -6).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 @contextlib.contextmanager

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kitchen.adapters.local.distributed.commands import Command, Forget, Stop
 from kitchen.engine.errors import BackendError
 
 if TYPE_CHECKING:
@@ -152,9 +153,9 @@ class World:
 
     # -- calls from rank 0 -------------------------------------------------------------------------
 
-    def send(self, *call: Any) -> None:
-        """Rank 0: hand `call` (a kind and its arguments, all picklable) to every other rank;
-        nothing once a collective failed (the others are out of step, or gone)."""
+    def send(self, command: Command) -> None:
+        """Rank 0: hand `command` to every other rank; nothing once a collective failed (the
+        others are out of step, or gone)."""
         import torch.distributed as dist
 
         if self.broken:
@@ -163,13 +164,13 @@ class World:
             forgotten, self._forgotten = self._forgotten, []
         with self._watching([r for r in range(1, self.size)]):
             if forgotten:
-                dist.broadcast_object_list([("forget", forgotten)], src=0, group=self.calls)
-            dist.broadcast_object_list([call], src=0, group=self.calls)
+                dist.broadcast_object_list([Forget(tuple(forgotten))], src=0, group=self.calls)
+            dist.broadcast_object_list([command], src=0, group=self.calls)
 
-    def share(self, snapshot: Any, *call: Any) -> None:
-        """Rank 0: `call` has every other rank take its own copy of the sampler `snapshot`
+    def share(self, snapshot: Any, command: Command) -> None:
+        """Rank 0: `command` has every other rank take its own copy of the sampler `snapshot`
         (a LoraSnapshot), which it drops once rank 0's copy is gone."""
-        self.send(*call)
+        self.send(command)
         weakref.finalize(snapshot, self._forget, snapshot.snapshot_id)
 
     def _forget(self, snapshot_id: int) -> None:
@@ -177,14 +178,15 @@ class World:
         with self._forgotten_lock:
             self._forgotten.append(snapshot_id)
 
-    def receive(self) -> tuple[Any, ...]:
-        """Ranks > 0: the next call rank 0 sent."""
+    def receive(self) -> Command:
+        """Ranks > 0: the next command rank 0 sent."""
         import torch.distributed as dist
 
         box: list[Any] = [None]
         with self._watching([0]):
             dist.broadcast_object_list(box, src=0, group=self.calls)
-        return tuple(box[0])
+        command: Command = box[0]
+        return command
 
     def _watching(self, ranks: list[int]) -> contextlib.AbstractContextManager[None]:
         """For a wait on the calls' group, which has no short limit: see `silent`."""
@@ -397,7 +399,7 @@ def _stop(here: World) -> None:
     import torch.distributed as dist
 
     if dist.is_initialized() and not here.broken:
-        here.send("stop")
+        here.send(Stop())
         leave()
 
 
