@@ -39,6 +39,8 @@ $(STAMP): $(BIN)/python pyproject.toml | system-deps
 	# and mcp 2.0.0, and openai-agents 0.20.0 is the newest release that runs with them (0.24 needs
 	# openai>=3). bm25s is search_tool's retriever.
 	$(BIN)/pip install verifiers==0.4.0 openai-agents==0.20.0 bm25s==0.3.16
+	# inspect-ai: the evaluator and `kitchen eval` tasks of docs/evaluation.md, over a Kitchen sampler.
+	$(BIN)/pip install inspect-ai==0.3.285
 	$(BIN)/pip install --no-deps 'lm-eval==0.4.13'
 	# tinker-cookbook itself, for the tests that run its recipes against kitchen serve.
 	$(BIN)/pip install --no-deps tinker-cookbook==0.6.1 chz blobfile lxml pycryptodomex cloudpickle pylatexenc math-verify latex2sympy2_extended==1.11.0 antlr4-python3-runtime==4.13.2
