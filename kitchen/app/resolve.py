@@ -187,15 +187,19 @@ def opened_here(ports: Mapping[str, Any], given: Mapping[str, Any] | None) -> li
 
 def open_agent_gateway(config: TrainConfig | None) -> Any:
     """The run's agent gateway: in-process clients for the agent rollouts, in the config's chat
-    format (default: the model's), and HTTP on the config's `agent_gateway_port` where set. Its
+    format (default: the model's), and HTTP on the config's `agent_gateway_port` where set (a
+    free port where the rollouts go over HTTP and none is set). Its
     policy is set by the workflow (SetAgentPolicy) once the first sampler exists."""
     from kitchen.serve.gateway import open_gateway
 
     agents = getattr(config, "agents", None)
+    port = getattr(agents, "port", None)
+    if port is None and getattr(agents, "transport", None) == "http":
+        port = 0  # rollouts over HTTP need a port; any free one
     return open_gateway(
         renderer=config.renderer_name if config is not None else None,
         context=config.context_length if config is not None else None,
-        port=getattr(agents, "port", None),
+        port=port,
     )
 
 

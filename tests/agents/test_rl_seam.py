@@ -92,7 +92,7 @@ def test_the_trained_datums_are_the_gateways_records_and_each_episode_one_datum(
     result = run(AgentRL(), _config(mode=mode), backend=FakeBackend(), ports={"agents": gateway})
     assert result.steps == 2
     assert len(gateway.taken) == 2 * 2 * 4  # steps x groups x rollouts, one address each
-    assert all(re.fullmatch(r"[01]/[01]/[0-3]", a) for a in gateway.taken)
+    assert all(re.fullmatch(r"[01]-[01]-[0-3]", a) for a in gateway.taken)
     for records in gateway.taken.values():
         assert len(records) == 2 and records[1].extends_previous  # two turns, extended
     expected = Counter(_expected_datum(r) for r in gateway.taken.values())
@@ -189,7 +189,7 @@ def test_past_the_failed_fraction_the_step_fails_with_one_line_naming_the_first_
     assert "\n" not in message
     assert re.search(
         r"5 of 8 agent rollouts dropped, over max_failed_fraction 0.5; "
-        r"first: 0/0/\d: raised ValueError: boom at rollout \d",
+        r"first: 0-0-\d: raised ValueError: boom at rollout \d",
         message,
     ), message
 

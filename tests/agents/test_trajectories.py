@@ -15,14 +15,14 @@ def _log(*calls: tuple[list[int], list[int], list[float]]) -> list:
     log = CallLog()
     for prompt, sampled, logprobs in calls:
         log.add(
-            "0/0/0",
+            "0-0-0",
             prompt_tokens=prompt,
             sampled_tokens=sampled,
             sampled_logprobs=logprobs,
             stop_reason="stop",
             sampler_version=3,
         )
-    return log.take("0/0/0")
+    return log.take("0-0-0")
 
 
 def _action(datum) -> tuple[np.ndarray, np.ndarray]:

@@ -89,13 +89,19 @@ class GroupOutcome:
 
 
 async def do_agent_group_rollout(
-    builder: AgentGroupBuilder, gateway: Any, prefix: str, budgets: AgentBudgets
+    builder: AgentGroupBuilder,
+    gateway: Any,
+    prefix: str,
+    budgets: AgentBudgets,
+    client_for: Callable[[str], Any] | None = None,
 ) -> GroupOutcome:
-    """Run the group's rollouts concurrently, rollout i at address f"{prefix}/{i}", and build the
-    trajectories of those that finished within budget from the gateway's records."""
-    addresses = [f"{prefix}/{i}" for i in range(builder.group_size)]
+    """Run the group's rollouts concurrently, rollout i at address f"{prefix}-{i}" with the client
+    `client_for(address)` (default: the gateway's in-process one), and build the trajectories of
+    those that finished within budget from the gateway's records."""
+    addresses = [f"{prefix}-{i}" for i in range(builder.group_size)]
+    make_client = client_for or gateway.client
     results = await asyncio.gather(
-        *(_one_rollout(builder, gateway, address, budgets) for address in addresses)
+        *(_one_rollout(builder, gateway, make_client, a, budgets) for a in addresses)
     )
     kept: list[tuple[Trajectory, int]] = []
     failures: list[RolloutFailure] = []
@@ -121,15 +127,21 @@ async def do_agent_group_rollout(
 
 
 async def _one_rollout(
-    builder: AgentGroupBuilder, gateway: Any, address: str, budgets: AgentBudgets
+    builder: AgentGroupBuilder,
+    gateway: Any,
+    make_client: Callable[[str], Any],
+    address: str,
+    budgets: AgentBudgets,
 ) -> tuple[list[CallRecord], float] | RolloutFailure:
     """(records, reward) of a rollout within budget, else why it was dropped. Its records are
-    taken from the gateway whatever happens, so none outlives the rollout there."""
+    taken from the gateway whatever happens, so none outlives the rollout there, and its client
+    is closed."""
     timer = asyncio.timeout(budgets.wall_time_s)
+    client = make_client(address)
     try:
         try:
             async with timer:
-                reward = float(await builder.rollout(gateway.client(address), builder.task))
+                reward = float(await builder.rollout(client, builder.task))
         except Exception as e:
             if timer.expired():  # not the agent's own TimeoutError: the budget's cancel
                 return RolloutFailure(
@@ -140,6 +152,9 @@ async def _one_rollout(
             return RolloutFailure(address, "failed", f"raised {_one_line(e)}")
     finally:
         records = gateway.take(address)
+        close = getattr(client, "close", None)
+        if close is not None:
+            await asyncio.shield(close())
     return over_budget(address, records, budgets) or (records, reward)
 
 

@@ -23,22 +23,37 @@ class AgentRollouts:
 
     budgets: AgentBudgets = field(default_factory=AgentBudgets)
     max_failed_fraction: float = 0.5
+    over_http: bool = False
+    """Hand rollouts an HTTP client on the gateway's port instead of its in-process one."""
 
 
 @dataclass(frozen=True)
 class Seam:
     """The gateway agent groups sample through (None where the workflow has no agents) and where
-    this batch's addresses start: group i's rollout j is f"{prefix}/{i}/{j}"."""
+    this batch's addresses start: group i's rollout j is f"{prefix}-{i}-{j}" (the gateway takes no "/" in an address)."""
 
     gateway: Any = None
     budgets: AgentBudgets = field(default_factory=AgentBudgets)
     prefix: str = ""
+    over_http: bool = False
 
     @staticmethod
     def of(ctx: Context[Any], agents: AgentRollouts | None, prefix: str) -> Seam:
         if agents is None:
             return Seam()
-        return Seam(ctx.port(AGENTS_PORT), agents.budgets, prefix)
+        return Seam(ctx.port(AGENTS_PORT), agents.budgets, prefix, agents.over_http)
+
+    def http_client(self, address: str) -> Any:
+        """An `openai.AsyncOpenAI` on the gateway's HTTP port, addressed to `address`."""
+        import openai
+
+        url = self.gateway.base_url(address)
+        if url is None:
+            raise StageError(
+                "agent rollouts over HTTP, but the agent gateway listens on no port "
+                "(set agent_gateway_port, or agent_transport in_process)"
+            )
+        return openai.AsyncOpenAI(base_url=url, api_key="kitchen", max_retries=0)
 
 
 async def rollout_group(builder: Any, policy: Any, i: int, seam: Seam) -> GroupOutcome:
@@ -51,8 +66,9 @@ async def rollout_group(builder: Any, policy: Any, i: int, seam: Seam) -> GroupO
                 f"group {i} is an agent group, but this rollout stage has no agent gateway "
                 "(build the workflow with agents=AgentRollouts(...))"
             )
-        where = f"{seam.prefix}/{i}" if seam.prefix else str(i)
-        return await do_agent_group_rollout(builder, seam.gateway, where, seam.budgets)
+        where = f"{seam.prefix}-{i}" if seam.prefix else str(i)
+        client_for = seam.http_client if seam.over_http else None
+        return await do_agent_group_rollout(builder, seam.gateway, where, seam.budgets, client_for)
     from train_core.rl import do_group_rollout
 
     group = await do_group_rollout(builder, policy)

@@ -150,6 +150,12 @@ class AgentConfig(ConfigGroup):
         alias="agent_min_group_size",
         description="Rollouts a group must keep to train; a group with fewer left is dropped",
     )
+    transport: Literal["in_process", "http"] = Field(
+        "in_process",
+        alias="agent_transport",
+        description="How rollouts reach the gateway: in_process (an OpenAI client with no socket) "
+        "| http (a client on its port: agent_gateway_port, or a free one)",
+    )
     port: int | None = Field(
         None,
         ge=0,

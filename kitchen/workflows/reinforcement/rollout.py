@@ -274,7 +274,7 @@ class EvaluateRL:
         policy_for = sampling.group_policies(
             ctx.state.sampling_client, ctx.state.step, EVALUATION_STREAM
         )
-        seam = Seam.of(ctx, self.agents, f"{self.prefix}/{ctx.state.step}")
+        seam = Seam.of(ctx, self.agents, f"{self.prefix}-{ctx.state.step}")
         outcomes = await batch_rollouts(builders, policy_for, seam)
         builders, groups, agent_metrics = settle(builders, outcomes, self.agents)
         metrics = {

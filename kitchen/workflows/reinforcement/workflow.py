@@ -144,7 +144,7 @@ def agent_rollouts(cfg: RLConfig) -> AgentRollouts | None:
         max_sampled_tokens=cfg.agents.max_sampled_tokens,
         min_group_size=cfg.agents.min_group_size,
     )
-    return AgentRollouts(budgets, cfg.agents.max_failed_fraction)
+    return AgentRollouts(budgets, cfg.agents.max_failed_fraction, cfg.agents.transport == "http")
 
 
 def fresh_sampler(agents: AgentRollouts | None = None) -> list[Node]:
