@@ -46,7 +46,7 @@ class GatewayDouble:
     def base_url(self, address: str) -> str | None:
         return None
 
-    def set_policy(self, sampling_client: Any, version: int) -> None:
+    def set_policy(self, sampling_client: Any, version: int, base_model: str | None = None) -> None:
         self.sampler, self.version = sampling_client, version
         self.versions_set.append(version)
 

@@ -25,6 +25,8 @@ class AgentRollouts:
     max_failed_fraction: float = 0.5
     over_http: bool = False
     """Hand rollouts an HTTP client on the gateway's port instead of its in-process one."""
+    base_model: str | None = None
+    """The model the policy's weights are of (the gateway's chat format follows it)."""
 
 
 @dataclass(frozen=True)
@@ -99,8 +101,9 @@ def settle(
 @dataclass(frozen=True, kw_only=True)
 class SetAgentPolicy:
     """The gateway's `policy` now samples with this step's sampler (and releases the snapshots no
-    rollout holds)."""
+    rollout holds); the weights are of `base_model` (the run's model)."""
 
+    base_model: str | None = None
     name: str = "set_agent_policy"
     reads: frozenset[str] = frozenset({"sampling_client", "policy_version"})
     writes: frozenset[str] = frozenset()
@@ -108,5 +111,5 @@ class SetAgentPolicy:
 
     def __call__(self, ctx: Context[Any]) -> Metrics | None:
         gateway = ctx.port(AGENTS_PORT)
-        gateway.set_policy(ctx.state.sampling_client, ctx.state.policy_version)
+        gateway.set_policy(ctx.state.sampling_client, ctx.state.policy_version, self.base_model)
         return {"agents/live_snapshots": float(gateway.live_snapshots())}

@@ -132,8 +132,9 @@ def periodic_eval(cfg: PolicyGradientConfig, agents: AgentRollouts | None = None
     return [When(Every(cfg.evaluation.every, "step", offset=0), [evaluate(cfg, agents=agents)])]
 
 
-def agent_rollouts(cfg: RLConfig) -> AgentRollouts | None:
-    """How agent groups roll out (an AgentRLConfig's budgets), or None: classic envs only."""
+def agent_rollouts(cfg: RLConfig, base_model: str) -> AgentRollouts | None:
+    """How agent groups of a run of `base_model` roll out (an AgentRLConfig's budgets), or None:
+    classic envs only."""
     if not isinstance(cfg, AgentRLConfig):
         return None
     from train_core.agents.rollouts import AgentBudgets
@@ -144,12 +145,15 @@ def agent_rollouts(cfg: RLConfig) -> AgentRollouts | None:
         max_sampled_tokens=cfg.agents.max_sampled_tokens,
         min_group_size=cfg.agents.min_group_size,
     )
-    return AgentRollouts(budgets, cfg.agents.max_failed_fraction, cfg.agents.transport == "http")
+    over_http = cfg.agents.transport == "http"
+    return AgentRollouts(budgets, cfg.agents.max_failed_fraction, over_http, base_model)
 
 
 def fresh_sampler(agents: AgentRollouts | None = None) -> list[Node]:
     """A sampler on the current weights, which the agent gateway's `policy` then serves."""
-    return [RefreshSampler(), *([SetAgentPolicy()] if agents is not None else [])]
+    if agents is None:
+        return [RefreshSampler()]
+    return [RefreshSampler(), SetAgentPolicy(base_model=agents.base_model)]
 
 
 def log_step(*, post_kl: bool) -> list[Node]:
@@ -226,7 +230,7 @@ def async_body(cfg: RLConfig, agents: AgentRollouts | None = None) -> list[Node]
         *train(cfg, loss_fn_config=cfg.loss_fn_config),
         *log_step(post_kl=cfg.kl.compute_post_kl),
         PublishSampler(),
-        *([SetAgentPolicy()] if agents is not None else []),
+        *([SetAgentPolicy(base_model=agents.base_model)] if agents is not None else []),
         *save(cfg),
     ]
 
@@ -246,8 +250,8 @@ def reinforcement(
     --no-register), with the config given. An AgentRLConfig's agent groups sample through the
     run's agent gateway (port "agents"), whose `policy` each fresh sampler becomes."""
     rl = cfg if isinstance(cfg, RLConfig) else as_sync_loop(cfg)
-    agents = agent_rollouts(rl)
     start = start_point(rl, rl.checkpoint.load_path)
+    agents = agent_rollouts(rl, start.model_name)
     nodes = setup(rl, make_dataset, start, reference_model=kl_reference(rl, start))
     finally_: list[Node] = []
     if rl.mode == "sync":
@@ -269,7 +273,7 @@ def reinforcement(
             )
         )
         if agents is not None:
-            nodes.append(SetAgentPolicy())
+            nodes.append(SetAgentPolicy(base_model=agents.base_model))
         finally_.append(StopRolloutPool())
     nodes.append(Loop("iteration", "n_batches", "batch_idx", steps=True, body=body))
     if rl.evaluation.every:
