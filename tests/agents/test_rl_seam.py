@@ -214,3 +214,24 @@ def test_budgets_on_turns_and_sampled_tokens_drop_rollouts_and_their_short_group
     (step,) = [m for m in result.metrics if "agents/over_turns" in m]
     assert step["agents/over_turns"] == 2 and step["agents/over_sampled_tokens"] == 2
     assert step["agents/dropped_groups"] == 2 and step["num_groups_trained"] == 1
+
+
+@pytest.mark.parametrize("mode", ["sync", "streaming", "async"])
+def test_a_group_left_with_too_few_rollouts_is_dropped_and_the_run_goes_on(mode: str) -> None:
+    async def agent(client: Any, task: Any) -> float:
+        reply = await _ask(client, task["question"])
+        if task["question"] == "q0":  # the first group fails whole
+            raise RuntimeError("tool crashed")
+        return float(len(reply.choices[0].message.content or "") % 2)
+
+    cfg = _config(group_size=2, groups_per_batch=2, num_batches=2, mode=mode)
+    result = run(FlakyAgents(agent), cfg, backend=FakeBackend(), ports={"agents": GatewayDouble()})
+    assert result.steps == 2
+    steps = [m for m in result.metrics if "agents/dropped_groups" in m]
+    assert sum(m["agents/failed"] for m in steps) == 2
+    assert sum(m["agents/dropped_groups"] for m in steps) == 1
+    # the other three groups train, 2 rollouts each (async: whichever step takes them)
+    assert (
+        sum(m["env/all/total_episodes"] for m in result.metrics if "env/all/total_episodes" in m)
+        == 6
+    )
