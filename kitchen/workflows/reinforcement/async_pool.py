@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from kitchen.engine.errors import DataError
@@ -190,7 +190,8 @@ class StartRolloutPool:
     groups_per_batch: int
     max_steps_off_policy: int
     sampling: RolloutSampling
-    agents: AgentRollouts | None = None
+    # repr=False: the plan of a classic env run (no agents) reads as it did before the seam
+    agents: AgentRollouts | None = field(default=None, repr=False)
     name: str = "start_rollout_pool"
     reads: frozenset[str] = frozenset({"training_client", "dataset", "n_batches", "rollout_pool"})
     writes: frozenset[str] = frozenset({"rollout_pool", "sampling_client", "policy_version"})
@@ -221,7 +222,8 @@ class CollectGroups:
     """This step's groups from the pool (started at this batch on the first step)."""
 
     groups_per_batch: int
-    agents: AgentRollouts | None = None
+    # repr=False: the plan of a classic env run (no agents) reads as it did before the seam
+    agents: AgentRollouts | None = field(default=None, repr=False)
     name: str = "collect_groups"
     phase: ClassVar[str] = "sampling"  # the learner's wait for rollouts that run beside it
     reads: frozenset[str] = frozenset({"rollout_pool", "batch_idx"})

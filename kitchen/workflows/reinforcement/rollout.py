@@ -7,7 +7,7 @@ import contextlib
 import json
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -111,7 +111,8 @@ class DoRollouts:
     groups run through the run's gateway (agents.py), their dropped rollouts counted."""
 
     sampling: RolloutSampling
-    agents: AgentRollouts | None = None
+    # repr=False: the plan of a classic env run (no agents) reads as it did before the seam
+    agents: AgentRollouts | None = field(default=None, repr=False)
     name: str = "do_rollouts"
     phase: ClassVar[str] = "sampling"
     reads: frozenset[str] = frozenset({"sampling_client", "dataset", "batch_idx", "policy_version"})
@@ -247,7 +248,8 @@ class EvaluateRL:
     seed: int = 0
     prefix: str = "test"
     report: bool = False
-    agents: AgentRollouts | None = None
+    # repr=False: the plan of a classic env run (no agents) reads as it did before the seam
+    agents: AgentRollouts | None = field(default=None, repr=False)
     name: str = "evaluate_rl"
     phase: ClassVar[str] = "evaluation"
 

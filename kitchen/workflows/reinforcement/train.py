@@ -213,7 +213,8 @@ class StreamRolloutsAndTrain:
     loss_fn_config: Mapping[str, float] | None = None
     lr_schedule: str = "constant"
     adam: AdamSettings = field(default_factory=AdamSettings)
-    agents: AgentRollouts | None = None
+    # repr=False: the plan of a classic env run (no agents) reads as it did before the seam
+    agents: AgentRollouts | None = field(default=None, repr=False)
     name: str = "stream_rollouts_and_train"
     writes: frozenset[str] = frozenset(
         {
