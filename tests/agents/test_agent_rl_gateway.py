@@ -44,9 +44,11 @@ def _trained(datum: Any) -> tuple[bytes, bytes]:
 
 @local_engine
 @pytest.mark.slow
-@pytest.mark.parametrize("transport", ["in_process", "http"])
+@pytest.mark.parametrize(
+    ("transport", "mode"), [("in_process", "sync"), ("http", "sync"), ("http", "async")]
+)
 def test_two_steps_train_on_the_gateways_records_byte_for_byte(
-    monkeypatch: Any, tmp_path: Any, transport: str
+    monkeypatch: Any, tmp_path: Any, transport: str, mode: str
 ) -> None:
     from kitchen.adapters.local.training_client import LocalTrainingClient
     from kitchen.serve.gateway.gateway import Gateway
@@ -71,6 +73,12 @@ def test_two_steps_train_on_the_gateways_records_byte_for_byte(
     monkeypatch.setattr(Gateway, "take", recording_take)
     monkeypatch.setattr(Gateway, "close", recording_close)
     monkeypatch.setattr(LocalTrainingClient, "forward_backward", capturing_forward_backward)
+    if transport == "http":  # every rollout's client must go over the socket
+
+        def in_process_client(self: Any, address: str) -> Any:
+            raise AssertionError(f"{address}: an in-process client under agent_transport http")
+
+        monkeypatch.setattr(Gateway, "client", in_process_client)
     cfg = {
         "model_name": "kitchen/tiny-llama",
         "num_batches": 2,
@@ -80,13 +88,18 @@ def test_two_steps_train_on_the_gateways_records_byte_for_byte(
         "save_every": 0,
         "register_model": False,
         "agent_transport": transport,
+        "mode": mode,
     }
     result = run("agent_rl", cfg, backend="local", log_dir=tmp_path)
     assert result.steps == 2 and closed == [True]  # the run opened its gateway and closed it
     assert sorted(taken) == [f"{b}-{g}-{r}" for b in "01" for g in "01" for r in "01"]
     assert all(len(records) == 2 for records in taken.values())  # ask, then answer
     assert all(records[1].extends_previous for records in taken.values())
-    assert [records[0].sampler_version for _, records in sorted(taken.items())] == [0] * 4 + [1] * 4
+    versions = [records[0].sampler_version for _, records in sorted(taken.items())]
+    if mode == "sync":  # each step samples with its own weights
+        assert versions == [0] * 4 + [1] * 4
+    else:  # within max_steps_off_policy of the step that trains them
+        assert set(versions) <= {0, 1}
     assert Counter(_trained(d) for d in trained) == Counter(_episode(r) for r in taken.values())
     steps = [m for m in result.metrics if "agents/splits" in m]
     assert [(m["agents/splits"], m["num_datums"]) for m in steps] == [(0.0, 4), (0.0, 4)]

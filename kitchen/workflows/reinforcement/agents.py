@@ -41,9 +41,12 @@ class Seam:
 
     @staticmethod
     def of(ctx: Context[Any], agents: AgentRollouts | None, prefix: str) -> Seam:
-        if agents is None:
-            return Seam()
-        return Seam(ctx.port(AGENTS_PORT), agents.budgets, prefix, agents.over_http)
+        """The seam of a stage with these `agents` options (none: classic groups only)."""
+        return Seam() if agents is None else Seam.over(ctx.port(AGENTS_PORT), agents, prefix)
+
+    @staticmethod
+    def over(gateway: Any, agents: AgentRollouts, prefix: str) -> Seam:
+        return Seam(gateway, agents.budgets, prefix, agents.over_http)
 
     def http_client(self, address: str) -> Any:
         """An `openai.AsyncOpenAI` on the gateway's HTTP port, addressed to `address`."""

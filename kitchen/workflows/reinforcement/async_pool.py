@@ -117,7 +117,7 @@ class AsyncRolloutPool:
         seam = Seam()
         if self.agents is not None:
             gateway, agents = self.agents
-            seam = Seam(gateway, agents.budgets, str(where[0]))
+            seam = Seam.over(gateway, agents, str(where[0]))
         try:
             outcome = await rollout_group(builder, policy, where[1], seam)
         except asyncio.CancelledError:
