@@ -270,3 +270,25 @@ def test_records_are_served_per_address(gateway) -> None:
     assert calls == taken and [c["turn"] for c in calls] == [0, 1]
     assert httpx.get(f"{url}/kitchen/v1/rollouts/ep-11/calls").json()["calls"] == []
     assert json.dumps(calls)  # plain JSON
+
+
+def test_vllms_top_k_is_honoured_and_its_other_extras_refused(gateway) -> None:
+    client = gateway.client("ep-12")
+
+    async def ids(**kwargs: Any) -> list[int]:
+        out = await client.completions.create(
+            model=POLICY_MODEL, prompt="The soup", max_tokens=6, **kwargs
+        )
+        return list(out.choices[0].token_ids)
+
+    async def run() -> None:
+        greedy = await ids(temperature=0, extra_body={"return_token_ids": True})
+        top_1 = await ids(
+            temperature=1.0, seed=5, extra_body={"return_token_ids": True, "top_k": 1}
+        )
+        assert top_1 == greedy
+        with pytest.raises(openai.BadRequestError, match="min_p"):
+            await ids(extra_body={"min_p": 0.1})
+
+    asyncio.run(run())
+    gateway.take("ep-12")
