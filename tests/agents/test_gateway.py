@@ -102,17 +102,16 @@ def test_a_two_turn_tool_agent_in_process_is_recorded_token_for_token(gateway) -
 
 def test_the_same_agent_over_http_by_path_and_by_header(gateway) -> None:
     url = gateway.listen()
-    by_path = openai.AsyncOpenAI(base_url=gateway.base_url("ep-2"), api_key="x", max_retries=0)
     assert gateway.base_url("ep-2") == f"{url}/rollouts/ep-2/v1"
-    responses = asyncio.run(_agent(by_path))
+
+    async def over_http(base_url: str, headers: dict[str, str]) -> list[Any]:
+        options = {"api_key": "x", "max_retries": 0, "default_headers": headers}
+        async with openai.AsyncOpenAI(base_url=base_url, **options) as client:
+            return await _agent(client)
+
+    responses = asyncio.run(over_http(gateway.base_url("ep-2"), {}))
     _check_records(gateway.take("ep-2"), responses, version=3)
-    by_header = openai.AsyncOpenAI(
-        base_url=f"{url}/v1",
-        api_key="x",
-        max_retries=0,
-        default_headers={ROLLOUT_HEADER: "ep-3"},
-    )
-    responses = asyncio.run(_agent(by_header))
+    responses = asyncio.run(over_http(f"{url}/v1", {ROLLOUT_HEADER: "ep-3"}))
     _check_records(gateway.take("ep-3"), responses, version=3)
 
 
@@ -271,3 +270,25 @@ def test_records_are_served_per_address(gateway) -> None:
     assert calls == taken and [c["turn"] for c in calls] == [0, 1]
     assert httpx.get(f"{url}/kitchen/v1/rollouts/ep-11/calls").json()["calls"] == []
     assert json.dumps(calls)  # plain JSON
+
+
+def test_vllms_top_k_is_honoured_and_its_other_extras_refused(gateway) -> None:
+    client = gateway.client("ep-12")
+
+    async def ids(**kwargs: Any) -> list[int]:
+        out = await client.completions.create(
+            model=POLICY_MODEL, prompt="The soup", max_tokens=6, **kwargs
+        )
+        return list(out.choices[0].token_ids)
+
+    async def run() -> None:
+        greedy = await ids(temperature=0, extra_body={"return_token_ids": True})
+        top_1 = await ids(
+            temperature=1.0, seed=5, extra_body={"return_token_ids": True, "top_k": 1}
+        )
+        assert top_1 == greedy
+        with pytest.raises(openai.BadRequestError, match="min_p"):
+            await ids(extra_body={"min_p": 0.1})
+
+    asyncio.run(run())
+    gateway.take("ep-12")

@@ -11,9 +11,9 @@ render starts; a format that rewrites history (drops thinking, say) fails the ch
 is rendered fresh: its record then says extends_previous=False, and the trainer splits there.
 
 Between the sampled tokens and the new messages the reply is closed as the format closes every
-reply (its end-of-turn tokens: what it renders after an empty reply, and must render after this
-one): nothing is added when the sample already ends with them, else they are (a sample cut by
-max_tokens or a stop string); they train as observation. The sampled tokens stay as sampled, even
+reply (its end-of-turn tokens: what its render of this reply and of an empty one end with, from
+the format's stop token on): nothing is added when the sample already ends with them, else they
+are (a sample cut by max_tokens or a stop string); they train as observation. The sampled tokens stay as sampled, even
 where re-encoding the reply's text would give others: that drift is what splicing avoids.
 """
 
@@ -96,13 +96,24 @@ def _splice(
         return None  # the generation prompt is not where the reply's render starts
     if list(fresh[: len(rendered)]) != rendered:
         return None  # the format renders the reply differently in history
-    closing = empty[len(before) :]
-    if not closing or rendered[-len(closing) :] != closing:
+    closing = _closing(renderer, rendered[len(before) :], empty[len(before) :])
+    if not closing:
         return None  # the format closes this reply unlike an empty one
     sampled = list(previous.tokens)
     if sampled[-len(closing) :] == closing:
         closing = []
     return [*previous.turn.prompt, *sampled, *closing, *fresh[len(rendered) :]]
+
+
+def _closing(renderer: Any, reply: list[int], empty: list[int]) -> list[int]:
+    """The tokens both renders end with, from the first stop token among them (if any)."""
+    n = 0
+    while n < min(len(reply), len(empty)) and reply[-1 - n] == empty[-1 - n]:
+        n += 1
+    common = reply[len(reply) - n :]
+    stops = {s for s in renderer.get_stop_sequences() if isinstance(s, int)}
+    first = next((i for i, token in enumerate(common) if token in stops), 0)
+    return common[first:]
 
 
 def _render(renderer: Any, messages: list[Any]) -> list[int]:

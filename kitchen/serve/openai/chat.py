@@ -148,7 +148,7 @@ def _params(model: ServedModel, request: ChatRequest) -> Any:
     else:  # the SDK's SamplingParams takes strings or token ids, not both: ids go as their text
         stop = [*strings, *(model.tokenizer.decode([t]) for t in sorted(ids))]
     return sampling_params(
-        request.token_limit, request.temperature, request.top_p, request.seed, stop
+        request.token_limit, request.temperature, request.top_p, request.seed, stop, request.top_k
     )
 
 

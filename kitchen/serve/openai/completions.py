@@ -59,7 +59,7 @@ def _params(model: ServedModel, request: CompletionRequest) -> Any:
     eos = [model.tokenizer.decode([t]) for t in sorted(model.sampler.eos_ids())]
     stop = [*stops, *eos] if stops else None
     return sampling_params(
-        request.max_tokens, request.temperature, request.top_p, request.seed, stop
+        request.max_tokens, request.temperature, request.top_p, request.seed, stop, request.top_k
     )
 
 

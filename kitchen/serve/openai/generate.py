@@ -41,9 +41,15 @@ def sampling_params(
     top_p: float,
     seed: int | None,
     stop: list[str] | list[int] | None,
+    top_k: int | None = None,
 ) -> types.SamplingParams:
     return types.SamplingParams(
-        max_tokens=max_tokens, temperature=temperature, top_p=top_p, seed=seed, stop=stop
+        max_tokens=max_tokens,
+        temperature=temperature,
+        top_p=top_p,
+        top_k=-1 if top_k is None else top_k,
+        seed=seed,
+        stop=stop,
     )
 
 

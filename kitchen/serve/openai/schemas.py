@@ -23,6 +23,8 @@ _NEUTRAL: dict[str, Any] = {
     "function_call": None,
     "prediction": None,
     "audio": None,
+    "min_p": 0,  # vLLM's sampling extras the engine has no equivalent for
+    "repetition_penalty": 1,
 }
 
 
@@ -34,6 +36,9 @@ class _Request(pydantic.BaseModel):
     )
     temperature: float = Field(1.0, ge=0, le=2, description="0 is greedy")
     top_p: float = Field(1.0, gt=0, le=1, description="nucleus sampling mass")
+    top_k: int | None = Field(
+        None, ge=-1, description="vLLM's: keep the k likeliest tokens (-1 or None: all)"
+    )
     n: int = Field(1, ge=1, le=128, description="samples per prompt")
     stop: str | list[str] | None = Field(None, description="up to 4 strings that end a sample")
     seed: int | None = Field(
@@ -52,6 +57,13 @@ class _Request(pydantic.BaseModel):
             if value not in (neutral, None):
                 raise ValueError(f"{name}={value!r} is not supported by kitchen serve")
         return self
+
+    @pydantic.field_validator("top_k")
+    @classmethod
+    def _k(cls, top_k: int | None) -> int | None:
+        if top_k == 0:
+            raise ValueError("top_k is 0; expected -1 (no limit) or at least 1")
+        return top_k
 
     @pydantic.field_validator("stop")
     @classmethod
