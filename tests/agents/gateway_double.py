@@ -22,12 +22,13 @@ from train_core.futures import resolve_future
 
 
 class GatewayDouble:
-    def __init__(self, hang_on: str | None = None) -> None:
+    def __init__(self, hang_on: str | None = None, tool_on: str | None = None) -> None:
         self.log = CallLog()
         self.sampler: Any = None
         self.version = -1
         self.versions_set: list[int] = []
         self.hang_on = hang_on  # a message content that makes the double never answer
+        self.tool_on = tool_on  # a last message content the double answers with a tool call
         self._replies: dict[tuple[str, str], tuple[int, ...]] = {}  # (address, text) -> tokens
 
     # the AgentGateway port
@@ -92,6 +93,12 @@ class GatewayDouble:
         )
         text = tokenizer.decode(tokens, skip_special_tokens=True)
         self._replies[(address, text)] = record.sampled_tokens
+        message: dict[str, Any] = {"role": "assistant", "content": text}
+        if self.tool_on is not None and body["messages"][-1].get("content") == self.tool_on:
+            call = {"name": "calculator", "arguments": '{"expression": "1 + 1"}'}
+            message["tool_calls"] = [
+                {"id": f"call_{record.turn}", "type": "function", "function": call}
+            ]
         return {
             "id": f"chat-{address}-{record.turn}",
             "object": "chat.completion",
@@ -100,7 +107,7 @@ class GatewayDouble:
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": text},
+                    "message": message,
                     "finish_reason": sequence.stop_reason,
                 }
             ],

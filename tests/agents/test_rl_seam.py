@@ -235,3 +235,20 @@ def test_a_group_left_with_too_few_rollouts_is_dropped_and_the_run_goes_on(mode:
         sum(m["env/all/total_episodes"] for m in result.metrics if "env/all/total_episodes" in m)
         == 6
     )
+
+
+def test_a_rollout_over_its_tool_call_budget_is_dropped_and_tool_calls_are_counted() -> None:
+    calls = {"q0": 2, "q1": 1}  # requests each answered with one tool call
+
+    async def agent(client: Any, task: Any) -> float:
+        for _ in range(calls[task["question"]]):
+            reply = await _ask(client, "use the tool")
+            assert reply.choices[0].message.tool_calls
+        return 0.0
+
+    cfg = _config(group_size=2, groups_per_batch=2, num_batches=1, agent_max_tool_calls=1)
+    gateway = GatewayDouble(tool_on="use the tool")
+    result = run(FlakyAgents(agent), cfg, backend=FakeBackend(), ports={"agents": gateway})
+    (step,) = [m for m in result.metrics if "agents/over_tool_calls" in m]
+    assert step["agents/over_tool_calls"] == 2 and step["agents/dropped_groups"] == 1
+    assert step["agents/tool_calls"] == 2  # q1's two rollouts, one each

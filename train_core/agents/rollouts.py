@@ -20,18 +20,22 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
 from train_core.agents.records import CallRecord
+from train_core.agents.tool_calls import ToolCallCount
 from train_core.agents.trajectories import count_splits, records_to_trajectory
 from train_core.rl.types import RolloutError, Trajectory, TrajectoryGroup
 
 AgentRollout: TypeAlias = Callable[[Any, Any], Awaitable[float]]
 """(an openai.AsyncOpenAI client, a task) -> the episode's reward."""
 
-FailureKind = Literal["failed", "timed_out", "over_turns", "over_sampled_tokens", "no_calls"]
+FailureKind = Literal[
+    "failed", "timed_out", "over_turns", "over_sampled_tokens", "over_tool_calls", "no_calls"
+]
 FAILURE_KINDS: tuple[FailureKind, ...] = (
     "failed",
     "timed_out",
     "over_turns",
     "over_sampled_tokens",
+    "over_tool_calls",
     "no_calls",
 )
 
@@ -59,6 +63,8 @@ class AgentBudgets:
     """Model calls per rollout."""
     max_sampled_tokens: int | None = None
     """Sampled tokens per rollout, over all its calls."""
+    max_tool_calls: int | None = None
+    """Tool calls in the replies one rollout received (chat completions, not streamed)."""
     min_group_size: int = 2
     """Rollouts a group must keep to train; fewer left and the group is dropped."""
 
@@ -85,6 +91,7 @@ class GroupOutcome:
     failures: list[RolloutFailure] = field(default_factory=list)
     calls: int = 0
     splits: int = 0
+    tool_calls: int = 0
     agent: bool = False
 
 
@@ -105,15 +112,15 @@ async def do_agent_group_rollout(
     )
     kept: list[tuple[Trajectory, int]] = []
     failures: list[RolloutFailure] = []
-    calls = 0
+    calls = tool_calls = 0
     for result in results:
         if isinstance(result, RolloutFailure):
             failures.append(result)
             continue
-        records, reward = result
-        calls += len(records)
+        records, reward, n_tool_calls = result
+        calls, tool_calls = calls + len(records), tool_calls + n_tool_calls
         kept.append((records_to_trajectory(records, reward), count_splits(records)))
-    outcome = GroupOutcome(None, builder.group_size, failures, calls, 0, agent=True)
+    outcome = GroupOutcome(None, builder.group_size, failures, calls, 0, tool_calls, agent=True)
     if len(kept) < max(budgets.min_group_size, 1):
         return outcome
     outcome.splits = sum(splits for _, splits in kept)
@@ -132,12 +139,13 @@ async def _one_rollout(
     make_client: Callable[[str], Any],
     address: str,
     budgets: AgentBudgets,
-) -> tuple[list[CallRecord], float] | RolloutFailure:
-    """(records, reward) of a rollout within budget, else why it was dropped. Its records are
-    taken from the gateway whatever happens, so none outlives the rollout there, and its client
-    is closed."""
+) -> tuple[list[CallRecord], float, int] | RolloutFailure:
+    """(records, reward, tool calls) of a rollout within budget, else why it was dropped. Its
+    records are taken from the gateway whatever happens, so none outlives the rollout there, and
+    its client is closed."""
     timer = asyncio.timeout(budgets.wall_time_s)
-    client = make_client(address)
+    tool_calls = ToolCallCount()
+    client = tool_calls.attach(make_client(address))
     try:
         try:
             async with timer:
@@ -155,13 +163,14 @@ async def _one_rollout(
         close = getattr(client, "close", None)
         if close is not None:
             await asyncio.shield(close())
-    return over_budget(address, records, budgets) or (records, reward)
+    return over_budget(address, records, budgets, tool_calls.n) or (records, reward, tool_calls.n)
 
 
 def over_budget(
-    address: str, records: Sequence[CallRecord], budgets: AgentBudgets
+    address: str, records: Sequence[CallRecord], budgets: AgentBudgets, tool_calls: int = 0
 ) -> RolloutFailure | None:
-    """Why a finished rollout's calls break its budget (turns, then sampled tokens), if they do."""
+    """Why a finished rollout's calls break its budget (turns, sampled tokens, then tool calls),
+    if they do."""
     if not records:
         return RolloutFailure(address, "no_calls", "made no model calls: nothing to train on")
     if budgets.max_turns is not None and len(records) > budgets.max_turns:
@@ -174,6 +183,12 @@ def over_budget(
             address,
             "over_sampled_tokens",
             f"sampled {sampled} tokens, over max_sampled_tokens {budgets.max_sampled_tokens}",
+        )
+    if budgets.max_tool_calls is not None and tool_calls > budgets.max_tool_calls:
+        return RolloutFailure(
+            address,
+            "over_tool_calls",
+            f"made {tool_calls} tool calls, over max_tool_calls {budgets.max_tool_calls}",
         )
     return None
 
@@ -199,6 +214,7 @@ def agent_metrics(outcomes: Sequence[GroupOutcome]) -> dict[str, float]:
         "agents/dropped_groups": float(sum(1 for o in agent if o.group is None)),
         "agents/calls": float(calls),
         "agents/turns": calls / kept if kept else 0.0,
+        "agents/tool_calls": float(sum(o.tool_calls for o in agent if o.group is not None)),
         "agents/splits": float(sum(o.splits for o in agent)),
     }
     return out

@@ -144,6 +144,13 @@ class AgentConfig(ConfigGroup):
         description="Tokens one rollout may sample over all its calls; over it, dropped "
         "(None: no limit)",
     )
+    max_tool_calls: int | None = Field(
+        None,
+        ge=0,
+        alias="agent_max_tool_calls",
+        description="Tool calls one rollout's model may make (counted in the chat completions it "
+        "received, not streamed); over it, dropped (None: no limit)",
+    )
     min_group_size: int = Field(
         2,
         ge=1,

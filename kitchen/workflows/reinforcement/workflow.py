@@ -143,6 +143,7 @@ def agent_rollouts(cfg: RLConfig, base_model: str) -> AgentRollouts | None:
         wall_time_s=cfg.agents.wall_time_s,
         max_turns=cfg.agents.max_turns,
         max_sampled_tokens=cfg.agents.max_sampled_tokens,
+        max_tool_calls=cfg.agents.max_tool_calls,
         min_group_size=cfg.agents.min_group_size,
     )
     over_http = cfg.agents.transport == "http"
