@@ -211,6 +211,10 @@ def test_mistakes_are_refused_in_one_line_naming_the_field(gateway) -> None:
             messages=user, response_format={"type": "json_object"}
         )
         assert "messages.0.role" in await refused(messages=[{"content": "no role"}])
+        assert "n=2" in await refused(messages=user, n=2)  # a rollout is one sequence of calls
+        other = client.with_options(default_headers={ROLLOUT_HEADER: "elsewhere"})
+        with pytest.raises(openai.BadRequestError, match="use one"):
+            await other.chat.completions.create(model=POLICY_MODEL, messages=user, max_tokens=2)
 
     asyncio.run(run())
     assert gateway.take("ep-8") == []
