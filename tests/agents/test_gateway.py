@@ -211,6 +211,10 @@ def test_mistakes_are_refused_in_one_line_naming_the_field(gateway) -> None:
             messages=user, response_format={"type": "json_object"}
         )
         assert "messages.0.role" in await refused(messages=[{"content": "no role"}])
+        assert "n=2" in await refused(messages=user, n=2)  # a rollout is one sequence of calls
+        other = client.with_options(default_headers={ROLLOUT_HEADER: "elsewhere"})
+        with pytest.raises(openai.BadRequestError, match="use one"):
+            await other.chat.completions.create(model=POLICY_MODEL, messages=user, max_tokens=2)
 
     asyncio.run(run())
     assert gateway.take("ep-8") == []
@@ -292,3 +296,32 @@ def test_vllms_top_k_is_honoured_and_its_other_extras_refused(gateway) -> None:
 
     asyncio.run(run())
     gateway.take("ep-12")
+
+
+def test_the_gateway_over_a_hosted_sampling_client(server_url, monkeypatch) -> None:
+    """--backend tinker: the policy is a Tinker-protocol sampling client (kitchen serve here),
+    which reports no tokens while sampling; the records and the multi-turn rule are the same."""
+    from kitchen.adapters.tinker import create_tinker_backend
+    from kitchen.ports import BackendSettings
+    from tests.tinker_backend.conftest import TEST_KEY
+
+    monkeypatch.setenv("TINKER_API_KEY", TEST_KEY)
+    backend = create_tinker_backend(BackendSettings(base_url=server_url))
+    sampler = backend.create_sampling_client(base_model=TINY)
+
+    async def streamed(client: Any) -> list[int]:
+        stream = await client.chat.completions.create(
+            model=POLICY_MODEL,
+            messages=[{"role": "user", "content": "hi"}],
+            max_tokens=4,
+            stream=True,
+            extra_body={"return_token_ids": True},
+        )
+        chunks = [chunk async for chunk in stream]
+        return [t for c in chunks for ch in c.choices for t in getattr(ch, "token_ids", None) or []]
+
+    with open_gateway(policy=sampler, version=7, context=2048) as gateway:
+        responses = asyncio.run(_agent(gateway.client("hosted")))
+        _check_records(gateway.take("hosted"), responses, version=7)
+        ids = asyncio.run(streamed(gateway.client("hosted-stream")))
+        assert ids == list(gateway.take("hosted-stream")[0].sampled_tokens)
