@@ -18,7 +18,7 @@ from typing import Any
 import kitchen.app.builtins  # noqa: F401  (registers the built-in adapters)
 from kitchen.adapters.local.distributed.launch import Launch as Ranks
 from kitchen.adapters.local.distributed.launch import relaunched
-from kitchen.app.resolve import Resolved, needed_ports, open_ports, resolve_config
+from kitchen.app.resolve import Resolved, needed_ports, open_ports, opened_here, resolve_config
 from kitchen.app.rundir import (
     IfExists,
     attach_log_file,
@@ -108,6 +108,7 @@ class Launch:
     hooks: Sequence[Hook] = ()
     datasets: DatasetStore | None = None
     ports: dict[str, Any] = field(default_factory=dict)
+    closes: list[Any] = field(default_factory=list)  # ports opened for this run, closed after it
     settings: BackendSettings = field(default_factory=BackendSettings)
     config: dict[str, Any] = field(default_factory=dict)  # for config.json
     recipe_name: str = ""
@@ -153,6 +154,8 @@ def run_launch(workflow: Workflow[Any], launch: Launch) -> RunResult:
     finally:
         if handler is not None:
             detach_log_file(handler)
+        for port in launch.closes:
+            port.close()
 
 
 def _run_in(
@@ -249,6 +252,7 @@ def run(
         return _run_on_ranks(resolved, ranks, [k for k, v in given.items() if v], if_exists,
                              max_steps, progress)  # fmt: skip
     cfg = resolved.config
+    opened = open_ports(resolved.ports, cfg.registry, ports, cfg)
     launch = Launch(
         backend=resolved.backend,
         log_dir=resolved.log_dir,
@@ -256,7 +260,8 @@ def run(
         max_steps=max_steps,
         progress=progress,
         hooks=hooks,
-        ports=open_ports(resolved.ports, cfg.registry, ports),
+        ports=opened,
+        closes=opened_here(opened, ports),
         datasets=datasets,
         settings=BackendSettings(
             seed=cfg.seed,
@@ -361,7 +366,8 @@ def run_workflow(
         progress=progress,
         hooks=hooks,
         datasets=datasets,
-        ports=open_ports(needed_ports(workflow), None, ports),
+        ports=(opened := open_ports(needed_ports(workflow), None, ports)),
+        closes=opened_here(opened, ports),
         settings=BackendSettings(seed=seed, base_url=base_url),
         recipe_name=workflow.name,
     )

@@ -53,7 +53,7 @@ from kitchen.workflows.common.config import (
 # The ports a run has: backend and datasets always; those kitchen opens from the config when a stage
 # names them (open_ports); any other the caller passes (kitchen.run(ports=...)).
 ALWAYS_OPEN = frozenset({"backend", "datasets"})
-OPENED_FROM_CONFIG = frozenset({"registry"})
+OPENED_FROM_CONFIG = frozenset({"registry", "agents"})
 
 
 # Run key -> the flag of `kitchen run` it means. A flag typed wins over its key.
@@ -248,14 +248,43 @@ def needed_ports(workflow: Workflow[Any]) -> frozenset[str]:
 
 
 def open_ports(
-    needed: frozenset[str], registry: str | None, given: Mapping[str, Any] | None = None
+    needed: frozenset[str],
+    registry: str | None,
+    given: Mapping[str, Any] | None = None,
+    config: TrainConfig | None = None,
 ) -> dict[str, Any]:
     """The ports `given`, and those kitchen opens itself (the model registry named by
-    `registry`) for what `needed` names and `given` lacks."""
+    `registry`, the agent gateway in `config`'s chat format) for what `needed` names and `given`
+    lacks. The caller closes what it opened (`opened_here`)."""
     ports = dict(given or {})
     if "registry" in needed and "registry" not in ports:
         ports["registry"] = MODEL_REGISTRIES.get("default")(registry)
+    if "agents" in needed and "agents" not in ports:
+        ports["agents"] = open_agent_gateway(config)
     return ports
+
+
+def opened_here(ports: Mapping[str, Any], given: Mapping[str, Any] | None) -> list[Any]:
+    """The ports open_ports opened itself that have a close(): the run's to close at its end."""
+    return [p for name, p in ports.items() if name not in (given or {}) and hasattr(p, "close")]
+
+
+def open_agent_gateway(config: TrainConfig | None) -> Any:
+    """The run's agent gateway: in-process clients for the agent rollouts, in the config's chat
+    format (default: the model's), and HTTP on the config's `agent_gateway_port` where set (a
+    free port where the rollouts go over HTTP and none is set). Its
+    policy is set by the workflow (SetAgentPolicy) once the first sampler exists."""
+    from kitchen.serve.gateway import open_gateway
+
+    agents = getattr(config, "agents", None)
+    port = getattr(agents, "port", None)
+    if port is None and getattr(agents, "transport", None) == "http":
+        port = 0  # rollouts over HTTP need a port; any free one
+    return open_gateway(
+        renderer=config.renderer_name if config is not None else None,
+        context=config.context_length if config is not None else None,
+        port=port,
+    )
 
 
 # What users type: flags, key=values and config files, as config values under the names typed.

@@ -30,9 +30,10 @@ class AgentGateway(Protocol):
         (…/rollouts/<address>/v1), or None when the gateway listens on no port."""
         ...
 
-    def set_policy(self, sampling_client: Any, version: int) -> None:
+    def set_policy(self, sampling_client: Any, version: int, base_model: str | None = None) -> None:
         """From now on `policy` samples with these weights; a snapshot no call holds any more is
-        released."""
+        released. `base_model`: the model the weights are of, where the client does not tell it
+        (its chat format follows it)."""
         ...
 
     def take(self, address: str) -> list[CallRecord]:

@@ -24,6 +24,8 @@ from tinker import types
 
 from kitchen.serve.checkpoint_routes import add_checkpoint_routes
 from kitchen.serve.errors import UserError
+from kitchen.serve.gateway import Gateway
+from kitchen.serve.gateway.addresses import RolloutPaths
 from kitchen.serve.hot_routes import (
     BodyLimit,
     HotRoutes,
@@ -35,7 +37,7 @@ from kitchen.serve.hot_routes import (
     user_error_response,
 )
 from kitchen.serve.listings import add_listing_routes
-from kitchen.serve.openai import add_openai_routes
+from kitchen.serve.openai.models import ModelCatalog
 from kitchen.serve.paths import checkpoint_ref
 from kitchen.serve.requests import idle_gaps
 from kitchen.serve.service import KitchenService
@@ -62,8 +64,10 @@ async def _string_field(request: Request, route: str, key: str, example: str) ->
     return value
 
 
-def create_app(service: KitchenService) -> ASGIApp:
-    """The ASGI app for `service`; `kitchen serve` runs it under uvicorn."""
+def create_app(service: KitchenService, gateway: Gateway | None = None) -> ASGIApp:
+    """The ASGI app for `service`; `kitchen serve` runs it under uvicorn. Its OpenAI routes are
+    `gateway`'s (default: one over the service's models, `policy_gateway`)."""
+    gateway = gateway or policy_gateway(service)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -93,7 +97,7 @@ def create_app(service: KitchenService) -> ASGIApp:
     _session_routes(app, service)
     _training_routes(app, service)
     _sampling_routes(app, service)
-    add_openai_routes(app, service)
+    gateway.add_routes(app)
     add_listing_routes(app, service)
     add_checkpoint_routes(app, service)  # last: it ends with the catch-all
     outer: ASGIApp = BodyLimit(
@@ -101,7 +105,22 @@ def create_app(service: KitchenService) -> ASGIApp:
     )
     if service.settings.require_key:
         outer = RequireKey(outer, service.settings.api_key)
-    return outer
+    return RolloutPaths(outer)
+
+
+def policy_gateway(service: KitchenService) -> Gateway:
+    """The gateway of `kitchen serve`: its base models and checkpoints by name, and `policy`: the
+    newest sampler a training session opened on its own weights (KitchenService.on_policy), or
+    the first preloaded base model (version 0) until one has."""
+    base = service.settings.preload[0] if service.settings.preload else None
+
+    def base_policy() -> tuple[Any, int, str]:
+        assert base is not None
+        return service.open_sampler(None, base).sampler, 0, base
+
+    gateway = Gateway(catalog=ModelCatalog(service), default_policy=base_policy if base else None)
+    service.on_policy(gateway.set_policy)
+    return gateway
 
 
 def _session_routes(app: FastAPI, service: KitchenService) -> None:

@@ -7,6 +7,7 @@ failures of accepted work come back through the request's future. FastAPI glue i
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 import uuid
@@ -52,6 +53,21 @@ class KitchenService:
         self._backend_lock = threading.Lock()
         # Model loads and session teardown: off the event loop, never behind training work.
         self._control = ThreadPoolExecutor(max_workers=2, thread_name_prefix="serve-control")
+        self._policy_listeners: list[Callable[[Any, int, str], None]] = []
+        self._policy_versions = itertools.count(1)
+
+    # -- the gateway's `policy` -------------------------------------------------------------------
+
+    def on_policy(self, listener: Callable[[Any, int, str], None]) -> None:
+        """Call `listener(sampler, version, base_model)` with each sampler a training session opens
+        on its own weights (a snapshot, or a sampler checkpoint of this server opened): the newest
+        is what the OpenAI routes' `policy` samples with. Versions count them from 1."""
+        self._policy_listeners.append(listener)
+
+    def _new_policy(self, entry: SamplerEntry) -> None:
+        version = next(self._policy_versions)
+        for listener in self._policy_listeners:
+            listener(entry.sampler, version, entry.base_model)
 
     # -- engine -----------------------------------------------------------------------------------
 
@@ -279,7 +295,9 @@ class KitchenService:
             # Blocks the lane until every earlier request ran: the snapshot has their updates.
             sampler = entry.client.save_weights_and_get_sampling_client()
             base_model = entry.client.get_info().model_data.model_name
-            self.sessions.add_sampler(session, sampler_id, SamplerEntry(sampler, base_model, None))
+            opened = SamplerEntry(sampler, base_model, None)
+            self.sessions.add_sampler(session, sampler_id, opened)
+            self._new_policy(opened)
             return types.SaveWeightsForSamplerResponseInternal(sampling_session_id=sampler_id)
 
         return self._submit(entry, request.seq_id, "snapshot", MODEL, snapshot, blocking=True)
@@ -368,9 +386,10 @@ class KitchenService:
         """Blocking (it may load a model): FastAPI runs it in its thread pool."""
         session = self.sessions.session(request.session_id)
         sampler_id = f"{session.session_id}:sample:{request.sampling_session_seq_id}"
-        self.sessions.add_sampler(
-            session, sampler_id, self._open_sampler(request.model_path, request.base_model)
-        )
+        opened = self._open_sampler(request.model_path, request.base_model)
+        self.sessions.add_sampler(session, sampler_id, opened)
+        if request.model_path and request.model_path.startswith("tinker://"):
+            self._new_policy(opened)  # a sampler checkpoint a training session of this server saved
         return types.CreateSamplingSessionResponse(sampling_session_id=sampler_id)
 
     def open_sampler(self, model_path: str | None, base_model: str | None) -> SamplerEntry:

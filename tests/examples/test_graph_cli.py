@@ -22,6 +22,7 @@ RUNNER = CliRunner()
         ("custom_sft", "custom_sft", "CountingState"),
         ("word_game_rl", "reinforcement_sync", "RLState"),
         ("tinker_style_env", "reinforcement_sync", "RLState"),
+        ("agents_sdk_rl", "reinforcement_sync", "RLState"),
         ("custom_dataset_store", "supervised_flat", "SupervisedState"),
         ("swap_backend", "supervised_flat", "SupervisedState"),
     ],

@@ -1,4 +1,9 @@
-"""POST /v1/completions: text (or token) prompts in, OpenAI `text_completion` objects out."""
+"""POST /v1/completions: text (or token) prompts in, OpenAI `text_completion` objects out.
+
+`logprobs` reports the sampler's own logprob of each sampled token, at the request's temperature;
+the `logprobs=k` alternatives, and the prompt's logprobs with `echo`, come from one rescoring of
+prompt + sample at temperature 1. A call addressed to a rollout is recorded (CallRecorder).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
+from kitchen.serve.errors import UserError
 from kitchen.serve.openai.generate import (
     Choice,
     Scores,
@@ -31,7 +37,19 @@ def prompt_tokens(model: ServedModel, request: CompletionRequest) -> list[list[i
     prompts = [model.tokenizer.encode(p) if isinstance(p, str) else list(p) for p in batch]
     for p in prompts:
         check_prompt(p, model.max_context)
+    if model.rollout is not None and (len(prompts) != 1 or request.n != 1):
+        raise UserError(
+            f"{len(prompts)} prompts x n={request.n}: a call addressed to a rollout samples one "
+            "choice of one prompt"
+        )
     return prompts
+
+
+def _record(model: ServedModel, prompt: list[int], choice: Choice) -> None:
+    if model.rollout is not None:
+        model.rollout.record(
+            prompt, choice.tokens, choice.logprobs, choice.stop_reason, model.version
+        )
 
 
 def _params(model: ServedModel, request: CompletionRequest) -> Any:
@@ -41,7 +59,7 @@ def _params(model: ServedModel, request: CompletionRequest) -> Any:
     eos = [model.tokenizer.decode([t]) for t in sorted(model.sampler.eos_ids())]
     stop = [*stops, *eos] if stops else None
     return sampling_params(
-        request.max_tokens, request.temperature, request.top_p, request.seed, stop
+        request.max_tokens, request.temperature, request.top_p, request.seed, stop, request.top_k
     )
 
 
@@ -52,20 +70,22 @@ async def complete(model: ServedModel, request: CompletionRequest) -> dict[str, 
     out = []
     for index, choice in enumerate(choices):
         prompt = prompts[choice.prompt_index]
+        _record(model, prompt, choice)
         text = final_text(model.tokenizer, choice.tokens, request.stop_strings, stop_ids)
         if request.echo:
             text = model.tokenizer.decode(prompt, skip_special_tokens=False) + text
         logprobs = None
         if request.logprobs is not None:
             logprobs = await _logprobs(model, request, prompt, choice)
-        out.append(
-            {
-                "index": index,
-                "text": text,
-                "logprobs": logprobs,
-                "finish_reason": choice.stop_reason,
-            }
-        )
+        entry: dict[str, Any] = {
+            "index": index,
+            "text": text,
+            "logprobs": logprobs,
+            "finish_reason": choice.stop_reason,
+        }
+        if request.return_token_ids:
+            entry |= {"prompt_token_ids": prompt, "token_ids": list(choice.tokens)}
+        out.append(entry)
     return {
         "id": f"cmpl-{uuid.uuid4().hex}",
         "object": "text_completion",
@@ -77,11 +97,14 @@ async def complete(model: ServedModel, request: CompletionRequest) -> dict[str, 
 
 
 async def stream(model: ServedModel, request: CompletionRequest) -> AsyncIterator[dict[str, Any]]:
-    """The completion as `text_completion` chunks: text deltas, then each choice's finish_reason."""
-    if request.logprobs is not None:
-        from kitchen.serve.errors import UserError
-
-        raise UserError("logprobs with stream=true is not supported; ask without streaming")
+    """The completion as `text_completion` chunks: text deltas (each with the logprobs and, with
+    return_token_ids, the ids of the tokens it covers), then each choice's finish_reason."""
+    if request.logprobs or (request.echo and request.logprobs is not None):
+        raise UserError(
+            f"logprobs={request.logprobs} (echo={request.echo}) with stream=true is not supported "
+            "(alternatives and prompt logprobs come from a rescoring after the sample); ask "
+            "without streaming, or with logprobs=0"
+        )
     prompts = prompt_tokens(model, request)
     stop_ids = model.sampler.eos_ids()
     n_choices = len(prompts) * request.n
@@ -93,21 +116,53 @@ async def stream(model: ServedModel, request: CompletionRequest) -> AsyncIterato
         "model": model.name,
     }
 
-    def chunk(index: int, text: str, finish: str | None) -> dict[str, Any]:
-        choice = {"index": index, "text": text, "logprobs": None, "finish_reason": finish}
+    pending: list[list[tuple[int, float]]] = [[] for _ in range(n_choices)]
+    offsets = [0] * n_choices  # characters of each choice's text sent so far
+    decode = model.tokenizer.decode
+
+    def chunk(index: int, text: str, finish: str | None, first: bool = False) -> dict[str, Any]:
+        tokens, pending[index] = pending[index], []
+        choice: dict[str, Any] = {"index": index, "text": text, "logprobs": None}
+        if request.logprobs is not None and tokens:
+            strings = [decode([t], skip_special_tokens=False) for t, _ in tokens]
+            at, starts = offsets[index], []
+            for piece in strings:
+                starts.append(at)
+                at += len(piece)
+            choice["logprobs"] = {
+                "tokens": strings,
+                "token_logprobs": [lp for _, lp in tokens],
+                "top_logprobs": [None] * len(tokens),
+                "text_offset": starts,
+            }
+        offsets[index] += len(text)
+        if request.return_token_ids:
+            choice["token_ids"] = [t for t, _ in tokens]
+            if first:
+                choice["prompt_token_ids"] = prompts[index // request.n]
+        choice["finish_reason"] = finish
         return {**head, "choices": [choice]}
+
+    started = [False] * n_choices
+
+    def opening(index: int) -> bool:
+        was, started[index] = started[index], True
+        return not was
 
     if request.echo:
         for index in range(n_choices):
             prompt = prompts[index // request.n]
-            yield chunk(index, model.tokenizer.decode(prompt, skip_special_tokens=False), None)
+            text = decode(prompt, skip_special_tokens=False)
+            yield chunk(index, text, None, first=opening(index))
     async for item in generate(model.sampler, prompts, request.n, _params(model, request)):
         if isinstance(item, TokenEvent):
+            pending[item.index].append((item.token, item.logprob))
             if delta := texts[item.index].push(item.token):
-                yield chunk(item.index, delta, None)
+                yield chunk(item.index, delta, None, first=opening(item.index))
             continue
         for index, choice in enumerate(item):
-            yield chunk(index, texts[index].finish(), choice.stop_reason)
+            _record(model, prompts[choice.prompt_index], choice)
+            yield chunk(index, texts[index].finish(), choice.stop_reason, first=opening(index))
         if request.include_usage:
             yield {**head, "choices": [], "usage": usage(sum(map(len, prompts)), item)}
 
@@ -128,12 +183,16 @@ async def _logprobs(
     logprob and its `logprobs` most likely alternatives."""
     top_k = request.logprobs or 0
     tokens = [*prompt, *choice.tokens] if request.echo else list(choice.tokens)
+    own: list[float | None] = list(choice.logprobs)
     if request.echo or top_k:
         scores = await score(model.sampler, [*prompt, *choice.tokens], top_k)
-        if not request.echo:  # only the generated positions
-            scores = Scores(scores.logprobs[len(prompt) :], scores.top[len(prompt) :])
+        # The sampled positions keep the sampler's own logprobs: a temperature-1 rescoring is not
+        # what they were sampled with at any other temperature.
+        head = scores.logprobs[: len(prompt)] if request.echo else []
+        top = scores.top if request.echo else scores.top[len(prompt) :]
+        scores = Scores([*head, *own], top)
     else:
-        scores = Scores(list(choice.logprobs), [None] * len(choice.tokens))
+        scores = Scores(own, [None] * len(choice.tokens))
     decode = model.tokenizer.decode
     strings = [decode([t], skip_special_tokens=False) for t in tokens]
     offsets, at = [], 0

@@ -5,6 +5,7 @@ samples decode together, in the backend's shared decode batch), tokens streamed 
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -26,10 +27,12 @@ class Choice:
 
 @dataclass(frozen=True)
 class TokenEvent:
-    """Choice `index` (prompt index * n + sample) just chose `token`."""
+    """Choice `index` (prompt index * n + sample) just chose `token`, with this logprob (the
+    sampler's own, at the request's temperature)."""
 
     index: int
     token: int
+    logprob: float
 
 
 def sampling_params(
@@ -38,16 +41,22 @@ def sampling_params(
     top_p: float,
     seed: int | None,
     stop: list[str] | list[int] | None,
+    top_k: int | None = None,
 ) -> types.SamplingParams:
     return types.SamplingParams(
-        max_tokens=max_tokens, temperature=temperature, top_p=top_p, seed=seed, stop=stop
+        max_tokens=max_tokens,
+        temperature=temperature,
+        top_p=top_p,
+        top_k=-1 if top_k is None else top_k,
+        seed=seed,
+        stop=stop,
     )
 
 
-def check_prompt(prompt: list[int], max_context: int) -> None:
+def check_prompt(prompt: list[int], max_context: int | None) -> None:
     if not prompt:
         raise UserError("the prompt is empty; expected at least one token")
-    if len(prompt) >= max_context:
+    if max_context is not None and len(prompt) >= max_context:
         raise UserError(
             f"the prompt has {len(prompt)} tokens; the model's context is {max_context}"
         )
@@ -56,20 +65,25 @@ def check_prompt(prompt: list[int], max_context: int) -> None:
 async def generate(
     sampler: Any, prompts: list[list[int]], n: int, params: types.SamplingParams
 ) -> AsyncIterator[TokenEvent | list[Choice]]:
-    """Yield a TokenEvent per chosen token, then the list of every choice (in index order)."""
+    """Yield a TokenEvent per chosen token, then the list of every choice (in index order). A
+    sampler that cannot report tokens as they are chosen (a hosted one) has them all reported
+    once its sample is done."""
     loop = asyncio.get_running_loop()
     events: asyncio.Queue[TokenEvent | None] = asyncio.Queue()
 
     def forward(prompt_index: int) -> Any:
         def on_token(sample: int, token: int, logprob: float) -> None:
             loop.call_soon_threadsafe(
-                events.put_nowait, TokenEvent(prompt_index * n + sample, token)
+                events.put_nowait, TokenEvent(prompt_index * n + sample, token, logprob)
             )
 
         return on_token
 
+    live = streams_tokens(sampler)
     futures = [
         sampler.sample(types.ModelInput.from_ints(p), n, params, on_token=forward(i))
+        if live
+        else sampler.sample(types.ModelInput.from_ints(p), n, params)
         for i, p in enumerate(prompts)
     ]
     for future in futures:
@@ -87,7 +101,19 @@ async def generate(
         response: types.SampleResponse = await future
         for seq in response.sequences:
             choices.append(Choice(i, list(seq.tokens), list(seq.logprobs or []), seq.stop_reason))
+    if not live:
+        for index, choice in enumerate(choices):
+            for token, logprob in zip(choice.tokens, choice.logprobs, strict=True):
+                yield TokenEvent(index, token, logprob)
     yield choices
+
+
+def streams_tokens(sampler: Any) -> bool:
+    """Whether `sampler.sample` takes `on_token` (the local engine's samplers do)."""
+    try:
+        return "on_token" in inspect.signature(sampler.sample).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 async def finished(

@@ -3,58 +3,155 @@
     kitchen/tiny-llama, smollm2-135m, Org/Model     a base model (LoRA adapters off)
     tinker://<run>/sampler_weights/<name>           a checkpoint this server saved
     /path/to/checkpoint                             a folder the local engine wrote
+    policy                                          the current weights (the agent gateway)
 
-Each name opens one sampler, kept for the server's life: every request on the same weights then
-goes to the same sampler, and so joins the same decode batch.
+Each checkpoint or base name opens one sampler, kept for the server's life: every request on the
+same weights then goes to the same sampler, and so joins the same decode batch. `policy` is not
+kept here: the gateway leases the snapshot it names to each call (kitchen/serve/gateway).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kitchen.serve.errors import UserError
-from kitchen.serve.service import KitchenService
+
+if TYPE_CHECKING:
+    from kitchen.serve.service import KitchenService
+
+
+class ChatFormat:
+    """The chat format of a base model, built on first use and shared by every sampler of it."""
+
+    def __init__(self, base_model: str, tokenizer: Any, renderer: Any = None) -> None:
+        """`renderer`: a train_core Renderer, a renderer's name, or None for the base model's."""
+        self.base_model = base_model
+        self._tokenizer = tokenizer
+        self._renderer = renderer
+        self._lock = threading.Lock()
+
+    def renderer(self, shown: str) -> Any:
+        """The format the base model was trained with; the tokenizer's own chat template when
+        Kitchen knows no format for it (`shown`: the model name errors name)."""
+        with self._lock:
+            if isinstance(self._renderer, str):
+                from train_core.renderers import get_renderer
+
+                self._renderer = get_renderer(self._renderer, self._tokenizer)
+            if self._renderer is None:
+                from train_core.renderers import RendererError, get_renderer, resolve_renderer_name
+
+                try:
+                    name = resolve_renderer_name(self.base_model)
+                except RendererError:
+                    if not getattr(self._tokenizer, "chat_template", None):
+                        raise UserError(
+                            f"model {shown!r} has no known chat format and no chat template; "
+                            "use /v1/completions"
+                        ) from None
+                    name = "hf_template"
+                self._renderer = get_renderer(name, self._tokenizer)
+            return self._renderer
+
+
+class CallRecorder(Protocol):
+    """Where a call addressed to a rollout is recorded (kitchen/serve/gateway implements it)."""
+
+    address: str
+
+    def chat_turn(
+        self,
+        renderer: Any,
+        tools: list[dict[str, Any]] | None,
+        messages: list[Any],
+        conversation: list[Any],
+        fresh: list[int],
+    ) -> Any:
+        """A chat call's turn (its `.prompt`: token ids): the address's previous prompt + sampled
+        tokens + the new messages' tokens where `messages` extend the previous call's messages and
+        its reply, else `fresh` (the conversation rendered anew)."""
+        ...
+
+    def record(
+        self,
+        prompt: Sequence[int],
+        tokens: Sequence[int],
+        logprobs: Sequence[float],
+        stop_reason: str,
+        version: int,
+        turn: Any = None,
+        reply: dict[str, Any] | None = None,
+    ) -> None:
+        """Record one sampled call; a chat call passes its `turn` and the `reply` it returned, which
+        the next turn may extend."""
+        ...
 
 
 @dataclass
 class ServedModel:
-    """One `model` name and the sampler serving it."""
+    """One `model` name and the sampler serving it, as one call sees it."""
 
     name: str
-    sampler: Any  # LocalSamplingClient
+    sampler: Any  # LocalSamplingClient, or any sampling client of the ports
     base_model: str
     created: int = field(default_factory=lambda: int(time.time()))
-    _renderer: Any = None
+    chat_format: ChatFormat | None = None
+    version: int = 0
+    """The policy version of the sampler's weights (what the records say sampled)."""
+    context: int | None = None
+    """The model's context length where the sampler does not tell it (None: not checked here)."""
+    rollout: CallRecorder | None = None
+    """The rollout this call is addressed to; None: the call is not recorded."""
+
+    def __post_init__(self) -> None:
+        if self.chat_format is None:
+            self.chat_format = ChatFormat(self.base_model, self.sampler.get_tokenizer())
 
     @property
     def tokenizer(self) -> Any:
         return self.sampler.get_tokenizer()
 
     @property
-    def max_context(self) -> int:
-        return int(self.sampler.host.max_context)
+    def max_context(self) -> int | None:
+        host = getattr(self.sampler, "host", None)
+        own = host.max_context if host is not None else getattr(self.sampler, "max_context", None)
+        return int(own) if isinstance(own, int) else self.context
 
     def renderer(self) -> Any:
-        """The chat format the base model was trained with; the tokenizer's own chat template
-        when Kitchen knows no format for it."""
-        if self._renderer is None:
-            from train_core.renderers import RendererError, get_renderer, resolve_renderer_name
+        """The chat format the base model was trained with (ChatFormat.renderer)."""
+        assert self.chat_format is not None
+        return self.chat_format.renderer(self.name)
 
-            try:
-                name = resolve_renderer_name(self.base_model)
-            except RendererError:
-                if not getattr(self.tokenizer, "chat_template", None):
-                    raise UserError(
-                        f"model {self.name!r} has no known chat format and no chat template; "
-                        "use /v1/completions"
-                    ) from None
-                name = "hf_template"
-            self._renderer = get_renderer(name, self.tokenizer)
-        return self._renderer
+    def addressed(self, rollout: CallRecorder | None) -> ServedModel:
+        """This model as a call addressed to `rollout` sees it."""
+        return self if rollout is None else dataclasses.replace(self, rollout=rollout)
+
+
+@dataclass
+class Lease:
+    """A model held for one call; `release()` once the call is done with it."""
+
+    model: ServedModel
+    release: Callable[[], None] = lambda: None
+
+
+class ModelSource(Protocol):
+    """The models a server's OpenAI routes serve, by `model` name."""
+
+    async def lease(self, name: str, address: str | None) -> Lease:
+        """The model called `name` for one call (addressed to rollout `address` if given);
+        a UserError (404) for a name it does not serve."""
+        ...
+
+    def names(self) -> list[str]:
+        """Model names one can ask for now (GET /v1/models)."""
+        ...
 
 
 class ModelCatalog:

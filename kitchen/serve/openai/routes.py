@@ -2,11 +2,15 @@
 
 Errors come back in OpenAI's shape (`{"error": {"message", "type", ...}}`, HTTP 400/404), so the
 official client raises its own BadRequestError / NotFoundError with the message.
+
+Which weights a `model` name means is a `ModelSource`'s: `kitchen serve`'s catalog of base models
+and checkpoints with the gateway's `policy` (kitchen/serve/gateway). Each call leases its model
+for as long as it samples, streaming included, and gives it back when done; a call carrying the
+rollout header (kitchen.ports.agents.ROLLOUT_HEADER) gets its model addressed to that rollout.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -19,12 +23,11 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from kitchen.serve.errors import UserError, error_message
 from kitchen.serve.openai import chat as chat_api
 from kitchen.serve.openai import completions as completion_api
-from kitchen.serve.openai.models import ModelCatalog, ServedModel
+from kitchen.serve.openai.models import Lease, ModelSource, ServedModel
 from kitchen.serve.openai.schemas import ChatRequest, CompletionRequest
-from kitchen.serve.service import KitchenService
 
 log = logging.getLogger("kitchen.serve.openai")
-R = TypeVar("R", CompletionRequest, ChatRequest)
+R = TypeVar("R", bound=pydantic.BaseModel)
 
 
 def openai_error(message: str, status: int = 400) -> Response:
@@ -33,7 +36,7 @@ def openai_error(message: str, status: int = 400) -> Response:
     return JSONResponse(body, status_code=status)
 
 
-async def _body(request: Request, model: type[R]) -> R:
+async def parse_body(request: Request, model: type[R]) -> R:
     try:
         return model.model_validate_json(await request.body())
     except pydantic.ValidationError as e:
@@ -67,49 +70,81 @@ async def _peeked(chunks: AsyncIterator[dict[str, Any]]) -> AsyncIterator[dict[s
     return rest()
 
 
-def add_openai_routes(app: FastAPI, service: KitchenService) -> None:
-    """Mount /v1/models, /v1/completions and /v1/chat/completions on `app`."""
-    catalog = ModelCatalog(service)
+def rollout_address(request: Request) -> str | None:
+    """The rollout a call is addressed to: the rollout header (the gateway turns the path prefix
+    /rollouts/<address> into it), or None."""
+    from kitchen.ports.agents import ROLLOUT_HEADER
 
-    async def answer(
-        request: Request,
-        schema: type[R],
-        once: Callable[[ServedModel, R], Awaitable[dict[str, Any]]],
-        streamed: Callable[[ServedModel, R], AsyncIterator[dict[str, Any]]],
-    ) -> Response:
-        try:
-            body = await _body(request, schema)
-            model = await asyncio.to_thread(catalog.get, body.model)
-            if body.stream:
-                return _sse(await _peeked(streamed(model, body)))
-            return JSONResponse(await once(model, body))
-        except UserError as e:
-            return openai_error(error_message(e), e.status)
-        except Exception as e:
-            log.exception("kitchen serve: %s failed", request.url.path)
-            return openai_error(f"{request.url.path}: {error_message(e)}", 500)
+    address = request.headers.get(ROLLOUT_HEADER)
+    return address or None
+
+
+async def answer(
+    request: Request,
+    models: ModelSource,
+    schema: type[R],
+    once: Callable[[ServedModel, R], Awaitable[dict[str, Any]]],
+    streamed: Callable[[ServedModel, R], AsyncIterator[dict[str, Any]]],
+) -> Response:
+    """One OpenAI-style call: parse the body as `schema`, lease the model it names, answer with
+    `once` (JSON) or `streamed` (server-sent events); the lease is given back when the answer is
+    complete. Mistakes come back as OpenAI errors naming the field."""
+    try:
+        body = await parse_body(request, schema)
+        lease = await models.lease(str(getattr(body, "model", "")), rollout_address(request))
+    except UserError as e:
+        return openai_error(error_message(e), e.status)
+    streaming = bool(getattr(body, "stream", False))
+    try:
+        if streaming:
+            return _sse(await _peeked(_holding(streamed(lease.model, body), lease)))
+        return JSONResponse(await once(lease.model, body))
+    except UserError as e:
+        return openai_error(error_message(e), e.status)
+    except Exception as e:
+        log.exception("kitchen serve: %s failed", request.url.path)
+        return openai_error(f"{request.url.path}: {error_message(e)}", 500)
+    finally:
+        if not streaming:
+            lease.release()
+
+
+async def _holding(
+    chunks: AsyncIterator[dict[str, Any]], lease: Lease
+) -> AsyncIterator[dict[str, Any]]:
+    """`chunks`, with `lease` given back once they end (or fail, or the client goes away)."""
+    try:
+        async for chunk in chunks:
+            yield chunk
+    finally:
+        lease.release()
+
+
+def add_openai_routes(app: FastAPI, models: ModelSource) -> None:
+    """Mount /v1/models, /v1/completions and /v1/chat/completions on `app`."""
 
     @app.get("/v1/models")
     async def list_models() -> Response:
-        return JSONResponse({"object": "list", "data": [_card(n) for n in catalog.names()]})
+        return JSONResponse({"object": "list", "data": [_card(n) for n in models.names()]})
 
     @app.get("/v1/models/{name:path}")
     async def get_model(name: str) -> Response:
         try:
-            await asyncio.to_thread(catalog.get, name)
+            lease = await models.lease(name, None)
         except UserError as e:
             return openai_error(error_message(e), 404)
+        lease.release()
         return JSONResponse(_card(name))
 
     @app.post("/v1/completions")
     async def completions(request: Request) -> Response:
         return await answer(
-            request, CompletionRequest, completion_api.complete, completion_api.stream
+            request, models, CompletionRequest, completion_api.complete, completion_api.stream
         )
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Response:
-        return await answer(request, ChatRequest, chat_api.chat, chat_api.stream)
+        return await answer(request, models, ChatRequest, chat_api.chat, chat_api.stream)
 
 
 def _card(name: str) -> dict[str, Any]:

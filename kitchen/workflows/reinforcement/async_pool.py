@@ -14,12 +14,20 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from kitchen.engine.errors import DataError
 from kitchen.engine.stage import Context, Metrics
+from kitchen.workflows.reinforcement.agents import (
+    AGENTS_PORT,
+    AgentRollouts,
+    Seam,
+    rollout_group,
+    settle,
+)
 from kitchen.workflows.reinforcement.rollout import RolloutSampling
+from train_core.agents.rollouts import GroupOutcome
 from train_core.completers import EnvPolicies, TokenCompleter
 
 PolicyFor = Callable[[Any, tuple[int, ...]], TokenCompleter | EnvPolicies]
@@ -31,9 +39,13 @@ class TaggedGroup:
     """A finished group, its builder, and the policy version that sampled it."""
 
     builder: Any
-    group: Any
+    outcome: GroupOutcome
     version: int
     where: tuple[int, int]  # (batch index, group index): the group's seed key
+
+    @property
+    def group(self) -> Any:
+        return self.outcome.group
 
 
 class AsyncRolloutPool:
@@ -48,8 +60,11 @@ class AsyncRolloutPool:
         policy_for: PolicyFor,
         sampler: Any,
         version: int,
+        agents: tuple[Any, AgentRollouts] | None = None,
     ) -> None:
+        """`agents`: (the gateway, how agent groups roll out), where the dataset has agents."""
         self.dataset, self.end_batch = dataset, end_batch
+        self.agents = agents
         self.max_steps_off_policy = max_steps_off_policy
         self.capacity = groups_per_batch * (max_steps_off_policy + 1)
         self.policy_for = policy_for
@@ -63,6 +78,7 @@ class AsyncRolloutPool:
         self._expected = 0  # groups accepted for rollout and not yet taken
         self._started = self._feeding = False
         self._unreleased = 0  # slots of groups taken but not yet trained on
+        self._dropped_outcomes: list[TaggedGroup] = []  # agent groups left with too few rollouts
 
     def start(self, start_batch: int) -> None:
         if not self._started:
@@ -98,16 +114,18 @@ class AsyncRolloutPool:
         policy: TokenCompleter | EnvPolicies,
         version: int,
     ) -> None:
-        from train_core.rl import do_group_rollout
-
+        seam = Seam()
+        if self.agents is not None:
+            gateway, agents = self.agents
+            seam = Seam.over(gateway, agents, str(where[0]))
         try:
-            group = await do_group_rollout(builder, policy)
+            outcome = await rollout_group(builder, policy, where[1], seam)
         except asyncio.CancelledError:
             raise
         except Exception as e:
             self._finished.put_nowait(e)
             return
-        self._finished.put_nowait(TaggedGroup(builder, group, version, where))
+        self._finished.put_nowait(TaggedGroup(builder, outcome, version, where))
 
     async def take(self, n: int, step: int) -> list[TaggedGroup]:
         """`n` groups no more than max_steps_off_policy versions behind `step`, oldest first
@@ -125,11 +143,21 @@ class AsyncRolloutPool:
                 return batch
             self._receive(await self._finished.get(), step)
 
+    def take_dropped(self) -> list[TaggedGroup]:
+        """The agent groups dropped whole since the last call (they count in a step's failures)."""
+        dropped, self._dropped_outcomes = self._dropped_outcomes, []
+        return dropped
+
     def _receive(self, item: TaggedGroup | BaseException | None, step: int) -> None:
         if item is None:
             return
         if isinstance(item, BaseException):
             raise item
+        if item.group is None:  # nothing to train on: its slot goes to the next group
+            self._expected -= 1
+            self._slots.release()
+            self._dropped_outcomes.append(item)
+            return
         if step - item.version > self.max_steps_off_policy:
             self.dropped += 1
             self._slots.release()
@@ -162,10 +190,15 @@ class StartRolloutPool:
     groups_per_batch: int
     max_steps_off_policy: int
     sampling: RolloutSampling
+    # repr=False: the plan of a classic env run (no agents) reads as it did before the seam
+    agents: AgentRollouts | None = field(default=None, repr=False)
     name: str = "start_rollout_pool"
     reads: frozenset[str] = frozenset({"training_client", "dataset", "n_batches", "rollout_pool"})
     writes: frozenset[str] = frozenset({"rollout_pool", "sampling_client", "policy_version"})
-    ports: frozenset[str] = frozenset({"backend"})
+
+    @property
+    def ports(self) -> frozenset[str]:
+        return frozenset({"backend", *([AGENTS_PORT] if self.agents is not None else [])})
 
     def __call__(self, ctx: Context[Any]) -> Metrics | None:
         state = ctx.state
@@ -179,6 +212,7 @@ class StartRolloutPool:
             lambda sampler, where: self.sampling.policy(sampler, *where),
             sampler,
             state.step,
+            (ctx.port(AGENTS_PORT), self.agents) if self.agents is not None else None,
         )
         return None
 
@@ -188,6 +222,8 @@ class CollectGroups:
     """This step's groups from the pool (started at this batch on the first step)."""
 
     groups_per_batch: int
+    # repr=False: the plan of a classic env run (no agents) reads as it did before the seam
+    agents: AgentRollouts | None = field(default=None, repr=False)
     name: str = "collect_groups"
     phase: ClassVar[str] = "sampling"  # the learner's wait for rollouts that run beside it
     reads: frozenset[str] = frozenset({"rollout_pool", "batch_idx"})
@@ -202,12 +238,17 @@ class CollectGroups:
         batch = await pool.take(self.groups_per_batch, state.step)
         if not batch:
             raise DataError(f"async RL: the dataset ran out of groups before step {state.step}")
+        finished = [*batch, *pool.take_dropped()]
+        _, _, agent_metrics = settle(
+            [g.builder for g in finished], [g.outcome for g in finished], self.agents
+        )
         state.env_group_builders = [g.builder for g in batch]
         state.trajectory_groups = [g.group for g in batch]
         state.group_versions = [g.version for g in batch]
         return {
             "time/wait_for_groups": time.perf_counter() - t0,
             "async/dropped_groups": pool.dropped - dropped,
+            **agent_metrics,
         }
 
 

@@ -6,7 +6,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from kitchen.workflows.common.config import EvalConfig, KLConfig, TrainConfig
+from kitchen.workflows.common.config import ConfigGroup, EvalConfig, KLConfig, TrainConfig
 from train_core.losses import CLIPPED_LOSSES, PolicyLoss
 
 RLMode = Literal["sync", "streaming", "async"]
@@ -118,6 +118,83 @@ class RLConfig(PolicyGradientConfig):
             raise ValueError(
                 f"stream_minibatch_size {self.stream_minibatch_size} is above groups_per_batch "
                 f"{self.groups_per_batch}"
+            )
+        return self
+
+
+class AgentConfig(ConfigGroup):
+    """Budgets and error tolerance of agent rollouts (an agent's own loop on an OpenAI client)."""
+
+    wall_time_s: float | None = Field(
+        120.0,
+        gt=0,
+        alias="agent_wall_time_s",
+        description="Seconds one rollout may run before it is cancelled and dropped (None: no limit)",
+    )
+    max_turns: int | None = Field(
+        None,
+        ge=1,
+        alias="agent_max_turns",
+        description="Model calls one rollout may make; a rollout over it is dropped (None: no limit)",
+    )
+    max_sampled_tokens: int | None = Field(
+        None,
+        ge=1,
+        alias="agent_max_sampled_tokens",
+        description="Tokens one rollout may sample over all its calls; over it, dropped "
+        "(None: no limit)",
+    )
+    max_tool_calls: int | None = Field(
+        None,
+        ge=0,
+        alias="agent_max_tool_calls",
+        description="Tool calls one rollout's model may make (counted in the chat completions it "
+        "received, not streamed); over it, dropped (None: no limit)",
+    )
+    min_group_size: int = Field(
+        2,
+        ge=1,
+        alias="agent_min_group_size",
+        description="Rollouts a group must keep to train; a group with fewer left is dropped",
+    )
+    transport: Literal["in_process", "http"] = Field(
+        "in_process",
+        alias="agent_transport",
+        description="How rollouts reach the gateway: in_process (an OpenAI client with no socket) "
+        "| http (a client on its port: agent_gateway_port, or a free one)",
+    )
+    port: int | None = Field(
+        None,
+        ge=0,
+        le=65535,
+        alias="agent_gateway_port",
+        description="Also serve the run's agent gateway over HTTP on this port (0: a free one), "
+        "for agents in other processes; None: in-process clients only",
+    )
+    max_failed_fraction: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        alias="agent_max_failed_fraction",
+        description="The step fails when more than this fraction of its rollouts were dropped "
+        "(raised, timed out, over budget), naming the first",
+    )
+
+
+class AgentRLConfig(RLConfig):
+    """The RL workflow over agent groups: the agent's calls go through the run's gateway."""
+
+    agents: AgentConfig = Field(
+        default_factory=lambda: AgentConfig.model_validate({}),
+        description="Budgets and error tolerance of agent rollouts",
+    )
+
+    @model_validator(mode="after")
+    def _groups_can_keep_enough(self) -> AgentRLConfig:
+        if self.agents.min_group_size > self.group_size:
+            raise ValueError(
+                f"agent_min_group_size {self.agents.min_group_size} is above group_size "
+                f"{self.group_size}: every group would be dropped"
             )
         return self
 

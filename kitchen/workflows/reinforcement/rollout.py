@@ -7,13 +7,21 @@ import contextlib
 import json
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 from kitchen.engine.stage import Context, Metrics
 from kitchen.workflows.common.images import readable_input
 from kitchen.workflows.common.seeding import EVALUATION_STREAM, ROLLOUT_STREAM, SeededSampler
+from kitchen.workflows.reinforcement.agents import (
+    AGENTS_PORT,
+    AgentRollouts,
+    Seam,
+    rollout_group,
+    settle,
+)
+from train_core.agents.rollouts import GroupOutcome
 from train_core.completers import (
     EnvPolicies,
     GroupedTokenCompleter,
@@ -64,27 +72,28 @@ class RolloutSampling:
 
 
 async def _indexed_group_rollout(
-    i: int, builder: Any, policy: TokenCompleter | EnvPolicies
-) -> tuple[int, Any]:
-    from train_core.rl import do_group_rollout
-
-    return i, await do_group_rollout(builder, policy)
+    i: int, builder: Any, policy: TokenCompleter | EnvPolicies, seam: Seam
+) -> tuple[int, GroupOutcome]:
+    return i, await rollout_group(builder, policy, i, seam)
 
 
-async def batch_rollouts(builders_P: list[Any], policy_for: GroupPolicy) -> list[Any]:
-    """Every group concurrently, each with its own policy; results in builder order."""
-    async with group_rollout_tasks(builders_P, policy_for) as tasks:
-        return [group for _, group in await asyncio.gather(*tasks)]
+async def batch_rollouts(
+    builders_P: list[Any], policy_for: GroupPolicy, seam: Seam | None = None
+) -> list[GroupOutcome]:
+    """Every group concurrently, each with its own policy (agent groups through `seam`'s
+    gateway); outcomes in builder order."""
+    async with group_rollout_tasks(builders_P, policy_for, seam) as tasks:
+        return [outcome for _, outcome in await asyncio.gather(*tasks)]
 
 
 @contextlib.asynccontextmanager
 async def group_rollout_tasks(
-    builders_P: list[Any], policy_for: GroupPolicy
-) -> AsyncIterator[list[asyncio.Task[tuple[int, Any]]]]:
-    """One task per group, each resolving to (group index, TrajectoryGroup). On exit every task
+    builders_P: list[Any], policy_for: GroupPolicy, seam: Seam | None = None
+) -> AsyncIterator[list[asyncio.Task[tuple[int, GroupOutcome]]]]:
+    """One task per group, each resolving to (group index, GroupOutcome). On exit every task
     still running is cancelled and awaited (its env cleanup runs), so nothing outlives the block."""
     tasks = [
-        asyncio.ensure_future(_indexed_group_rollout(i, b, policy_for(i)))
+        asyncio.ensure_future(_indexed_group_rollout(i, b, policy_for(i), seam or Seam()))
         for i, b in enumerate(builders_P)
     ]
     try:
@@ -98,9 +107,12 @@ async def group_rollout_tasks(
 @dataclass(frozen=True, kw_only=True)
 class DoRollouts:
     """Roll out every group of this batch with the current sampler: one asyncio task per group,
-    the envs of a group concurrently (train_core.rl.do_batch_rollouts)."""
+    the envs of a group concurrently (train_core.rl.do_batch_rollouts). With `agents`, agent
+    groups run through the run's gateway (agents.py), their dropped rollouts counted."""
 
     sampling: RolloutSampling
+    # repr=False: the plan of a classic env run (no agents) reads as it did before the seam
+    agents: AgentRollouts | None = field(default=None, repr=False)
     name: str = "do_rollouts"
     phase: ClassVar[str] = "sampling"
     reads: frozenset[str] = frozenset({"sampling_client", "dataset", "batch_idx", "policy_version"})
@@ -108,15 +120,21 @@ class DoRollouts:
         {"env_group_builders", "trajectory_groups", "group_versions"}
     )
 
+    @property
+    def ports(self) -> frozenset[str]:
+        return frozenset({AGENTS_PORT}) if self.agents is not None else frozenset()
+
     async def __call__(self, ctx: Context[Any]) -> Metrics | None:
         state = ctx.state
         builders_P = list(state.dataset.get_batch(state.batch_idx))
         policy_for = self.sampling.group_policies(state.sampling_client, state.batch_idx)
+        seam = Seam.of(ctx, self.agents, str(state.batch_idx))
         t0 = time.perf_counter()
-        groups_P = await batch_rollouts(builders_P, policy_for)
+        outcomes_P = await batch_rollouts(builders_P, policy_for, seam)
+        builders_P, groups_P, metrics = settle(builders_P, outcomes_P, self.agents)
         state.env_group_builders, state.trajectory_groups = builders_P, groups_P
         state.group_versions = [state.policy_version] * len(groups_P)
-        return {"time/rollouts": time.perf_counter() - t0}
+        return {"time/rollouts": time.perf_counter() - t0, **metrics}
 
 
 def token_pieces(tokenizer: Any, tokens: list[int]) -> list[str]:
@@ -230,8 +248,14 @@ class EvaluateRL:
     seed: int = 0
     prefix: str = "test"
     report: bool = False
+    # repr=False: the plan of a classic env run (no agents) reads as it did before the seam
+    agents: AgentRollouts | None = field(default=None, repr=False)
     name: str = "evaluate_rl"
     phase: ClassVar[str] = "evaluation"
+
+    @property
+    def ports(self) -> frozenset[str]:
+        return frozenset({AGENTS_PORT}) if self.agents is not None else frozenset()
 
     @property
     def reads(self) -> frozenset[str]:
@@ -252,8 +276,13 @@ class EvaluateRL:
         policy_for = sampling.group_policies(
             ctx.state.sampling_client, ctx.state.step, EVALUATION_STREAM
         )
-        groups = await batch_rollouts(builders, policy_for)
-        metrics = compute_trajectory_metrics(groups, [b.logging_tags() for b in builders])
+        seam = Seam.of(ctx, self.agents, f"{self.prefix}-{ctx.state.step}")
+        outcomes = await batch_rollouts(builders, policy_for, seam)
+        builders, groups, agent_metrics = settle(builders, outcomes, self.agents)
+        metrics = {
+            **compute_trajectory_metrics(groups, [b.logging_tags() for b in builders]),
+            **agent_metrics,
+        }
         out: Metrics = {f"{self.prefix}/{k}": v for k, v in metrics.items()}
         if not self.report:
             return out

@@ -15,6 +15,7 @@ from tinker import types
 
 from kitchen.engine.stage import Context, Metrics
 from kitchen.workflows.common.train_step import AdamSettings, Update
+from kitchen.workflows.reinforcement.agents import AGENTS_PORT, AgentRollouts, Seam, settle
 from kitchen.workflows.reinforcement.rollout import RolloutSampling, group_rollout_tasks
 from kitchen.workflows.reinforcement.stages import assemble
 from train_core.schedules import lr_at
@@ -226,6 +227,8 @@ class StreamRolloutsAndTrain:
     loss_fn_config: Mapping[str, float] | None = None
     lr_schedule: str = "constant"
     adam: AdamSettings = field(default_factory=AdamSettings)
+    # repr=False: the plan of a classic env run (no agents) reads as it did before the seam
+    agents: AgentRollouts | None = field(default=None, repr=False)
     name: str = "stream_rollouts_and_train"
     writes: frozenset[str] = frozenset(
         {
@@ -244,6 +247,10 @@ class StreamRolloutsAndTrain:
         kl = {"reference_client"} if self.recipe.kl_penalty_coef > 0 else set()
         return frozenset({*base, "total_steps", *kl})
 
+    @property
+    def ports(self) -> frozenset[str]:
+        return frozenset({AGENTS_PORT}) if self.agents is not None else frozenset()
+
     async def __call__(self, ctx: Context[Any]) -> Metrics | None:
         from train_core.rl import datum_for_loss
         from train_core.scoring import forward_logprobs
@@ -253,19 +260,24 @@ class StreamRolloutsAndTrain:
         reference = state.reference_client if self.recipe.kl_penalty_coef > 0 else None
         builders_P = list(state.dataset.get_batch(state.batch_idx))
         policy_for = self.sampling.group_policies(state.sampling_client, state.batch_idx)
+        seam = Seam.of(ctx, self.agents, str(state.batch_idx))
+        outcomes_P: list[Any] = [None] * len(builders_P)
         groups_P: list[Any] = [None] * len(builders_P)
         advantages_P: list[Any] = [None] * len(builders_P)
         config = dict(self.loss_fn_config) if self.loss_fn_config else None
         update = Update(ctx.clock, client)
         data_D, waiting, metrics = [], [], {}
         clock = ctx.clock  # the waits for groups, reference, the update: each its own phase
-        async with group_rollout_tasks(builders_P, policy_for) as tasks:
+        async with group_rollout_tasks(builders_P, policy_for, seam) as tasks:
             for i_finished, next_done in enumerate(asyncio.as_completed(tasks)):
                 with clock.phase("sampling"):
-                    i, group = await next_done
-                groups_P[i] = group
-                waiting.append(i)
+                    i, outcome = await next_done
+                outcomes_P[i], groups_P[i] = outcome, outcome.group
+                if outcome.group is not None:  # an agent group with too few rollouts left: none
+                    waiting.append(i)
                 if len(waiting) < self.minibatch_size and i_finished + 1 < len(tasks):
+                    continue
+                if not waiting:
                     continue
                 with clock.phase("reference") if reference else contextlib.nullcontext():
                     mb_data, mb_advantages, mb_metrics = await self.recipe.datums(
@@ -278,13 +290,16 @@ class StreamRolloutsAndTrain:
                 data_D.extend(mb_data)
                 metrics.update(mb_metrics)
                 waiting = []
+        kept_P = [i for i, group in enumerate(groups_P) if group is not None]
+        builders_P, groups_P, agent_metrics = settle(builders_P, outcomes_P, self.agents)
+        metrics.update(agent_metrics)
         lr = lr_at(state.step, state.total_steps, self.learning_rate, self.lr_schedule)
         done = await update.optim_step(self.adam.params(lr))
         state.training_logprobs = [lp for fb in done.passes for lp in forward_logprobs(fb)]
         metrics.update(done.optim.metrics or {})
         state.env_group_builders, state.trajectory_groups = builders_P, groups_P
         state.group_versions = [state.policy_version] * len(groups_P)
-        state.advantages, state.train_data = advantages_P, data_D
+        state.advantages, state.train_data = [advantages_P[i] for i in kept_P], data_D
         metrics["num_tokens"] = sum(d.model_input.length for d in data_D)
         minibatches = len(done.passes)
         return {"optim/lr": lr, "learning_rate": lr, "stream/minibatches": minibatches, **metrics}

@@ -22,13 +22,19 @@ from kitchen.workflows.common.start import (
     registration_nodes,
     start_point,
 )
+from kitchen.workflows.reinforcement.agents import AgentRollouts, SetAgentPolicy
 from kitchen.workflows.reinforcement.async_pool import (
     CollectGroups,
     PublishSampler,
     StartRolloutPool,
     StopRolloutPool,
 )
-from kitchen.workflows.reinforcement.config import PolicyGradientConfig, RLConfig, RLLoopConfig
+from kitchen.workflows.reinforcement.config import (
+    AgentRLConfig,
+    PolicyGradientConfig,
+    RLConfig,
+    RLLoopConfig,
+)
 from kitchen.workflows.reinforcement.rollout import (
     DoRollouts,
     EvaluateRL,
@@ -107,20 +113,48 @@ def train(
     return nodes
 
 
-def evaluate(cfg: PolicyGradientConfig, *, report: bool = False) -> EvaluateRL:
+def evaluate(
+    cfg: PolicyGradientConfig, *, report: bool = False, agents: AgentRollouts | None = None
+) -> EvaluateRL:
     return EvaluateRL(
         max_tokens=cfg.max_tokens,
         temperature=cfg.evaluation.temperature,
         seed=cfg.seed,
         report=report,
+        agents=agents,
     )
 
 
-def periodic_eval(cfg: PolicyGradientConfig) -> list[Node]:
+def periodic_eval(cfg: PolicyGradientConfig, agents: AgentRollouts | None = None) -> list[Node]:
     """Test-set evaluation every `eval_every` steps, from step 0, on pre-step weights."""
     if not cfg.evaluation.every:
         return []
-    return [When(Every(cfg.evaluation.every, "step", offset=0), [evaluate(cfg)])]
+    return [When(Every(cfg.evaluation.every, "step", offset=0), [evaluate(cfg, agents=agents)])]
+
+
+def agent_rollouts(cfg: RLConfig, base_model: str) -> AgentRollouts | None:
+    """How agent groups of a run of `base_model` roll out (an AgentRLConfig's budgets), or None:
+    classic envs only."""
+    if not isinstance(cfg, AgentRLConfig):
+        return None
+    from train_core.agents.rollouts import AgentBudgets
+
+    budgets = AgentBudgets(
+        wall_time_s=cfg.agents.wall_time_s,
+        max_turns=cfg.agents.max_turns,
+        max_sampled_tokens=cfg.agents.max_sampled_tokens,
+        max_tool_calls=cfg.agents.max_tool_calls,
+        min_group_size=cfg.agents.min_group_size,
+    )
+    over_http = cfg.agents.transport == "http"
+    return AgentRollouts(budgets, cfg.agents.max_failed_fraction, over_http, base_model)
+
+
+def fresh_sampler(agents: AgentRollouts | None = None) -> list[Node]:
+    """A sampler on the current weights, which the agent gateway's `policy` then serves."""
+    if agents is None:
+        return [RefreshSampler()]
+    return [RefreshSampler(), SetAgentPolicy(base_model=agents.base_model)]
 
 
 def log_step(*, post_kl: bool) -> list[Node]:
@@ -145,21 +179,26 @@ def rollout_sampling(cfg: RLLoopConfig) -> RolloutSampling:
 
 
 def sync_body(
-    cfg: RLLoopConfig, train_nodes: list[Node], *, post_kl: bool, evaluation: list[Node]
+    cfg: RLLoopConfig,
+    train_nodes: list[Node],
+    *,
+    post_kl: bool,
+    evaluation: list[Node],
+    agents: AgentRollouts | None = None,
 ) -> list[Node]:
     """One sync iteration: fresh sampler, evaluation, roll out, train (from the advantages, which
     the transcripts show), log, save."""
     return [
-        RefreshSampler(),
+        *fresh_sampler(agents),
         *evaluation,
-        DoRollouts(sampling=rollout_sampling(cfg)),
+        DoRollouts(sampling=rollout_sampling(cfg), agents=agents),
         *train_nodes,
         *log_step(post_kl=post_kl),
         *save(cfg),
     ]
 
 
-def streaming_body(cfg: RLConfig) -> list[Node]:
+def streaming_body(cfg: RLConfig, agents: AgentRollouts | None = None) -> list[Node]:
     recipe = MinibatchRecipe(
         estimator=cfg.advantage_estimator,
         remove_constant_reward_groups=cfg.remove_constant_reward_groups,
@@ -174,10 +213,11 @@ def streaming_body(cfg: RLConfig) -> list[Node]:
         loss_fn=cfg.loss_fn,
         loss_fn_config=cfg.loss_fn_config,
         lr_schedule=cfg.optimizer.schedule,
+        agents=agents,
     )
     return [
-        RefreshSampler(),
-        *periodic_eval(cfg),
+        *fresh_sampler(agents),
+        *periodic_eval(cfg, agents),
         stream,
         WriteRollouts(),
         *log_step(post_kl=cfg.kl.compute_post_kl),
@@ -185,14 +225,15 @@ def streaming_body(cfg: RLConfig) -> list[Node]:
     ]
 
 
-def async_body(cfg: RLConfig) -> list[Node]:
+def async_body(cfg: RLConfig, agents: AgentRollouts | None = None) -> list[Node]:
     """The sampler is published by the previous step; rollouts never wait for this one."""
     return [
-        *periodic_eval(cfg),
-        CollectGroups(groups_per_batch=cfg.groups_per_batch),
+        *periodic_eval(cfg, agents),
+        CollectGroups(groups_per_batch=cfg.groups_per_batch, agents=agents),
         *train(cfg, loss_fn_config=cfg.loss_fn_config),
         *log_step(post_kl=cfg.kl.compute_post_kl),
         PublishSampler(),
+        *([SetAgentPolicy(base_model=agents.base_model)] if agents is not None else []),
         *save(cfg),
     ]
 
@@ -209,30 +250,36 @@ def reinforcement(
 ) -> Workflow[RLState]:
     """The RL workflow of `cfg.mode` over the env dataset `make_dataset` builds (an RLLoopConfig
     runs as rl_loop's minimal sync loop); the final model is registered as `recipe` (unless
-    --no-register), with the config given."""
+    --no-register), with the config given. An AgentRLConfig's agent groups sample through the
+    run's agent gateway (port "agents"), whose `policy` each fresh sampler becomes."""
     rl = cfg if isinstance(cfg, RLConfig) else as_sync_loop(cfg)
     start = start_point(rl, rl.checkpoint.load_path)
+    agents = agent_rollouts(rl, start.model_name)
     nodes = setup(rl, make_dataset, start, reference_model=kl_reference(rl, start))
     finally_: list[Node] = []
     if rl.mode == "sync":
         train_nodes = train(rl, loss_fn_config=rl.loss_fn_config)
+        evaluation = periodic_eval(rl, agents)
         body = sync_body(
-            rl, train_nodes, post_kl=rl.kl.compute_post_kl, evaluation=periodic_eval(rl)
+            rl, train_nodes, post_kl=rl.kl.compute_post_kl, evaluation=evaluation, agents=agents
         )
     elif rl.mode == "streaming":
-        body = streaming_body(rl)
+        body = streaming_body(rl, agents)
     else:
-        body = async_body(rl)
+        body = async_body(rl, agents)
         nodes.append(
             StartRolloutPool(
                 groups_per_batch=rl.groups_per_batch,
                 max_steps_off_policy=rl.max_steps_off_policy,
                 sampling=rollout_sampling(rl),
+                agents=agents,
             )
         )
+        if agents is not None:
+            nodes.append(SetAgentPolicy(base_model=agents.base_model))
         finally_.append(StopRolloutPool())
     nodes.append(Loop("iteration", "n_batches", "batch_idx", steps=True, body=body))
     if rl.evaluation.every:
-        nodes += [RefreshSampler(), evaluate(rl, report=True)]
+        nodes += [*fresh_sampler(agents), evaluate(rl, report=True, agents=agents)]
     nodes += [SaveFinal(), *registration_nodes(cfg, recipe, start)]
     return Workflow(f"reinforcement_{rl.mode}", RLState, nodes=nodes, finally_=finally_)

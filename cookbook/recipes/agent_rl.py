@@ -1,0 +1,56 @@
+"""agent_rl: RL of an agent program with a tool, through the run's agent gateway.
+
+The agent (cookbook/envs/calculator_agent.py) is a plain async function on an `openai.AsyncOpenAI`
+client: it asks the policy, runs a calculator on the tool call, and answers. Every call goes
+through the gateway, which records the exact tokens and logprobs; each episode trains as one
+datum where its second prompt extends the first. Sized for the embedded engine: SmolLM2-135M,
+4 tasks of 4 rollouts per step.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from cookbook.envs.calculator_agent import CalculatorAgentTasks
+from cookbook.recipes import SMOLLM2
+from kitchen.engine.graph import Workflow
+from kitchen.engine.recipe import Recipe
+from kitchen.workflows.reinforcement import reinforcement
+from kitchen.workflows.reinforcement.config import AgentRLConfig
+from kitchen.workflows.reinforcement.state import RLState
+
+
+class AgentRLRecipeConfig(AgentRLConfig):
+    defaults: ClassVar[dict[str, Any]] = {
+        "model_name": SMOLLM2,
+        "group_size": 4,
+        "groups_per_batch": 4,
+        "num_batches": 10,
+        "learning_rate": 3e-4,
+        "max_tokens": 32,
+        "eval_every": 0,
+    }
+
+    max_operand: int = Field(
+        12, ge=1, description="Operands of the 'a * b + c' tasks are drawn from 0..N"
+    )
+
+
+class AgentRL(Recipe[AgentRLRecipeConfig]):
+    """RL of a tool-calling agent on an OpenAI client, trained token for token."""
+
+    name = "agent_rl"
+
+    def workflow(self, cfg: AgentRLRecipeConfig) -> Workflow[RLState]:
+        make = CalculatorAgentTasks(
+            cfg.groups_per_batch,
+            cfg.group_size,
+            cfg.num_batches or 100,
+            cfg.max_operand,
+            seed=cfg.seed,
+            max_tokens=cfg.max_tokens,
+            temperature=cfg.temperature,
+        )
+        return reinforcement(cfg, make, self.name)
