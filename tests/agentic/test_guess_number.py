@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from cookbook.envs.guess_number import GuessNumberEnv
+from cookbook.recipes.guess_number import GuessNumberConfig
 from kitchen.app.resolve import resolve_config
 from tests.agentic.helpers import dry_run, two_steps
 
@@ -53,6 +54,7 @@ def test_dry_runs_of_the_default_and_the_cookbook_preset():
     assert "Qwen/Qwen3.5-4B" in dry_run("guess_number", "--preset", "cookbook")
     small = resolve_config("guess_number").config
     cookbook = resolve_config("guess_number", preset="cookbook").config
+    assert isinstance(small, GuessNumberConfig) and isinstance(cookbook, GuessNumberConfig)
     assert (small.rules, small.guess_high, small.guess_max_turns) == ("hint", 16, 5)
     assert (cookbook.rules, cookbook.guess_low, cookbook.guess_high) == ("cookbook", 0, 1024)
     assert (cookbook.guess_max_turns, cookbook.group_size, cookbook.groups_per_batch) == (10, 8, 32)
