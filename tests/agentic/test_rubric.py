@@ -53,7 +53,9 @@ class ScriptedGrader:
                 await asyncio.sleep(10)
             if self.mode == "mumble":
                 return {"role": "assistant", "content": "It looks fine to me."}
-            completion = messages[0]["content"].split("<completion_to_grade>")[1].split("</")[0]
+            completion = (
+                str(messages[0]["content"]).split("<completion_to_grade>")[1].split("</")[0]
+            )
             return {"role": "assistant", "content": f"<score>{1.0 if '5' in completion else 0.25}</score>"}  # fmt: skip
         finally:
             self.active -= 1
@@ -117,7 +119,9 @@ def test_past_max_failures_the_run_stops_with_a_clear_error():
 def test_the_synthetic_additions_are_the_cookbooks_and_split_by_count():
     tasks = addition_tasks(3, random.Random(42))
     assert [m["content"] for m in tasks[0].convo[:2]] == ["What is 4 + 5?", "9"]
-    x, y = map(int, tasks[0].convo[2]["content"].removeprefix("What is ").rstrip("?").split(" + "))
+    x, y = map(
+        int, str(tasks[0].convo[2]["content"]).removeprefix("What is ").rstrip("?").split(" + ")
+    )
     assert tasks[0].items[0].rubric_str == f"Does the chatbot correctly get the answer {x + y}?"
     envs = RubricEnvs(2, 2, lambda r: RubricGrader(ScriptedGrader()), num_train=6, num_test=4,
                       test_problems=3)  # fmt: skip
