@@ -236,11 +236,11 @@ def rubric_task(row: Mapping[str, Any], where: str) -> RubricTask:
 class RubricEnvs:
     """RLDatasetFactory: `dataset` "additions" (the cookbook's generator, `num_train` +
     `num_test` tasks from `seed`) or a JSONL/hub source of datapoints (splits train, test).
-    `open_grader(policy_renderer)` makes the grader once, when the dataset is built."""
+    `open_grader(backend, policy_renderer)` makes the grader once, when the dataset is built."""
 
     groups_per_batch: int
     group_size: int
-    open_grader: Callable[[Any], RubricGrader] = field(repr=False)
+    open_grader: Callable[[Any, Any], RubricGrader] = field(repr=False)
     dataset: str = "additions"
     num_train: int = 10_000
     num_test: int = 1_000
@@ -261,8 +261,10 @@ class RubricEnvs:
             split[name] = [rubric_task(r, where(i)) for i, r in enumerate(rows)]
         return split["train"], split.get("test", [])
 
-    def __call__(self, ctx: RLEnvContext) -> tuple[RubricDataset, RubricDataset | None]:
-        grader = self.open_grader(ctx.renderer)
+    def __call__(
+        self, ctx: RLEnvContext, backend: Any = None
+    ) -> tuple[RubricDataset, RubricDataset | None]:
+        grader = self.open_grader(backend, ctx.renderer)
         train_tasks, test_tasks = self.tasks(ctx.datasets)
         train = RubricDataset(train_tasks, ctx.renderer, grader, self.groups_per_batch,
                               self.group_size, self.format_coef)  # fmt: skip

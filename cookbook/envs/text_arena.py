@@ -158,16 +158,20 @@ class GamesDataset(RLDataset):
 @dataclass(frozen=True)
 class TextArenaEnvs:
     """RLDatasetFactory: self-play training games, and test games against
-    `open_opponent(policy_renderer)` (none when `test_games` is 0)."""
+    `open_opponent(backend, policy_renderer)` (none when `test_games` is 0)."""
 
     games_per_batch: int
     num_games: int
     test_games: int = 0
-    open_opponent: Callable[[Any], Opponent] | None = field(default=None, repr=False)
+    open_opponent: Callable[[Any, Any], Opponent] | None = field(default=None, repr=False)
 
-    def __call__(self, ctx: RLEnvContext) -> tuple[GamesDataset, GamesDataset | None]:
+    def __call__(
+        self, ctx: RLEnvContext, backend: Any = None
+    ) -> tuple[GamesDataset, GamesDataset | None]:
         train = GamesDataset(TwoPlayerGroupBuilder(ctx.renderer), self.num_games, self.games_per_batch)  # fmt: skip
         if not self.test_games or self.open_opponent is None:
             return train, None
-        versus = TwoPlayerGroupBuilder(ctx.renderer, self.open_opponent(ctx.renderer), "versus")
+        versus = TwoPlayerGroupBuilder(
+            ctx.renderer, self.open_opponent(backend, ctx.renderer), "versus"
+        )
         return train, GamesDataset(versus, self.test_games, self.test_games)

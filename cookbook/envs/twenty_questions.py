@@ -148,17 +148,19 @@ class TwentyQuestionsDataset(RLDataset):
 class TwentyQuestionsEnvs:
     """RLDatasetFactory: the train words `num_epochs` times over, and (unless `test_words` is 0)
     the first `test_words` test words in one batch of `test_group_size` games each.
-    `open_answerer(policy_renderer)` makes the answerer once, when the dataset is built."""
+    `open_answerer(backend, policy_renderer)` makes the answerer once, when the dataset is built."""
 
     groups_per_batch: int
     group_size: int
-    open_answerer: Callable[[Any], Answerer] = field(repr=False)
+    open_answerer: Callable[[Any, Any], Answerer] = field(repr=False)
     num_epochs: int = 1
     test_words: int = 0
     test_group_size: int = 1
 
-    def __call__(self, ctx: RLEnvContext) -> tuple[TwentyQuestionsDataset, Any]:
-        answerer = self.open_answerer(ctx.renderer)
+    def __call__(
+        self, ctx: RLEnvContext, backend: Any = None
+    ) -> tuple[TwentyQuestionsDataset, Any]:
+        answerer = self.open_answerer(backend, ctx.renderer)
         train_words, test_words = split_words(load_words())
         train = TwentyQuestionsDataset(train_words * self.num_epochs, ctx.renderer, answerer,
                                        self.groups_per_batch, self.group_size)  # fmt: skip

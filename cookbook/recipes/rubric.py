@@ -6,21 +6,22 @@ tinker-cookbook's recipes/rubric. The grader is a second sampling client on a fr
 Locally: SmolLM2-135M-Instruct answers the cookbook's synthetic additions and grades them
 (a weak grader: the run shows the plumbing, not a trained adder). `--preset cookbook`:
 Qwen3.5-9B graded by Qwen3.6-35B-A3B through Tinker, 100 groups of 4, LR 1e-5.
-The run is one section (`<log_dir>/rl`), the way the grader's sampling client reaches the env.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, ClassVar
 
 from pydantic import Field
 
 from cookbook.envs.rubric import RubricEnvs, RubricGrader
 from cookbook.recipes import SMOLLM2
+from cookbook.recipes.on_backend import on_backend
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
 from kitchen.workflows.reinforcement import RLConfig, reinforcement
-from kitchen.workflows.rlhf import RLHFState, RunSection, SectionPaths, sectioned
+from kitchen.workflows.reinforcement.state import RLState
 from train_core.completers import TinkerMessageCompleter
 from train_core.renderers import get_renderer
 from train_core.renderers.by_name import resolve_renderer_name
@@ -82,13 +83,10 @@ class Rubric(Recipe[RubricConfig]):
 
     name = "rubric"
 
-    def workflow(self, cfg: RubricConfig) -> Workflow[RLHFState]:
-        def build(paths: SectionPaths, backend: Any) -> Workflow[Any]:
-            envs = RubricEnvs(
-                cfg.groups_per_batch, cfg.group_size,
-                lambda renderer: open_grader(cfg, backend, renderer), cfg.dataset,
-                cfg.num_train, cfg.num_test, cfg.num_test_problems, cfg.format_coef, cfg.seed,
-            )  # fmt: skip
-            return reinforcement(cfg, envs, self.name)
-
-        return sectioned(self.name, [RunSection(section="rl", build=build)])
+    def workflow(self, cfg: RubricConfig) -> Workflow[RLState]:
+        envs = RubricEnvs(
+            cfg.groups_per_batch, cfg.group_size,
+            partial(open_grader, cfg), cfg.dataset,
+            cfg.num_train, cfg.num_test, cfg.num_test_problems, cfg.format_coef, cfg.seed,
+        )  # fmt: skip
+        return on_backend(reinforcement(cfg, envs, self.name))

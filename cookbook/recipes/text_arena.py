@@ -7,11 +7,11 @@ random, minimax (perfect play) or base_model (the frozen base policy).
 The game is built in (cookbook/envs/tictactoe.py): the `textarena` package is not installed
 here. Locally: SmolLM2-135M-Instruct. `--preset cookbook`: Qwen3.5-4B through Tinker, 256 games
 per step (the cookbook's 512 players), LR 3e-5, 64 tokens, tested against the base model.
-The run is one section (`<log_dir>/rl`), the way the base-model opponent's client reaches the env.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
@@ -19,10 +19,11 @@ from pydantic import Field, model_validator
 from cookbook.envs.text_arena import Opponent, TextArenaEnvs
 from cookbook.envs.tictactoe import MinimaxOpponent, RandomOpponent
 from cookbook.recipes import SMOLLM2
+from cookbook.recipes.on_backend import on_backend
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
 from kitchen.workflows.reinforcement import RLConfig, reinforcement
-from kitchen.workflows.rlhf import RLHFState, RunSection, SectionPaths, sectioned
+from kitchen.workflows.reinforcement.state import RLState
 from train_core.completers import TinkerMessageCompleter
 
 OpponentName = Literal["random", "minimax", "base_model"]
@@ -68,10 +69,7 @@ class TextArena(Recipe[TextArenaConfig]):
 
     name = "text_arena"
 
-    def workflow(self, cfg: TextArenaConfig) -> Workflow[RLHFState]:
-        def build(paths: SectionPaths, backend: Any) -> Workflow[Any]:
-            envs = TextArenaEnvs(cfg.groups_per_batch, cfg.num_games, cfg.num_test_games,
-                                 lambda renderer: open_opponent(cfg, backend, renderer))  # fmt: skip
-            return reinforcement(cfg, envs, self.name)
-
-        return sectioned(self.name, [RunSection(section="rl", build=build)])
+    def workflow(self, cfg: TextArenaConfig) -> Workflow[RLState]:
+        envs = TextArenaEnvs(cfg.groups_per_batch, cfg.num_games, cfg.num_test_games,
+                             partial(open_opponent, cfg))  # fmt: skip
+        return on_backend(reinforcement(cfg, envs, self.name))

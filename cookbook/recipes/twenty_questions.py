@@ -5,21 +5,22 @@ scripted`, 'yes' when the question names the word; for tests and smoke runs).
 
 Locally: SmolLM2-135M-Instruct as both player and answerer. `--preset cookbook`: Qwen3.5-4B as
 the player and Qwen3.5-9B as the answerer through Tinker, 64 words of 8 games, LR 3e-5.
-The run is one section (`<log_dir>/rl`), the way the answerer's sampling client reaches the env.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
 from cookbook.envs.twenty_questions import Answerer, ScriptedAnswerer, TwentyQuestionsEnvs
 from cookbook.recipes import SMOLLM2
+from cookbook.recipes.on_backend import on_backend
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
 from kitchen.workflows.reinforcement import RLConfig, reinforcement
-from kitchen.workflows.rlhf import RLHFState, RunSection, SectionPaths, sectioned
+from kitchen.workflows.reinforcement.state import RLState
 from train_core.completers import TinkerMessageCompleter
 from train_core.renderers import get_renderer
 from train_core.renderers.by_name import resolve_renderer_name
@@ -72,13 +73,10 @@ class TwentyQuestions(Recipe[TwentyQuestionsConfig]):
 
     name = "twenty_questions"
 
-    def workflow(self, cfg: TwentyQuestionsConfig) -> Workflow[RLHFState]:
-        def build(paths: SectionPaths, backend: Any) -> Workflow[Any]:
-            envs = TwentyQuestionsEnvs(
-                cfg.groups_per_batch, cfg.group_size,
-                lambda renderer: open_answerer(cfg, backend, renderer),
-                cfg.num_epochs, cfg.num_test_words, cfg.test_group_size,
-            )  # fmt: skip
-            return reinforcement(cfg, envs, self.name)
-
-        return sectioned(self.name, [RunSection(section="rl", build=build)])
+    def workflow(self, cfg: TwentyQuestionsConfig) -> Workflow[RLState]:
+        envs = TwentyQuestionsEnvs(
+            cfg.groups_per_batch, cfg.group_size,
+            partial(open_answerer, cfg),
+            cfg.num_epochs, cfg.num_test_words, cfg.test_group_size,
+        )  # fmt: skip
+        return on_backend(reinforcement(cfg, envs, self.name))

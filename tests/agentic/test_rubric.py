@@ -20,9 +20,8 @@ from cookbook.envs.rubric import (
 )
 from cookbook.recipes.rubric import RubricConfig
 from kitchen.adapters.fake.tokenizer import FakeTokenizer
-from kitchen.app.launch import run
 from kitchen.app.resolve import resolve_config
-from tests.agentic.helpers import TINY, dry_run
+from tests.agentic.helpers import dry_run, two_steps
 from train_core.renderers import get_renderer
 from train_core.renderers.types import Message
 from train_core.rl.types import RLEnvContext
@@ -123,7 +122,7 @@ def test_the_synthetic_additions_are_the_cookbooks_and_split_by_count():
         int, str(tasks[0].convo[2]["content"]).removeprefix("What is ").rstrip("?").split(" + ")
     )
     assert tasks[0].items[0].rubric_str == f"Does the chatbot correctly get the answer {x + y}?"
-    envs = RubricEnvs(2, 2, lambda r: RubricGrader(ScriptedGrader()), num_train=6, num_test=4,
+    envs = RubricEnvs(2, 2, lambda b, r: RubricGrader(ScriptedGrader()), num_train=6, num_test=4,
                       test_problems=3)  # fmt: skip
     train, test = envs(RLEnvContext(RENDERER, TOKENIZER))
     assert len(train) == 3 and test is not None and len(test.get_batch(0)) == 3
@@ -136,7 +135,7 @@ def test_datapoints_load_from_jsonl_in_the_cookbooks_shape(tmp_path):
            "rubric_items": [{"rubric_str": "Is it a greeting?", "extraction_regex": "<s>(.*)</s>",
                              "grader_output_format_instruction": "Score in <s></s>"}]}  # fmt: skip
     (tmp_path / "r.jsonl").write_text(json.dumps(row) + "\n")
-    envs = RubricEnvs(1, 1, lambda r: RubricGrader(ScriptedGrader()), dataset=str(tmp_path / "r.jsonl"))  # fmt: skip
+    envs = RubricEnvs(1, 1, lambda b, r: RubricGrader(ScriptedGrader()), dataset=str(tmp_path / "r.jsonl"))  # fmt: skip
     train, _ = envs(RLEnvContext(RENDERER, TOKENIZER, HFDatasetStore()))
     assert train.tasks[0].items[0].extraction_regex == "<s>(.*)</s>"
 
@@ -153,11 +152,7 @@ def test_dry_runs_of_the_default_and_the_cookbook_preset():
 
 @pytest.mark.slow
 def test_two_steps_on_the_tiny_model(tmp_path):
-    run("rubric", {**TINY, "max_tokens": 6, "grader_max_tokens": 6, "num_train": 8},
-        backend="local", log_dir=tmp_path)  # fmt: skip
-    records = [json.loads(x) for x in (tmp_path / "rl" / "metrics.jsonl").read_text().splitlines()]
-    train = [r for r in records if "env/all/reward/total" in r]
-    assert [r["step"] for r in train] == [0, 1]
+    train = two_steps("rubric", tmp_path, max_tokens=6, grader_max_tokens=6, num_train=8)
     # the tiny random grader writes no <score>: every grade is counted unreadable, none failed
     assert all(
         r["env/all/grader/unreadable"] == 1.0 and r["env/all/grader/failed"] == 0.0 for r in train

@@ -4,7 +4,6 @@ win/draw/loss rewards, both trajectories in the group, the opponents, and the re
 from __future__ import annotations
 
 import asyncio
-import json
 
 import pytest
 
@@ -23,9 +22,8 @@ from cookbook.envs.tictactoe import (
 from cookbook.recipes.text_arena import TextArenaConfig
 from kitchen.adapters.fake.tokenizer import FakeTokenizer
 from kitchen.app.cli import app
-from kitchen.app.launch import run
 from kitchen.app.resolve import resolve_config
-from tests.agentic.helpers import TINY, dry_run, runner
+from tests.agentic.helpers import dry_run, runner, two_steps
 from train_core.completers import TokensWithLogprobs
 from train_core.renderers import get_renderer
 from train_core.rl import do_group_rollout
@@ -143,10 +141,6 @@ def test_dry_runs_of_the_default_and_the_cookbook_preset():
 
 @pytest.mark.slow
 def test_two_steps_on_the_tiny_model(tmp_path):
-    opts = {**TINY, "group_size": 2, "max_tokens": 4, "num_test_games": 2, "eval_every": 1,
-            "test_opponent": "base_model"}  # fmt: skip
-    run("text_arena", opts, backend="local", log_dir=tmp_path)
-    records = [json.loads(x) for x in (tmp_path / "rl" / "metrics.jsonl").read_text().splitlines()]
-    train = [r for r in records if "env/all/reward/total" in r]
-    assert [r["step"] for r in train] == [0, 1]
+    train = two_steps("text_arena", tmp_path, group_size=2, max_tokens=4, num_test_games=2,
+                      eval_every=1, test_opponent="base_model")  # fmt: skip
     assert all(r["env/all/total_episodes"] == 4 for r in train)

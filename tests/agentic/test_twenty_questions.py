@@ -4,7 +4,6 @@ split, and the recipe's runs (the answerer a second sampling client on the tiny 
 from __future__ import annotations
 
 import asyncio
-import json
 
 import pytest
 
@@ -17,9 +16,8 @@ from cookbook.envs.twenty_questions import (
 )
 from cookbook.recipes.twenty_questions import TwentyQuestionsConfig
 from kitchen.adapters.fake.tokenizer import FakeTokenizer
-from kitchen.app.launch import run
 from kitchen.app.resolve import resolve_config
-from tests.agentic.helpers import TINY, dry_run
+from tests.agentic.helpers import dry_run, two_steps
 from train_core.renderers import get_renderer
 from train_core.rl.types import RLEnvContext
 
@@ -73,7 +71,7 @@ def test_words_split_into_train_and_a_disjoint_test_fifth():
     train, test = split_words(words)
     assert len(test) == len(words) // 5 and not set(train) & set(test)
     renderer = get_renderer("chatml", FakeTokenizer())
-    envs = TwentyQuestionsEnvs(4, 2, lambda r: ScriptedAnswerer(), num_epochs=2, test_words=5)
+    envs = TwentyQuestionsEnvs(4, 2, lambda b, r: ScriptedAnswerer(), num_epochs=2, test_words=5)
     train_set, test_set = envs(RLEnvContext(renderer, renderer.tokenizer))
     assert len(train_set) == 2 * len(train) // 4 and len(test_set.get_batch(0)) == 5
 
@@ -91,11 +89,7 @@ def test_dry_runs_of_the_default_and_the_cookbook_preset():
 @pytest.mark.slow
 @pytest.mark.parametrize("answerer", ["model", "scripted"])
 def test_two_steps_on_the_tiny_model(tmp_path, answerer):
-    result = run("twenty_questions", {**TINY, "max_tokens": 6, "answerer": answerer},
-                 backend="local", log_dir=tmp_path)  # fmt: skip
-    records = [json.loads(x) for x in (tmp_path / "rl" / "metrics.jsonl").read_text().splitlines()]
-    assert [r["step"] for r in records if "env/all/reward/total" in r] == [0, 1]
-    assert result.state.section_paths["rl"]["sampler_path"]  # type: ignore[attr-defined]
+    two_steps("twenty_questions", tmp_path, max_tokens=6, answerer=answerer)
 
 
 def test_the_model_answerer_is_a_sampling_client_on_the_answerers_base_model():

@@ -18,7 +18,7 @@ from kitchen.engine.validate import walk
 from kitchen.workflows.common.register import RegisterModel
 
 # Its registering section is built when it runs: checked through a run below.
-SECTIONED = {"rlhf_pair_pref", "rubric", "text_arena", "twenty_questions"}
+SECTIONED = {"rlhf_pair_pref"}
 
 
 def as_json(cfg: Any) -> dict[str, Any]:
@@ -54,9 +54,6 @@ RUNS = {
                        "max_comparisons": 4, "num_test_comparisons": 2, "group_size": 2,
                        "sft_batch_size": 2, "pm_batch_size": 2,
                        "groups_per_batch": 1, "tournament": "all_pairs_one_way"},
-    "twenty_questions": {"answerer": "scripted", "groups_per_batch": 1, "group_size": 2},
-    "rubric": {"num_train": 2, "num_test": 0, "groups_per_batch": 1, "group_size": 2},
-    "text_arena": {"num_games": 2, "groups_per_batch": 1},
 }  # fmt: skip
 
 
