@@ -9,6 +9,8 @@ call, or after `max_turns` turns. Then the last assistant message is graded (Dee
 
 so a correct fenced answer earns 1, a wrong one 0, no code block -format_coef. Tool turns earn 0.
 A turn whose tool calls all fail to parse ends the episode with `failed_parse_reward`.
+The env is train_core.tool_use's agent tool env with one @tool (check_solution; its schema is
+written out, as the prompt has always shown it) and DeepcoderReward as the episode's grade.
 
 Problems come from `agentica-org/DeepCoder-Preview-Dataset` (train: primeintellect, taco,
 lcbv5; test: codeforces, lcbv5), from the bundled `bundled:code`, or from local files in either
@@ -17,11 +19,12 @@ shape, converted by cookbook.datasets.code.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 
@@ -29,16 +32,17 @@ from cookbook.envs.code_grading import CodeGrader, CodeTask, code_task, extract_
 from kitchen.engine.errors import ConfigError, DataError
 from train_core.completers import RendererLike
 from train_core.renderers.content import get_text_content
-from train_core.renderers.types import Message
-from train_core.rl.message_env import EnvFromMessageEnv, MessageEnv, MessageStepResult
-from train_core.rl.types import (
-    STOP_METRIC_PREFIX,
-    Env,
-    EnvGroupBuilder,
-    RLDataset,
-    RLEnvContext,
-    StopReason,
+from train_core.renderers.types import Message, ToolSpec
+from train_core.rl.types import Env, EnvGroupBuilder, RLDataset, RLEnvContext
+from train_core.tool_use import (
+    AgentToolEnv,
+    CallError,
+    ToolBudget,
+    agent_tool_env,
+    tool,
+    tool_conversation,
 )
+from train_core.tool_use import renderer_has_tools as has_tool_format
 
 log = logging.getLogger("kitchen")
 
@@ -47,7 +51,7 @@ DEEPCODER = "agentica-org/DeepCoder-Preview-Dataset"
 DEEPCODER_TRAIN = tuple(f"{DEEPCODER}:{c}" for c in ("primeintellect", "taco", "lcbv5"))
 DEEPCODER_TEST = tuple(f"{DEEPCODER}:{c}" for c in ("codeforces", "lcbv5"))
 
-CHECK_SOLUTION = {
+CHECK_SOLUTION: ToolSpec = {
     "name": "check_solution",
     "description": "Execute the proposed solution against the task's test cases. "
     "Use this to test your code before providing your final answer.",
@@ -87,92 +91,76 @@ async def deepcoder_reward(
     return format_coef * (has_code - 1.0) + correct, {"format": has_code, "correct": correct}
 
 
-def _stop(reason: StopReason) -> str:
-    return f"{STOP_METRIC_PREFIX}{reason}"
+USAGE = json.dumps({"error": 'check_solution needs {"code": "<python program>"}', "passed": False})
 
 
-class CodeToolEnv(MessageEnv):
+def check_solution_error(error: CallError) -> str:
+    """A call check_solution could not run, said as its verdicts are (with `passed`)."""
+    if error.kind == "arguments":
+        return USAGE
+    return json.dumps({"error": error.detail, "passed": False})
+
+
+class CheckSolution:
+    """The check_solution tool of one episode: the task's first `check_tests` tests."""
+
+    def __init__(self, task: CodeTask, grader: CodeGrader, check_tests: int | None) -> None:
+        self.task, self.grader, self.check_tests = task, grader, check_tests
+
+    @tool(
+        name=CHECK_SOLUTION["name"],
+        description=CHECK_SOLUTION["description"],
+        schema=CHECK_SOLUTION["parameters"],
+        errors=check_solution_error,
+    )
+    async def check_solution(
+        self, code: Annotated[str, "Python code implementing the solution."]
+    ) -> str:
+        if not code.strip():
+            return USAGE
+        return tool_feedback(await self.grader.grade(code, self.task.first_tests(self.check_tests)))
+
+
+def last_assistant_text(messages: Sequence[Message]) -> str:
+    return next((get_text_content(m) for m in reversed(messages) if m["role"] == "assistant"), "")
+
+
+def code_env(
+    task: CodeTask,
+    grader: CodeGrader,
+    renderer: RendererLike,
+    settings: CodeEnvSettings = CodeEnvSettings(),
+    tools: bool = True,
+) -> AgentToolEnv:
     """One episode on one task; see the module doc. `tools=False` (a renderer with no tool
-    format): a single turn, graded."""
+    format): a single turn, graded. Tool calls run in order (they share the sandbox)."""
+    checker = CheckSolution(task, grader, settings.check_tests)
+    tool_set = [checker.check_solution] if tools else []
+    prompt: list[Message] = [{"role": "user", "content": task.prompt()}]
 
-    def __init__(
-        self,
-        task: CodeTask,
-        grader: CodeGrader,
-        renderer: RendererLike,
-        settings: CodeEnvSettings = CodeEnvSettings(),
-        tools: bool = True,
-    ) -> None:
-        self.task, self.grader, self.settings = task, grader, settings
-        self.max_turns = settings.max_turns if tools else 1
-        self.tools = tools
-        prefix = renderer.create_conversation_prefix_with_tools([CHECK_SOLUTION]) if tools else []  # type: ignore[attr-defined]
-        self.history: list[Message] = [*prefix, {"role": "user", "content": task.prompt()}]
-        self.turns = 0
-        self.example_id = task.id
-
-    async def initial_observation(self) -> list[Message]:
-        return list(self.history)
-
-    async def step(self, message: Message) -> MessageStepResult:
-        self.turns += 1
-        self.history.append(message)
-        calls = list(message.get("tool_calls") or [])
-        unparsed = list(message.get("unparsed_tool_calls") or [])
-        metrics: dict[str, float] = {"turns": float(self.turns)}
-        logs: dict[str, str | int | float] = {"response": get_text_content(message)[:2000]}
-        if unparsed:
-            metrics["parse_error"] = 1.0
-        if unparsed and not calls:
-            metrics[_stop(StopReason.PARSE_ERROR)] = 1.0
-            return MessageStepResult(
-                self.settings.failed_parse_reward, True, list(self.history), metrics, logs
-            )
-        if calls and self.turns < self.max_turns:
-            metrics["tool_calls"] = float(len(calls))
-            for i, call in enumerate(calls):
-                result = await self._run_tool(call)
-                logs[f"tool_result_{i}"] = result[:2000]
-                self.history.append(
-                    {
-                        "role": "tool",
-                        "content": result,
-                        "tool_call_id": call.id or "",
-                        "name": call.function.name,
-                    }
-                )
-            return MessageStepResult(0.0, False, list(self.history), metrics, logs)
-        metrics[_stop(StopReason.MAX_TURNS if calls else StopReason.COMPLETED)] = 1.0
-        reward, reward_metrics = await deepcoder_reward(
-            get_text_content(message), self.task, self.grader, self.settings.format_coef
-        )
-        return MessageStepResult(
-            reward, True, list(self.history), {**metrics, **reward_metrics}, logs
+    async def reward(messages: list[Message]) -> tuple[float, dict[str, float]]:
+        return await deepcoder_reward(
+            last_assistant_text(messages), task, grader, settings.format_coef
         )
 
-    async def _run_tool(self, call: Any) -> str:
-        import json
-
-        if call.function.name != CHECK_SOLUTION["name"]:
-            return json.dumps({"error": f"unknown tool {call.function.name!r}; use check_solution"})
-        try:
-            code = json.loads(call.function.arguments).get("code")
-        except (json.JSONDecodeError, AttributeError) as e:
-            return json.dumps({"error": f"arguments are not a JSON object: {e}", "passed": False})
-        if not isinstance(code, str) or not code.strip():
-            return json.dumps(
-                {"error": 'check_solution needs {"code": "<python program>"}', "passed": False}
-            )
-        task = self.task.first_tests(self.settings.check_tests)
-        return tool_feedback(await self.grader.grade(code, task))
+    return agent_tool_env(
+        renderer,
+        tool_set,
+        tool_conversation(renderer, tool_set, prompt) if tools else prompt,
+        reward,
+        budget=ToolBudget(max_turns=settings.max_turns if tools else 1),
+        execution="sequential",
+        failed_parse_reward=settings.failed_parse_reward,
+        terminate_on_parse_error=True,
+        max_trajectory_tokens=settings.max_trajectory_tokens,
+        max_generation_tokens=settings.max_generation_tokens,
+        context_overflow_reward=settings.context_overflow_reward,
+        example_id=task.id,
+    )
 
 
 def renderer_has_tools(renderer: RendererLike) -> bool:
-    try:
-        renderer.create_conversation_prefix_with_tools([CHECK_SOLUTION])  # type: ignore[attr-defined]
-    except (NotImplementedError, AttributeError):
-        return False
-    return True
+    return has_tool_format(renderer, [CHECK_SOLUTION])
 
 
 @dataclass(frozen=True)
@@ -188,17 +176,8 @@ class CodeGroupBuilder(EnvGroupBuilder):
 
     async def make_envs(self) -> Sequence[Env]:
         tools = renderer_has_tools(self.renderer)
-        s = self.settings
         return [
-            EnvFromMessageEnv(
-                self.renderer,
-                CodeToolEnv(self.task, self.grader, self.renderer, s, tools),
-                failed_parse_reward=s.failed_parse_reward,
-                terminate_on_parse_error=True,
-                max_trajectory_tokens=s.max_trajectory_tokens,
-                max_generation_tokens=s.max_generation_tokens,
-                context_overflow_reward=s.context_overflow_reward,
-            )
+            code_env(self.task, self.grader, self.renderer, self.settings, tools)
             for _ in range(self.group_size)
         ]
 

@@ -1,0 +1,75 @@
+"""text_arena: two-player self-play RL on tic-tac-toe, as tinker-cookbook's
+multiplayer_rl/text_arena. Each training game is one group: the policy plays both sides, the two
+envs alternate through a coordinator, and both players' trajectories train (win +1, loss -1,
+draw 0, an illegal move -2 and the game over). Test games are against `--test-opponent`:
+random, minimax (perfect play) or base_model (the frozen base policy).
+
+The game is built in (cookbook/envs/tictactoe.py): the `textarena` package is not installed
+here. Locally: SmolLM2-135M-Instruct. `--preset cookbook`: Qwen3.5-4B through Tinker, 256 games
+per step (the cookbook's 512 players), LR 3e-5, 64 tokens, tested against the base model.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, model_validator
+
+from cookbook.envs.text_arena import Opponent, TextArenaEnvs
+from cookbook.envs.tictactoe import MinimaxOpponent, RandomOpponent
+from cookbook.recipes import SMOLLM2
+from cookbook.recipes.on_backend import on_backend
+from kitchen.engine.graph import Workflow
+from kitchen.engine.recipe import Recipe
+from kitchen.workflows.reinforcement import RLConfig, reinforcement
+from kitchen.workflows.reinforcement.state import RLState
+from train_core.completers import TinkerMessageCompleter
+
+OpponentName = Literal["random", "minimax", "base_model"]
+
+
+class TextArenaConfig(RLConfig):
+    defaults: ClassVar[dict[str, Any]] = {
+        "model_name": SMOLLM2,
+        "groups_per_batch": 8,
+        "group_size": 2,
+        "num_batches": 10,
+        "learning_rate": 3e-4,
+        "max_tokens": 8,
+        "eval_every": 0,
+    }
+    num_games: int = Field(1024, ge=1, description="Self-play training games (2 players each)")
+    num_test_games: int = Field(
+        0, ge=0, description="Test games against --test-opponent every eval_every steps (0 = none)"
+    )
+    test_opponent: OpponentName = Field(
+        "minimax",
+        description="random | minimax (never loses) | base_model (the frozen base policy)",
+    )
+
+    @model_validator(mode="after")
+    def _two_players(self) -> TextArenaConfig:
+        if self.group_size != 2:
+            raise ValueError(f"group_size is the 2 players of one game; got {self.group_size}")
+        return self
+
+
+def open_opponent(cfg: TextArenaConfig, backend: Any, renderer: Any) -> Opponent:
+    if cfg.test_opponent == "random":
+        return RandomOpponent(cfg.seed)
+    if cfg.test_opponent == "minimax":
+        return MinimaxOpponent()
+    client = backend.create_sampling_client(base_model=cfg.model_name)
+    return TinkerMessageCompleter(client, renderer, cfg.max_tokens, temperature=1.0)
+
+
+class TextArena(Recipe[TextArenaConfig]):
+    """Two-player self-play RL on tic-tac-toe (tests vs random, minimax or the base model)."""
+
+    name = "text_arena"
+
+    def workflow(self, cfg: TextArenaConfig) -> Workflow[RLState]:
+        envs = TextArenaEnvs(cfg.groups_per_batch, cfg.num_games, cfg.num_test_games,
+                             partial(open_opponent, cfg))  # fmt: skip
+        return on_backend(reinforcement(cfg, envs, self.name))
