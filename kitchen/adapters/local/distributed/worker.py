@@ -213,7 +213,7 @@ def serve_calls(world: World) -> None:
             print(f"rank {world.rank} of {world.size}: rank 0 is gone; stopping", file=sys.stderr)
             raise SystemExit(1) from None
         if isinstance(command, Stop):
-            leave()
+            leave(world)
             return
         handler = HANDLERS.get(type(command))
         if handler is None:

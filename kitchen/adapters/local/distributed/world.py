@@ -71,8 +71,18 @@ class Heartbeats:
         self.limit_s = limit_s
         self.silent = silent  # called (on the heartbeat thread) with a watched rank gone silent
         self._watched: list[int] = []
+        self._ended = threading.Event()
         store.set(f"kitchen/where/{rank}", f"{socket.gethostname()} {os.getpid()}")
-        threading.Thread(target=self._beat, daemon=True, name="kitchen-heartbeat").start()
+        self._thread = threading.Thread(target=self._beat, daemon=True, name="kitchen-heartbeat")
+        self._thread.start()
+
+    def end(self) -> None:
+        """Stop beating and wait for the thread. A daemon thread still inside the store's C++
+        call at interpreter exit is ended there by the finalizer, and that forced unwind through
+        a frame that must not throw (the GIL retaken in pybind11's destructor) aborts the process:
+        "terminate called without an active exception", exit code -6."""
+        self._ended.set()
+        self._thread.join(timeout=30)  # the store connection's own timeout
 
     @contextlib.contextmanager
     def watching(self, ranks: list[int]) -> Iterator[None]:
@@ -119,7 +129,8 @@ class Heartbeats:
                         seen[rank] = (count, now)
                     elif now - seen[rank][1] > self.limit_s:
                         self.silent(rank)
-                time.sleep(BEAT_S)
+                if self._ended.wait(BEAT_S):
+                    return
         except Exception:  # the store is gone: so is the launcher, which ends this rank
             return
 
@@ -400,13 +411,16 @@ def _stop(here: World) -> None:
 
     if dist.is_initialized() and not here.broken:
         here.send(Stop())
-        leave()
+        leave(here)
 
 
-def leave() -> None:
+def leave(here: World) -> None:
     """Every rank, at its end: leave together (a rank that exits while another still holds its
-    connections can abort that one, exit code -6)."""
+    connections can abort that one, exit code -6), with no thread of ours left in torch's C++
+    code when the interpreter ends (Heartbeats.end)."""
     import torch.distributed as dist
 
     dist.barrier()
+    if here.beats is not None:  # after the barrier: until every rank is there, they watch beats
+        here.beats.end()
     dist.destroy_process_group()
