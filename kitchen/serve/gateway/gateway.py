@@ -107,18 +107,11 @@ class Gateway:
             if self.policy.version is None and self._default_policy is not None:
                 await asyncio.to_thread(self._open_default)
             model, token = self.policy.lease()
-            released = threading.Event()
-
-            def release() -> None:
-                if not released.is_set():
-                    released.set()
-                    self.policy.release(token)
-
-            return Lease(model.addressed(rollout), release)
+            return Lease(model.addressed(rollout), _once(lambda: self.policy.release(token)))
         if self._catalog is None:
             raise NotFound(f"model {name!r}: this gateway serves {POLICY_MODEL!r} only")
-        model = await asyncio.to_thread(self._catalog.get, name)  # may load weights
-        return Lease(model.addressed(rollout))
+        model, release = await asyncio.to_thread(self._catalog.lease, name)  # may load weights
+        return Lease(model.addressed(rollout), _once(release))
 
     def _open_default(self) -> None:
         with self._default_lock:
@@ -208,6 +201,18 @@ def open_gateway(
     if port is not None:
         gateway.listen(port, host)
     return gateway
+
+
+def _once(release: Callable[[], None]) -> Callable[[], None]:
+    """`release`, run on the first call only (a lease is given back once)."""
+    done = threading.Event()
+
+    def once() -> None:
+        if not done.is_set():
+            done.set()
+            release()
+
+    return once
 
 
 def _quoted(address: str) -> str:

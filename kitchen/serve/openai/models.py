@@ -5,9 +5,10 @@
     /path/to/checkpoint                             a folder the local engine wrote
     policy                                          the current weights (the agent gateway)
 
-Each checkpoint or base name opens one sampler, kept for the server's life: every request on the
-same weights then goes to the same sampler, and so joins the same decode batch. `policy` is not
-kept here: the gateway leases the snapshot it names to each call (kitchen/serve/gateway).
+Each name opens one sampler, shared by every call on it, so requests on the same weights join the
+same decode batch: a base model's for the server's life, a checkpoint's while a call holds it or
+it is among the most recently used (ModelCatalog). `policy` is not kept here: the gateway leases
+the snapshot it names to each call (kitchen/serve/gateway).
 """
 
 from __future__ import annotations
@@ -154,31 +155,67 @@ class ModelSource(Protocol):
         ...
 
 
-class ModelCatalog:
-    """The samplers opened for OpenAI requests, by `model` name. Thread-safe."""
+KEPT_CHECKPOINTS = 8
+"""Checkpoint samplers a catalog keeps open when no call holds them (the most recently used)."""
 
-    def __init__(self, service: KitchenService) -> None:
+
+class ModelCatalog:
+    """The samplers opened for OpenAI requests, by `model` name. Thread-safe.
+
+    A base model's sampler is kept for the server's life (it shares the loaded base). A
+    checkpoint's is kept while a call holds it or while it is among the KEPT_CHECKPOINTS most
+    recently used: a run that names each step's checkpoint does not hold one sampler per step.
+    """
+
+    def __init__(self, service: KitchenService, kept_checkpoints: int = KEPT_CHECKPOINTS) -> None:
         self._service = service
+        self._kept = kept_checkpoints
         self._lock = threading.Lock()
-        self._models: dict[str, ServedModel] = {}
+        self._models: dict[str, ServedModel] = {}  # in order of last use
+        self._checkpoints: set[str] = set()
+        self._holders: dict[str, int] = {}
 
     def get(self, name: str) -> ServedModel:
         """The model called `name`, opened on first use (may load weights: call off the loop)."""
+        model, release = self.lease(name)
+        release()
+        return model
+
+    def lease(self, name: str) -> tuple[ServedModel, Callable[[], None]]:
+        """The model called `name` for one call, and the function that gives it back (may load
+        weights: call off the loop)."""
         with self._lock:
-            found = self._models.get(name)
+            found = self._models.pop(name, None)
             if found is None:
-                found = self._open(name)
-                self._models[name] = found
-            return found
+                found, is_checkpoint = self._open(name)
+                if is_checkpoint:
+                    self._checkpoints.add(name)
+            self._models[name] = found
+            self._holders[name] = self._holders.get(name, 0) + 1
+
+        def release() -> None:
+            with self._lock:
+                self._holders[name] -= 1
+                self._forget_unused()
+
+        return found, release
+
+    def _forget_unused(self) -> None:
+        """Drop the least recently used checkpoints past the kept number that no call holds."""
+        idle = [n for n in self._models if n in self._checkpoints and not self._holders.get(n)]
+        for name in idle[: max(0, len(idle) - self._kept)]:
+            del self._models[name]
+            self._checkpoints.discard(name)
+            self._holders.pop(name, None)
 
     def names(self) -> list[str]:
-        """Models one can ask for now: the base models in memory and every name opened."""
+        """Models one can ask for now: the base models in memory and every name open."""
         loaded = [name for name, _ in self._service.loaded_models()]
         with self._lock:
             opened = list(self._models)
         return list(dict.fromkeys([*loaded, *opened]))
 
-    def _open(self, name: str) -> ServedModel:
+    def _open(self, name: str) -> tuple[ServedModel, bool]:
         from kitchen.adapters.local.checkpoints import META_FILE
         from kitchen.engine.errors import KitchenError
 
@@ -191,4 +228,4 @@ class ModelCatalog:
             )
         except KitchenError as e:
             raise UserError(str(e)) from None
-        return ServedModel(name, entry.sampler, entry.base_model)
+        return ServedModel(name, entry.sampler, entry.base_model), is_checkpoint
