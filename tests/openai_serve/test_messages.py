@@ -280,7 +280,13 @@ def test_a_stop_sequence_ends_the_text_before_it(claude: Any) -> None:
     assert (cut.stop_reason, cut.stop_sequence) == ("stop_sequence", stop)
 
 
-def test_malformed_requests_are_400s_naming_the_field(claude: Any) -> None:
+def test_malformed_requests_are_400s_naming_the_field(claude: Any, server_url: str) -> None:
+    import httpx
+
+    for route, shape in (("messages", "type"), ("responses", "error")):
+        answer = httpx.post(f"{server_url}/v1/{route}", content=b"[1, 2]")
+        assert answer.status_code == 400
+        assert shape in answer.json() and "body: expected a JSON object" in answer.text
     ask = {"model": TINY, "max_tokens": 4, "messages": [QUESTION]}
     with pytest.raises(anthropic.BadRequestError, match="tool_choice"):
         claude.messages.create(**ask, tools=[TOOL], tool_choice={"type": "any"})

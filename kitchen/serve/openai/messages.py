@@ -74,6 +74,8 @@ def chat_request(body: dict[str, Any]) -> dict[str, Any]:
     choice = _tool_choice(body.get("tool_choice"))
     if tools and choice == "auto":  # "none": the model is not told of any tool
         chat["tools"] = tools
+    elif choice == "none":  # passed on: the chat route may act on it too
+        chat["tool_choice"] = "none"
     stops = need(body.get("stop_sequences") or [], list, "stop_sequences")
     if stops:
         if body.get("stream"):

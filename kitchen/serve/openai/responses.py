@@ -94,6 +94,8 @@ def chat_request(body: dict[str, Any]) -> dict[str, Any]:
         )
     if tools and choice == "auto":  # "none": the model is not told of any tool
         chat["tools"] = tools
+    elif choice == "none":  # passed on: the chat route may act on it too
+        chat["tool_choice"] = "none"
     for ours, theirs in (("temperature", "temperature"), ("top_p", "top_p"), ("seed", "seed")):
         if body.get(theirs) is not None:
             chat[ours] = body[theirs]

@@ -1,8 +1,8 @@
-"""FastAPI routes of the OpenAI-compatible API, over the same engine as the Tinker routes.
+"""FastAPI routes of the OpenAI-compatible API, over the same engine as the Tinker routes
+(and /v1/responses and /v1/messages, translations onto chat: translated.py).
 
 Errors come back in OpenAI's shape (`{"error": {"message", "type", ...}}`, HTTP 400/404), so the
-official client raises its own BadRequestError / NotFoundError with the message; /v1/messages
-answers in Anthropic's (`{"type": "error", "error": {"type", "message"}}`).
+official client raises its own BadRequestError / NotFoundError with the message.
 """
 
 from __future__ import annotations
@@ -20,9 +20,6 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from kitchen.serve.errors import UserError, error_message
 from kitchen.serve.openai import chat as chat_api
 from kitchen.serve.openai import completions as completion_api
-from kitchen.serve.openai import messages as messages_api
-from kitchen.serve.openai import responses as responses_api
-from kitchen.serve.openai.fields import request_body
 from kitchen.serve.openai.models import ModelCatalog, ServedModel
 from kitchen.serve.openai.schemas import ChatRequest, CompletionRequest
 from kitchen.serve.service import KitchenService
@@ -44,12 +41,6 @@ async def _body(request: Request, model: type[R]) -> R:
         first = e.errors()[0]
         where = ".".join(str(x) for x in first["loc"]) or "body"
         raise UserError(f"{request.url.path}: {where}: {first['msg']}") from None
-
-
-def anthropic_error(message: str, status: int = 400) -> Response:
-    kind = {404: "not_found_error", 500: "api_error"}.get(status, "invalid_request_error")
-    body = {"type": "error", "error": {"type": kind, "message": message}}
-    return JSONResponse(body, status_code=status)
 
 
 def _sse(chunks: AsyncIterator[dict[str, Any]]) -> StreamingResponse:
@@ -75,27 +66,6 @@ async def _peeked(chunks: AsyncIterator[dict[str, Any]]) -> AsyncIterator[dict[s
             yield chunk
 
     return rest()
-
-
-def _named_sse(events: AsyncIterator[dict[str, Any]]) -> StreamingResponse:
-    """Events named by their type, as the Responses and Messages streams are (no [DONE])."""
-
-    async def lines() -> AsyncIterator[str]:
-        async for event in events:
-            yield f"event: {event['type']}\ndata: {json.dumps(event)}\n\n"
-
-    return StreamingResponse(lines(), media_type="text/event-stream")
-
-
-def _chat_body(chat: dict[str, Any], route: str, names: dict[str, str]) -> ChatRequest:
-    """The translated chat request, validated; a mistake names the route's own field."""
-    try:
-        return ChatRequest.model_validate(chat)
-    except pydantic.ValidationError as e:
-        first = e.errors()[0]
-        loc = [str(x) for x in first["loc"]]
-        where = ".".join([names.get(loc[0], loc[0]), *loc[1:]]) if loc else "body"
-        raise UserError(f"{route}: {where}: {first['msg']}") from None
 
 
 def add_openai_routes(app: FastAPI, service: KitchenService) -> None:
@@ -143,33 +113,13 @@ def add_openai_routes(app: FastAPI, service: KitchenService) -> None:
     async def chat_completions(request: Request) -> Response:
         return await answer(request, ChatRequest, chat_api.chat, chat_api.stream)
 
-    async def translated(
-        request: Request, api: Any, error: Callable[[str, int], Response], reply: Any
-    ) -> Response:
-        """A route that is a translation onto chat: `api.chat_request(body)` is answered by the
-        chat route's own `chat` / `stream`, and `reply` / `api.events` translate back."""
-        route = request.url.path
-        try:
-            body = request_body(await request.body(), route)
-            chat = _chat_body(api.chat_request(body), route, api.CHAT_FIELDS)
-            model = await asyncio.to_thread(catalog.get, chat.model)
-            if chat.stream:
-                chunks = await _peeked(chat_api.stream(model, chat))
-                return _named_sse(api.events(body, chunks))
-            return JSONResponse(reply(body, await chat_api.chat(model, chat)))
-        except UserError as e:
-            return error(error_message(e), e.status)
-        except Exception as e:
-            log.exception("kitchen serve: %s failed", route)
-            return error(f"{route}: {error_message(e)}", 500)
+    from kitchen.serve.openai.translated import add_translated_routes  # it imports this module
 
-    @app.post("/v1/responses")
-    async def responses(request: Request) -> Response:
-        return await translated(request, responses_api, openai_error, responses_api.response)
+    async def open_model(name: str, request: Request) -> tuple[ServedModel, Callable[[], None]]:
+        """The model the chat route would answer `name` with, and what to call when done."""
+        return await asyncio.to_thread(catalog.get, name), lambda: None
 
-    @app.post("/v1/messages")
-    async def messages(request: Request) -> Response:
-        return await translated(request, messages_api, anthropic_error, messages_api.message)
+    add_translated_routes(app, open_model)
 
 
 def _card(name: str) -> dict[str, Any]:
