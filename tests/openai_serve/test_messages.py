@@ -219,6 +219,24 @@ def test_chat_chunks_become_the_event_sequence_the_client_parses() -> None:
     assert parsed[6].delta.partial_json == '{"a": 1}'
 
 
+def test_a_failure_mid_stream_is_an_error_event() -> None:
+    async def broken() -> AsyncIterator[dict[str, Any]]:
+        yield _chunk({"content": "a"})
+        raise RuntimeError("the sampler went away")
+
+    async def collect() -> list[dict[str, Any]]:
+        return [e async for e in messages.events({"model": TINY}, broken())]
+
+    events = asyncio.run(collect())
+    assert [e["type"] for e in events] == [
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "error",
+    ]
+    assert "the sampler went away" in events[-1]["error"]["message"]
+
+
 # Against the session's server.
 
 

@@ -165,6 +165,11 @@ def test_a_tool_call_answer_is_a_message_and_function_call_items() -> None:
     assert (out.status, out.usage.input_tokens, out.usage.output_tokens) == ("completed", 11, 5)
     bare = responses.response({"model": TINY}, _answer({**message, "content": ""}, "tool_calls"))
     assert [item["type"] for item in bare["output"]] == ["function_call"]
+    thought = responses.response(
+        {"model": TINY}, _answer({**message, "reasoning_content": "hmm"}, "tool_calls")
+    )
+    assert [item["type"] for item in thought["output"]] == ["reasoning", "message", "function_call"]
+    assert thought["output"][0]["content"] == [{"type": "reasoning_text", "text": "hmm"}]
     cut = Response.model_validate(
         responses.response(
             {"model": TINY}, _answer({"role": "assistant", "content": "ab"}, "length")

@@ -96,9 +96,9 @@ def chat_request(body: dict[str, Any]) -> dict[str, Any]:
         chat["tools"] = tools
     elif choice == "none":  # passed on: the chat route may act on it too
         chat["tool_choice"] = "none"
-    for ours, theirs in (("temperature", "temperature"), ("top_p", "top_p"), ("seed", "seed")):
-        if body.get(theirs) is not None:
-            chat[ours] = body[theirs]
+    for name in ("temperature", "top_p", "seed"):
+        if body.get(name) is not None:
+            chat[name] = body[name]
     if body.get("max_output_tokens") is not None:
         chat["max_tokens"] = body["max_output_tokens"]
     if body.get("stream"):

@@ -64,7 +64,7 @@ def add_translated_routes(app: FastAPI, open_model: OpenModel) -> None:
             chat = _chat_request(api.chat_request(body), route, api.CHAT_FIELDS)
             model, done = await open_model(chat.model, request)
         except UserError as e:
-            return error(error_message(e), e.status)
+            return error(_on(route, error_message(e)), e.status)
         try:
             if chat.stream:
                 chunks = await _peeked(chat_api.stream(model, chat))
@@ -73,7 +73,7 @@ def add_translated_routes(app: FastAPI, open_model: OpenModel) -> None:
                 return _named_sse(events)
             return JSONResponse(reply(body, await chat_api.chat(model, chat)))
         except UserError as e:
-            return error(error_message(e), e.status)
+            return error(_on(route, error_message(e)), e.status)
         except Exception as e:
             log.exception("kitchen serve: %s failed", route)
             return error(f"{route}: {error_message(e)}", 500)
@@ -87,6 +87,11 @@ def add_translated_routes(app: FastAPI, open_model: OpenModel) -> None:
     @app.post("/v1/messages")
     async def messages(request: Request) -> Response:
         return await translated(request, messages_api, messages_api.message, anthropic_error)
+
+
+def _on(route: str, message: str) -> str:
+    """`message` said of `route` (the chat route's own messages do not name it)."""
+    return message if message.startswith(route) else f"{route}: {message}"
 
 
 def _nothing() -> None:
