@@ -1,5 +1,5 @@
 """OpenAI-compatible routes of `kitchen serve` and the agent gateway: /v1/models, /v1/completions,
-/v1/chat/completions.
+/v1/chat/completions, and /v1/responses and Anthropic's /v1/messages as translations onto chat.
 
 The official `openai` client, eval harnesses (lm-eval's local-completions and
 local-chat-completions), chat UIs and agents talk to a base model, any sampler checkpoint or the

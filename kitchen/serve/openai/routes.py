@@ -1,4 +1,5 @@
-"""FastAPI routes of the OpenAI-compatible API, over the same engine as the Tinker routes.
+"""FastAPI routes of the OpenAI-compatible API, over the same engine as the Tinker routes
+(and /v1/responses and /v1/messages, translations onto chat: translated.py).
 
 Errors come back in OpenAI's shape (`{"error": {"message", "type", ...}}`, HTTP 400/404), so the
 official client raises its own BadRequestError / NotFoundError with the message.
@@ -121,7 +122,8 @@ async def _holding(
 
 
 def add_openai_routes(app: FastAPI, models: ModelSource) -> None:
-    """Mount /v1/models, /v1/completions and /v1/chat/completions on `app`."""
+    """Mount /v1/models, /v1/completions, /v1/chat/completions, /v1/responses and /v1/messages
+    on `app`."""
 
     @app.get("/v1/models")
     async def list_models() -> Response:
@@ -145,6 +147,16 @@ def add_openai_routes(app: FastAPI, models: ModelSource) -> None:
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Response:
         return await answer(request, models, ChatRequest, chat_api.chat, chat_api.stream)
+
+    from kitchen.serve.openai.translated import add_translated_routes  # it imports this module
+
+    async def open_model(name: str, request: Request) -> tuple[ServedModel, Callable[[], None]]:
+        """The model the chat route would answer `name` with (leased, so a call on `policy` is
+        recorded under its rollout), and what to call when done."""
+        lease = await models.lease(name, rollout_address(request))
+        return lease.model, lease.release
+
+    add_translated_routes(app, open_model)
 
 
 def _card(name: str) -> dict[str, Any]:
