@@ -134,7 +134,10 @@ def test_a_client_that_edits_history_gets_a_fresh_render(gateway) -> None:
         first = await client.chat.completions.create(
             model=POLICY_MODEL, messages=messages, max_tokens=4
         )
-        edited = {"role": "assistant", "content": first.choices[0].message.content + " (edited)"}
+        # Edited at its start: an edit after the reply's text can re-render as the sampled tokens
+        # plus more, which is an exact extension (the record's test is on tokens).
+        reply = first.choices[0].message.content or ""
+        edited = {"role": "assistant", "content": "(edited) " + reply}
         await client.chat.completions.create(
             model=POLICY_MODEL,
             messages=[*messages, edited, {"role": "user", "content": "More."}],
