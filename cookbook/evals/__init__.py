@@ -16,7 +16,19 @@ def _labels(cfg: Any) -> Scheduled:
                      cfg.evaluation.infrequent_every)  # fmt: skip
 
 
-INLINE_EVALS: dict[str, Callable[[Any], Scheduled]] = {"labels": _labels}
+def _inspect(cfg: Any) -> Scheduled:
+    """chat_sl's `inline_evals=inspect`: the shipped offline inspect tasks (the cookbook runs
+    inspect_evals' gsm8k and ifeval, which need the network), greedy."""
+    from cookbook.evals.inspect_tasks import inspect_tasks
+    from train_core.evaluation.inspect_evaluator import InspectEvaluator
+
+    tasks = inspect_tasks(["pip_signoff", "pip_tools"])
+    evaluator = InspectEvaluator(tasks=tasks, limit=cfg.inline_eval_limit,
+                                 max_tokens=cfg.sample_max_tokens)  # fmt: skip
+    return Scheduled(evaluator, cfg.evaluation.infrequent_every)
+
+
+INLINE_EVALS: dict[str, Callable[[Any], Scheduled]] = {"labels": _labels, "inspect": _inspect}
 
 
 def inline_evaluators(cfg: Any, names: list[str]) -> list[Scheduled]:

@@ -28,7 +28,11 @@ class ChatSLConfig(SupervisedConfig):
     inline_evals: list[str] = Field(
         default_factory=list,
         description="Evaluators run every infrequent_eval_every steps and at the end, by name: "
-        "labels (greedy exact match); comma-separated on the command line",
+        "labels (greedy exact match), inspect (the shipped inspect-ai tasks pip_signoff and "
+        "pip_tools); comma-separated on the command line",
+    )
+    inline_eval_limit: int | None = Field(
+        None, gt=0, description="inline_evals=inspect: at most N samples per task (None = all)"
     )
 
     @field_validator("inline_evals", mode="before")

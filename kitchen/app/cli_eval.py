@@ -43,7 +43,9 @@ def command(
     harness: Annotated[
         str,
         typer.Option(
-            "--harness", help="lm-eval | benchmark (MODEL: a run directory; gsm8k, math500)"
+            "--harness",
+            help="lm-eval | benchmark (MODEL: a run directory; gsm8k, math500) | inspect (MODEL: "
+            "a run directory; pip_signoff, pip_tools)",
         ),
     ] = "lm-eval",
     limit: Annotated[
@@ -78,12 +80,14 @@ def command(
     """Score a model or checkpoint with lm-eval-harness through `kitchen serve`, or a run's
     checkpoints on sampled benchmarks (--harness benchmark)."""
     names = [t.strip() for t in tasks.split(",") if t.strip()]
-    if harness == "benchmark":
+    if harness in ("benchmark", "inspect"):
         settings = _benchmark_settings(num_samples, k, source, max_tokens, temperature, limit)
-        _run_benchmarks(Path(model), names, settings, output)
+        _run_benchmarks(Path(model), harness, names, settings, output)
         return
     if harness != "lm-eval":
-        typer.echo(f"error: --harness {harness!r}: expected lm-eval or benchmark", err=True)
+        typer.echo(
+            f"error: --harness {harness!r}: expected lm-eval, benchmark or inspect", err=True
+        )
         raise typer.Exit(2)
     try:
         import lm_eval
@@ -151,10 +155,19 @@ def _benchmark_settings(
     return BenchmarkSettings(num_samples, k_values, max_tokens, temperature, source, limit)  # type: ignore[arg-type]
 
 
-def _run_benchmarks(run_dir: Path, names: list[str], settings: Any, output: Path | None) -> None:
-    """Every checkpoint of `run_dir` on the benchmarks `names`, with the backend its
-    config.json names; new results go to its eval store (and --output), one line each here."""
-    from kitchen.app.eval_runner import EVAL_STORE, evaluate_checkpoints
+def _run_benchmarks(
+    run_dir: Path, harness: str, names: list[str], settings: Any, output: Path | None
+) -> None:
+    """Every checkpoint of `run_dir` on the benchmarks or inspect tasks `names`, with the backend
+    its config.json names; new results go to its eval store (and --output), one line each here."""
+    from dataclasses import asdict
+
+    from kitchen.app.eval_runner import (
+        EVAL_STORE,
+        benchmark_evaluators,
+        evaluate_checkpoints,
+        inspect_evaluators,
+    )
     from kitchen.app.launch import make_backend
     from kitchen.engine.errors import KitchenError
     from kitchen.engine.plugins import DATASET_STORES
@@ -179,9 +192,14 @@ def _run_benchmarks(run_dir: Path, names: list[str], settings: Any, output: Path
     )
     backend = make_backend(config.get("backend", "local"), settings_obj)
     try:
-        results = evaluate_checkpoints(
-            run_dir, names, backend, DATASET_STORES.get("hf")(), renderer_for, settings
-        )
+        if harness == "benchmark":
+            evaluators = benchmark_evaluators(names, DATASET_STORES.get("hf")(), settings)
+            key = asdict(settings)
+        else:  # inspect: greedy by default, one answer per sample (no pass@k)
+            evaluators = inspect_evaluators(names, settings)
+            key = {"harness": "inspect", "limit": settings.limit,
+                   "max_tokens": settings.max_tokens, "temperature": settings.temperature}  # fmt: skip
+        results = evaluate_checkpoints(run_dir, evaluators, backend, renderer_for, key)
     except KitchenError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(e.exit_code) from None
