@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from cookbook.recipes import SMOLLM2
 from cookbook.recipes.dataset_splits import DatasetBinding, row_converters
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
+from kitchen.workflows.common.evaluate import Scheduled
 from kitchen.workflows.supervised import SupervisedConfig, supervised
 from kitchen.workflows.supervised.state import SupervisedState
 
@@ -25,9 +27,12 @@ class SLBasicConfig(SupervisedConfig):
     }
 
 
-def chat_workflow(cfg: SupervisedConfig, recipe: str) -> Workflow[SupervisedState]:
-    """The supervised workflow on cfg's chat datasets (bound by the recipe's `bind`)."""
-    return supervised(cfg, row_converters(cfg, "chat")[0], recipe)
+def chat_workflow(
+    cfg: SupervisedConfig, recipe: str, scheduled: Sequence[Scheduled] = ()
+) -> Workflow[SupervisedState]:
+    """The supervised workflow on cfg's chat datasets (bound by the recipe's `bind`), with the
+    `scheduled` evaluators at their own cadences."""
+    return supervised(cfg, row_converters(cfg, "chat")[0], recipe, scheduled)
 
 
 class SLBasic(Recipe[SLBasicConfig]):

@@ -1,5 +1,7 @@
 """`kitchen eval MODEL --tasks T[,T...]`: EleutherAI lm-eval-harness through the OpenAI-compatible
-endpoint of `kitchen serve` (started for the run, or --url of a running one).
+endpoint of `kitchen serve` (started for the run, or --url of a running one); or, with
+`--harness benchmark`, the sampled benchmarks (gsm8k, math500) over every checkpoint of a run
+directory, pass@k per checkpoint appended to its eval_store.jsonl.
 
 Scoring tasks (multiple_choice, loglikelihood) go through /v1/completions (lm-eval's
 local-completions); generation tasks through /v1/chat/completions with the model's own chat format
@@ -30,10 +32,22 @@ LOGLIKELIHOOD_TYPES = {"multiple_choice", "loglikelihood", "loglikelihood_rollin
 def command(
     model: Annotated[
         str,
-        typer.Argument(help="A base model name, or a sampler checkpoint folder / tinker:// path"),
+        typer.Argument(
+            help="A base model name, or a sampler checkpoint folder / tinker:// path; --harness "
+            "benchmark: a run directory"
+        ),
     ],
-    tasks: Annotated[str, typer.Option("--tasks", help="Comma-separated lm-eval task names")],
-    harness: Annotated[str, typer.Option("--harness", help="Eval harness: lm-eval")] = "lm-eval",
+    tasks: Annotated[
+        str, typer.Option("--tasks", help="Comma-separated task (lm-eval) or benchmark names")
+    ],
+    harness: Annotated[
+        str,
+        typer.Option(
+            "--harness",
+            help="lm-eval | benchmark (MODEL: a run directory; gsm8k, math500) | inspect (MODEL: "
+            "a run directory; pip_signoff, pip_tools)",
+        ),
+    ] = "lm-eval",
     limit: Annotated[
         int | None, typer.Option("--limit", help="At most N documents per task")
     ] = None,
@@ -49,10 +63,31 @@ def command(
     start_timeout: Annotated[
         float, typer.Option("--start-timeout", help="Seconds the started server has to be ready")
     ] = 300.0,
+    num_samples: Annotated[
+        int, typer.Option("--num-samples", help="benchmark: answers sampled per problem")
+    ] = 4,
+    k: Annotated[str, typer.Option("--k", help="benchmark: comma-separated k of pass@k")] = "1,4",
+    source: Annotated[
+        str, typer.Option("--source", help="benchmark: bundled (offline slices) | hub")
+    ] = "bundled",
+    max_tokens: Annotated[
+        int, typer.Option("--max-tokens", help="benchmark: tokens per answer")
+    ] = 256,
+    temperature: Annotated[
+        float, typer.Option("--temperature", help="benchmark: sampling temperature")
+    ] = 1.0,
 ) -> None:
-    """Score a model or checkpoint with lm-eval-harness through `kitchen serve`."""
+    """Score a model or checkpoint with lm-eval-harness through `kitchen serve`, or a run's
+    checkpoints on sampled benchmarks (--harness benchmark)."""
+    names = [t.strip() for t in tasks.split(",") if t.strip()]
+    if harness in ("benchmark", "inspect"):
+        settings = _benchmark_settings(num_samples, k, source, max_tokens, temperature, limit)
+        _run_benchmarks(Path(model), harness, names, settings, output)
+        return
     if harness != "lm-eval":
-        typer.echo(f"error: --harness {harness!r}: expected lm-eval", err=True)
+        typer.echo(
+            f"error: --harness {harness!r}: expected lm-eval, benchmark or inspect", err=True
+        )
         raise typer.Exit(2)
     try:
         import lm_eval
@@ -72,7 +107,6 @@ def command(
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(e.exit_code) from None
     manager = TaskManager(include_path=str(SHIPPED_TASKS))
-    names = [t.strip() for t in tasks.split(",") if t.strip()]
     results: dict[str, Any] = {}
     with _server(url, base, start_timeout) as server:
         for name in names:
@@ -98,6 +132,85 @@ def command(
                 typer.echo(f"{name}\t{key.split(',')[0]}\t{value:.4f}")
     if output is not None:
         output.write_text(json.dumps(results, indent=2, default=str) + "\n")
+
+
+def _benchmark_settings(
+    num_samples: int, ks: str, source: str, max_tokens: int, temperature: float, limit: int | None
+) -> Any:
+    from kitchen.app.eval_runner import BenchmarkSettings
+
+    try:
+        k_values = tuple(int(x) for x in ks.split(",") if x.strip())
+    except ValueError:
+        k_values = ()
+    problem = (
+        f"--k {ks!r}: expected comma-separated integers" if not k_values
+        else f"--source {source!r}: expected bundled or hub" if source not in ("bundled", "hub")
+        else f"--k {max(k_values)} exceeds --num-samples {num_samples}"
+        if max(k_values) > num_samples or min(k_values) < 1 else None
+    )  # fmt: skip
+    if problem:
+        typer.echo(f"error: {problem}", err=True)
+        raise typer.Exit(2)
+    return BenchmarkSettings(num_samples, k_values, max_tokens, temperature, source, limit)  # type: ignore[arg-type]
+
+
+def _run_benchmarks(
+    run_dir: Path, harness: str, names: list[str], settings: Any, output: Path | None
+) -> None:
+    """Every checkpoint of `run_dir` on the benchmarks or inspect tasks `names`, with the backend
+    its config.json names; new results go to its eval store (and --output), one line each here."""
+    from dataclasses import asdict
+
+    from kitchen.app.eval_runner import (
+        EVAL_STORE,
+        benchmark_evaluators,
+        evaluate_checkpoints,
+        inspect_evaluators,
+    )
+    from kitchen.app.launch import make_backend
+    from kitchen.engine.errors import KitchenError
+    from kitchen.engine.plugins import DATASET_STORES
+    from kitchen.ports import BackendSettings
+    from train_core.renderers import get_renderer, resolve_renderer_name
+
+    config_path = run_dir / "config.json"
+    try:
+        config = json.loads(config_path.read_text())["config"]
+    except (OSError, ValueError, KeyError):
+        typer.echo(f"error: {config_path}: not a Kitchen run directory's config.json", err=True)
+        raise typer.Exit(2) from None
+
+    def renderer_for(record: dict[str, Any], tokenizer: Any) -> Any:
+        name = record.get("renderer_name") or resolve_renderer_name(
+            config["model_name"], config.get("renderer_name")
+        )
+        return get_renderer(name, tokenizer)
+
+    settings_obj = BackendSettings(
+        seed=int(config.get("seed", 0)), dtype=config.get("dtype", "auto")
+    )
+    backend = make_backend(config.get("backend", "local"), settings_obj)
+    try:
+        if harness == "benchmark":
+            evaluators = benchmark_evaluators(names, DATASET_STORES.get("hf")(), settings)
+            key = asdict(settings)
+        else:  # inspect: greedy by default, one answer per sample (no pass@k)
+            evaluators = inspect_evaluators(names, settings)
+            key = {"harness": "inspect", "limit": settings.limit,
+                   "max_tokens": settings.max_tokens, "temperature": settings.temperature}  # fmt: skip
+        results = evaluate_checkpoints(run_dir, evaluators, backend, renderer_for, key)
+    except KitchenError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(e.exit_code) from None
+    finally:
+        backend.close()
+    for result in results:
+        for key, value in result["metrics"].items():
+            typer.echo(f"{result['checkpoint']}\t{key}\t{value:.4f}")
+    typer.echo(f"{len(results)} new result(s) in {run_dir / EVAL_STORE}")
+    if output is not None:
+        output.write_text(json.dumps(results, indent=2) + "\n")
 
 
 @contextlib.contextmanager

@@ -80,6 +80,10 @@ BACKENDS: Plugins[Callable[..., Any]] = Plugins("backend", "kitchen.backends")
 DATASET_STORES: Plugins[Callable[..., Any]] = Plugins("dataset store", "kitchen.dataset_stores")
 ENVS: Plugins[Any] = Plugins("env", "kitchen.envs")
 SANDBOXES: Plugins[Callable[..., Any]] = Plugins("sandbox", "kitchen.sandboxes")
+# name -> (store, source, limit) -> a train_core BenchmarkTask (`kitchen eval --harness benchmark`)
+EVAL_TASKS: Plugins[Callable[..., Any]] = Plugins("eval task", "kitchen.eval_tasks")
+# name -> () -> an inspect_ai Task (`kitchen eval --harness inspect`)
+INSPECT_TASKS: Plugins[Callable[..., Any]] = Plugins("inspect task", "kitchen.inspect_tasks")
 MODEL_REGISTRIES: Plugins[Callable[..., Any]] = Plugins(
     "model registry", "kitchen.model_registries"
 )

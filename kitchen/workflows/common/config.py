@@ -122,6 +122,13 @@ class EvalConfig(ConfigGroup):
         alias="eval_every",
         description="Evaluate every N steps, on pre-step weights (0 = never)",
     )
+    infrequent_every: int = Field(
+        100,
+        ge=0,
+        alias="infrequent_eval_every",
+        description="Run the recipe's infrequent evaluators (inline_evals) every N steps, on "
+        "pre-step weights (0 = only at the end)",
+    )
 
 
 class KLConfig(ConfigGroup):

@@ -4,9 +4,11 @@ it names; this stage picks the client and owns where the metrics go (the report 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from kitchen.engine.graph import Every, Node, When
 from kitchen.engine.stage import Context, Metrics
 from train_core.evaluation.evaluator import Evaluator
 
@@ -65,7 +67,7 @@ class Evaluate:
 
     @property
     def reads(self) -> frozenset[str]:
-        merged = {"eval_results"} if self.report else set()
+        merged = {"eval_results"} if self.report else ({self.into} if self.into else set())
         return frozenset({self._client_field, *self.evaluator.inputs} | merged)
 
     @property
@@ -88,5 +90,44 @@ class Evaluate:
             return {"step": state.step, **metrics}
         if self.into is None:
             return metrics
-        setattr(state, self.into, metrics)
+        # merged, not replaced: several evaluators due before the same step share its record
+        setattr(state, self.into, {**getattr(state, self.into), **metrics})
         return None
+
+
+@dataclass(frozen=True)
+class Scheduled:
+    """An evaluator with its own cadence: run before steps 0, every, 2*every, ... (0 = only at
+    the end of the run), as tinker-cookbook's evaluators beside its "infrequent" ones."""
+
+    evaluator: Evaluator
+    every: int
+    at_end: bool = True
+    name: str = ""  # the stage is evaluate_{name}; default: the evaluator's name
+
+    @property
+    def stage_name(self) -> str:
+        return f"evaluate_{self.name or self.evaluator.name}"
+
+
+def scheduled_evaluations(scheduled: Sequence[Scheduled]) -> list[Node]:
+    """One pre-step When per scheduled evaluator, inside a training loop; their metrics merge into
+    the next step's record under each evaluator's own prefix."""
+    names = [s.stage_name for s in scheduled]
+    clash = sorted({n for n in names if names.count(n) > 1})
+    if clash:
+        raise ValueError(f"scheduled evaluators: two share the stage name {clash[0]!r}")
+    return [
+        When(Every.before_step(s.every), [Evaluate(evaluator=s.evaluator, name=s.stage_name)])
+        for s in scheduled
+        if s.every > 0
+    ]
+
+
+def final_evaluations(scheduled: Sequence[Scheduled]) -> list[Node]:
+    """The scheduled evaluators that also report at the end of the run (into eval_results)."""
+    return [
+        Evaluate(evaluator=s.evaluator, report=True, name=f"{s.stage_name}_final")
+        for s in scheduled
+        if s.at_end
+    ]

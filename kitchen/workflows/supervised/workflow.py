@@ -4,10 +4,17 @@ drained before each checkpoint so a resume neither replays nor skips a batch."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from kitchen.engine.graph import Await, Every, Loop, Node, When, Workflow
 from kitchen.workflows.common.batches import GetBatch, ShuffleEpoch
 from kitchen.workflows.common.checkpoint import SaveCheckpoint, SaveFinal, rolling_checkpoints
-from kitchen.workflows.common.evaluate import Evaluate
+from kitchen.workflows.common.evaluate import (
+    Evaluate,
+    Scheduled,
+    final_evaluations,
+    scheduled_evaluations,
+)
 from kitchen.workflows.common.parts import WorkflowParts, optional
 from kitchen.workflows.common.sampling import SamplePrompts, ShowSamples
 from kitchen.workflows.common.setup import LoadDataset, RowConverter
@@ -57,10 +64,12 @@ def supervised_parts(
     convert: RowConverter | None = None,
     recipe: str = "supervised",
     evaluator: Evaluator | None = None,
+    scheduled: Sequence[Scheduled] = (),
 ) -> WorkflowParts:
     """The supervised workflow in parts. `train` starts from `conversations` (and
     `test_conversations` when cfg.test_dataset is set), whoever wrote them. The held-out
-    `evaluator` defaults to the NLL of the test conversations."""
+    `evaluator` defaults to the NLL of the test conversations, every cfg.evaluation.every steps;
+    each of `scheduled` runs at its own cadence beside it, and again at the end."""
     start = start_point(cfg, cfg.checkpoint.load_path)
     held_out = evaluator or NLLEvaluator()
     test = bool(cfg.test_dataset)
@@ -75,6 +84,7 @@ def supervised_parts(
             Loop("batch", "n_batches", "batch_idx", steps=True, body=[
                 GetBatch(batch_size=cfg.batch_size),
                 *optional(test, When(Every.before_step(cfg.evaluation.every), [Evaluate(evaluator=held_out)])),
+                *scheduled_evaluations(scheduled),
                 submit_train_step(CrossEntropyLoss(), cfg.optimizer),
                 Await("step_queue", into="step_result", keep=1),
                 LogTrainStep(),
@@ -86,6 +96,7 @@ def supervised_parts(
         *optional(test, Evaluate(evaluator=held_out, report=True)),
         *optional(test and cfg.eval_labels,
                   Evaluate(evaluator=LabelEvaluator(max_tokens=cfg.sample_max_tokens), report=True)),
+        *final_evaluations(scheduled),
     ]  # fmt: skip
     finish: list[Node] = [
         SaveFinal(),
@@ -97,11 +108,13 @@ def supervised_parts(
 
 
 def supervised(
-    cfg: SupervisedConfig, convert: RowConverter | None = None, recipe: str = "supervised"
+    cfg: SupervisedConfig,
+    convert: RowConverter | None = None,
+    recipe: str = "supervised",
+    scheduled: Sequence[Scheduled] = (),
 ) -> Workflow[SupervisedState]:
-    return Workflow(
-        "supervised", SupervisedState, nodes=supervised_parts(cfg, convert, recipe).nodes()
-    )
+    parts = supervised_parts(cfg, convert, recipe, scheduled=scheduled)
+    return Workflow("supervised", SupervisedState, nodes=parts.nodes())
 
 
 def supervised_flat(
