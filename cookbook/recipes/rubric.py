@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from cookbook.envs.rubric import RubricEnvs, RubricGrader
-from cookbook.recipes import SMOLLM2
+from cookbook.recipes import SMOLLM2_RL
 from cookbook.recipes.on_backend import on_backend
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
@@ -29,13 +29,8 @@ from train_core.renderers.by_name import resolve_renderer_name
 
 class RubricConfig(RLConfig):
     defaults: ClassVar[dict[str, Any]] = {
-        "model_name": SMOLLM2,
-        "group_size": 4,
-        "groups_per_batch": 4,
-        "num_batches": 10,
-        "learning_rate": 3e-4,
+        **SMOLLM2_RL,
         "max_tokens": 16,
-        "eval_every": 0,
     }
     dataset: str = Field(
         "additions",

@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from cookbook.envs.twenty_questions import Answerer, ScriptedAnswerer, TwentyQuestionsEnvs
-from cookbook.recipes import SMOLLM2
+from cookbook.recipes import SMOLLM2_RL
 from cookbook.recipes.on_backend import on_backend
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
@@ -28,13 +28,8 @@ from train_core.renderers.by_name import resolve_renderer_name
 
 class TwentyQuestionsConfig(RLConfig):
     defaults: ClassVar[dict[str, Any]] = {
-        "model_name": SMOLLM2,
-        "group_size": 4,
-        "groups_per_batch": 4,
-        "num_batches": 10,
-        "learning_rate": 3e-4,
+        **SMOLLM2_RL,
         "max_tokens": 20,
-        "eval_every": 0,
     }
     answerer: Literal["model", "scripted"] = Field(
         "model",
