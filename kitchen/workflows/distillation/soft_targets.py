@@ -11,6 +11,7 @@ from tinker import types
 
 from kitchen.engine.stage import Context, Metrics
 from kitchen.workflows.common.train_step import AdamSettings, Update
+from kitchen.workflows.distillation.stages import TEACHER_STEP_READS
 from kitchen.workflows.reinforcement.train import split_into
 from kitchen.workflows.supervised.stages import CrossEntropyLoss
 from train_core.schedules import lr_at
@@ -88,16 +89,7 @@ class SDFTTargets:
     demo_template: str = ""
     name: str = "sdft_targets"
     phase: ClassVar[str] = "reference"
-    reads: frozenset[str] = frozenset(
-        {
-            "trajectory_groups",
-            "advantages",
-            "env_group_builders",
-            "teachers",
-            "renderer",
-            "tokenizer",
-        }
-    )
+    reads: frozenset[str] = TEACHER_STEP_READS
     writes: frozenset[str] = frozenset({"train_data", "soft_data"})
 
     def teacher_prompts(self, builders_P: list[Any], renderer: Any) -> list[types.ModelInput]:
