@@ -24,6 +24,19 @@ def engine_device() -> str:
     return resolve_device(os.environ.get("KITCHEN_TEST_DEVICE", "auto"))
 
 
+def local_engine_ready() -> bool:
+    """Whether the embedded engine can run here: torch installed and the local adapter importable."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        return False
+    try:
+        from kitchen.adapters.local import create_local_backend  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def engine_generator(seed: int) -> Any:
     """A torch random generator on the engine's device (torch refuses a CPU generator for CUDA
     tensors), seeded."""

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from cookbook.envs.calculator_agent import CalculatorAgentTasks
-from cookbook.recipes import SMOLLM2
+from cookbook.recipes import SMOLLM2_RL
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
 from kitchen.workflows.reinforcement import reinforcement
@@ -24,13 +24,8 @@ from kitchen.workflows.reinforcement.state import RLState
 
 class AgentRLRecipeConfig(AgentRLConfig):
     defaults: ClassVar[dict[str, Any]] = {
-        "model_name": SMOLLM2,
-        "group_size": 4,
-        "groups_per_batch": 4,
-        "num_batches": 10,
-        "learning_rate": 3e-4,
+        **SMOLLM2_RL,
         "max_tokens": 32,
-        "eval_every": 0,
     }
 
     max_operand: int = Field(

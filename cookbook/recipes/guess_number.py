@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 from pydantic import Field, model_validator
 
 from cookbook.envs.guess_number import GuessNumberEnvs, GuessRulesName
-from cookbook.recipes import SMOLLM2
+from cookbook.recipes import SMOLLM2_RL
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
 from kitchen.workflows.reinforcement import RLConfig, reinforcement
@@ -23,13 +23,9 @@ from kitchen.workflows.reinforcement.state import RLState
 
 class GuessNumberConfig(RLConfig):
     defaults: ClassVar[dict[str, Any]] = {
-        "model_name": SMOLLM2,
+        **SMOLLM2_RL,
         "group_size": 8,
-        "groups_per_batch": 4,
-        "num_batches": 10,
-        "learning_rate": 3e-4,
         "max_tokens": 8,
-        "eval_every": 0,
     }
     rules: GuessRulesName = Field(
         "hint",

@@ -12,6 +12,9 @@ from typing import Any
 from kitchen.engine.graph import Workflow
 from kitchen.engine.stage import Context, Metrics
 from kitchen.workflows.reinforcement.stages import BuildRLDataset
+from train_core.completers import TinkerMessageCompleter
+from train_core.renderers import get_renderer
+from train_core.renderers.by_name import resolve_renderer_name
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,3 +42,21 @@ def on_backend(workflow: Workflow[Any]) -> Workflow[Any]:
     if swapped != 1:
         raise TypeError(f"workflow {workflow.name}: {swapped} build_rl_dataset stages; expected 1")
     return replace(workflow, nodes=nodes)
+
+
+def frozen_completer(
+    backend: Any,
+    policy_renderer: Any,
+    policy_model: str,
+    model: str | None,
+    renderer: str | None,
+    max_tokens: int,
+) -> TinkerMessageCompleter:
+    """A greedy message completer on a frozen base model: `model` (None: the policy's base) in
+    `renderer` (None: its model's recommended one; the policy's own renderer when neither is set)."""
+    base = model or policy_model
+    client = backend.create_sampling_client(base_model=base)
+    chat = policy_renderer
+    if model is not None or renderer is not None:
+        chat = get_renderer(resolve_renderer_name(base, renderer), client.get_tokenizer())
+    return TinkerMessageCompleter(client, chat, max_tokens, temperature=0.0)

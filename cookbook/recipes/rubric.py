@@ -16,26 +16,18 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from cookbook.envs.rubric import RubricEnvs, RubricGrader
-from cookbook.recipes import SMOLLM2
-from cookbook.recipes.on_backend import on_backend
+from cookbook.recipes import SMOLLM2_RL
+from cookbook.recipes.on_backend import frozen_completer, on_backend
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
 from kitchen.workflows.reinforcement import RLConfig, reinforcement
 from kitchen.workflows.reinforcement.state import RLState
-from train_core.completers import TinkerMessageCompleter
-from train_core.renderers import get_renderer
-from train_core.renderers.by_name import resolve_renderer_name
 
 
 class RubricConfig(RLConfig):
     defaults: ClassVar[dict[str, Any]] = {
-        "model_name": SMOLLM2,
-        "group_size": 4,
-        "groups_per_batch": 4,
-        "num_batches": 10,
-        "learning_rate": 3e-4,
+        **SMOLLM2_RL,
         "max_tokens": 16,
-        "eval_every": 0,
     }
     dataset: str = Field(
         "additions",
@@ -66,14 +58,8 @@ class RubricConfig(RLConfig):
 
 
 def open_grader(cfg: RubricConfig, backend: Any, policy_renderer: Any) -> RubricGrader:
-    base = cfg.grader_model or cfg.model_name
-    client = backend.create_sampling_client(base_model=base)
-    renderer = policy_renderer
-    if cfg.grader_model is not None or cfg.grader_renderer is not None:
-        renderer = get_renderer(
-            resolve_renderer_name(base, cfg.grader_renderer), client.get_tokenizer()
-        )
-    completer = TinkerMessageCompleter(client, renderer, cfg.grader_max_tokens, temperature=0.0)
+    completer = frozen_completer(backend, policy_renderer, cfg.model_name, cfg.grader_model,
+                                 cfg.grader_renderer, cfg.grader_max_tokens)  # fmt: skip
     return RubricGrader(completer, cfg.grader_timeout_s, cfg.grader_retries, 0.0,
                         cfg.grader_max_concurrency, cfg.grader_max_failures)  # fmt: skip
 

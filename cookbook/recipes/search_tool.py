@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from cookbook.envs.search import BUNDLED, SearchEnvs, SearchSettings
-from cookbook.recipes import SMOLLM2
+from cookbook.recipes import SMOLLM2_RL
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
 from kitchen.workflows.reinforcement import RLConfig, reinforcement
@@ -23,13 +23,8 @@ from kitchen.workflows.reinforcement.state import RLState
 
 class SearchToolConfig(RLConfig):
     defaults: ClassVar[dict[str, Any]] = {
-        "model_name": SMOLLM2,
-        "group_size": 4,
-        "groups_per_batch": 4,
-        "num_batches": 10,
-        "learning_rate": 3e-4,
+        **SMOLLM2_RL,
         "max_tokens": 96,
-        "eval_every": 0,
     }
     dataset: str = Field(
         BUNDLED,

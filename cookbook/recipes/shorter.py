@@ -16,7 +16,7 @@ from pydantic import Field
 
 from cookbook.envs.pairwise import PreferenceRLDatasets
 from cookbook.envs.shorter import WHO_ARE_YOU, ShorterPrompts
-from cookbook.recipes import SMOLLM2
+from cookbook.recipes import SMOLLM2_RL
 from cookbook.recipes.dataset_splits import resolve_dataset
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
@@ -30,13 +30,8 @@ from train_core.rl.types import RLDatasetFactory
 
 class ShorterConfig(RLConfig):
     defaults: ClassVar[dict[str, Any]] = {
-        "model_name": SMOLLM2,
-        "group_size": 4,
-        "groups_per_batch": 4,
-        "num_batches": 10,
-        "learning_rate": 3e-4,
+        **SMOLLM2_RL,
         "max_tokens": 64,
-        "eval_every": 0,
         "compute_post_kl": True,
     }
     dataset: str = Field(

@@ -18,7 +18,7 @@ from pydantic import Field, model_validator
 
 from cookbook.envs.text_arena import Opponent, TextArenaEnvs
 from cookbook.envs.tictactoe import MinimaxOpponent, RandomOpponent
-from cookbook.recipes import SMOLLM2
+from cookbook.recipes import SMOLLM2_RL
 from cookbook.recipes.on_backend import on_backend
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
@@ -31,13 +31,10 @@ OpponentName = Literal["random", "minimax", "base_model"]
 
 class TextArenaConfig(RLConfig):
     defaults: ClassVar[dict[str, Any]] = {
-        "model_name": SMOLLM2,
+        **SMOLLM2_RL,
         "groups_per_batch": 8,
         "group_size": 2,
-        "num_batches": 10,
-        "learning_rate": 3e-4,
         "max_tokens": 8,
-        "eval_every": 0,
     }
     num_games: int = Field(1024, ge=1, description="Self-play training games (2 players each)")
     num_test_games: int = Field(

@@ -15,26 +15,18 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from cookbook.envs.twenty_questions import Answerer, ScriptedAnswerer, TwentyQuestionsEnvs
-from cookbook.recipes import SMOLLM2
-from cookbook.recipes.on_backend import on_backend
+from cookbook.recipes import SMOLLM2_RL
+from cookbook.recipes.on_backend import frozen_completer, on_backend
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
 from kitchen.workflows.reinforcement import RLConfig, reinforcement
 from kitchen.workflows.reinforcement.state import RLState
-from train_core.completers import TinkerMessageCompleter
-from train_core.renderers import get_renderer
-from train_core.renderers.by_name import resolve_renderer_name
 
 
 class TwentyQuestionsConfig(RLConfig):
     defaults: ClassVar[dict[str, Any]] = {
-        "model_name": SMOLLM2,
-        "group_size": 4,
-        "groups_per_batch": 4,
-        "num_batches": 10,
-        "learning_rate": 3e-4,
+        **SMOLLM2_RL,
         "max_tokens": 20,
-        "eval_every": 0,
     }
     answerer: Literal["model", "scripted"] = Field(
         "model",
@@ -58,14 +50,8 @@ class TwentyQuestionsConfig(RLConfig):
 def open_answerer(cfg: TwentyQuestionsConfig, backend: Any, policy_renderer: Any) -> Answerer:
     if cfg.answerer == "scripted":
         return ScriptedAnswerer()
-    base = cfg.answerer_model or cfg.model_name
-    client = backend.create_sampling_client(base_model=base)
-    if cfg.answerer_model is None and cfg.answerer_renderer is None:
-        renderer = policy_renderer
-    else:
-        name = resolve_renderer_name(base, cfg.answerer_renderer)
-        renderer = get_renderer(name, client.get_tokenizer())
-    return TinkerMessageCompleter(client, renderer, cfg.answerer_max_tokens, temperature=0.0)
+    return frozen_completer(backend, policy_renderer, cfg.model_name, cfg.answerer_model,
+                            cfg.answerer_renderer, cfg.answerer_max_tokens)  # fmt: skip
 
 
 class TwentyQuestions(Recipe[TwentyQuestionsConfig]):

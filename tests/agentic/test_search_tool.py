@@ -16,9 +16,8 @@ from cookbook.envs.search_grading import answer_reward, normalize_answer
 from cookbook.recipes.search_tool import SearchToolConfig
 from kitchen.adapters.datasets import HFDatasetStore
 from kitchen.adapters.fake.tokenizer import FakeTokenizer
-from kitchen.app.resolve import resolve_config
 from kitchen.engine.errors import DataError
-from tests.agentic.helpers import dry_run, two_steps
+from tests.agentic.helpers import cookbook_preset, dry_run, two_steps
 from train_core.completers import TokensWithLogprobs
 from train_core.renderers import get_renderer
 from train_core.rl import do_group_rollout
@@ -167,9 +166,7 @@ def test_the_chroma_retriever_queries_by_text_or_by_the_given_embedding():
 
 def test_dry_runs_of_the_default_and_the_cookbook_preset():
     assert "SearchEnvs" in dry_run("search_tool")
-    dry_run("search_tool", "--preset", "cookbook")
-    cfg = resolve_config("search_tool", preset="cookbook").config
-    assert isinstance(cfg, SearchToolConfig)
+    cfg = cookbook_preset("search_tool", SearchToolConfig)
     assert (cfg.dataset, cfg.retriever, cfg.chroma_collection) == (
         "PeterJinGo/nq_hotpotqa_train", "chroma", "wiki_embeddings")  # fmt: skip
     assert (cfg.groups_per_batch, cfg.group_size, cfg.max_turns, cfg.max_tokens) == (

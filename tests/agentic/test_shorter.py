@@ -10,8 +10,7 @@ import pytest
 from cookbook.envs.shorter import WHO_ARE_YOU, ShorterPrompts
 from cookbook.recipes.shorter import ShorterConfig
 from kitchen.adapters.fake.tokenizer import FakeTokenizer
-from kitchen.app.resolve import resolve_config
-from tests.agentic.helpers import dry_run, two_steps
+from tests.agentic.helpers import cookbook_preset, dry_run, two_steps
 from train_core.completers import TokensWithLogprobs
 from train_core.renderers import get_renderer
 from train_core.rl import do_group_rollout
@@ -49,9 +48,7 @@ def test_the_shorter_reply_wins_every_matchup_and_the_longest_loses_every_one():
 def test_dry_runs_of_the_default_the_cookbook_preset_and_a_comparison_dataset():
     assert "ShorterPrompts" in dry_run("shorter")
     assert "PreferenceRLDatasets" in dry_run("shorter", "--dataset", "bundled:prefs")
-    dry_run("shorter", "--preset", "cookbook")
-    cfg = resolve_config("shorter", preset="cookbook").config
-    assert isinstance(cfg, ShorterConfig)
+    cfg = cookbook_preset("shorter", ShorterConfig)
     assert (cfg.model_name, cfg.group_size, cfg.groups_per_batch) == ("Qwen/Qwen3.5-4B", 16, 32)
     assert (cfg.optimizer.learning_rate, cfg.max_tokens, cfg.num_prompts) == (3e-5, 64, 1024)
 

@@ -22,8 +22,7 @@ from cookbook.envs.tictactoe import (
 from cookbook.recipes.text_arena import TextArenaConfig
 from kitchen.adapters.fake.tokenizer import FakeTokenizer
 from kitchen.app.cli import app
-from kitchen.app.resolve import resolve_config
-from tests.agentic.helpers import dry_run, runner, two_steps
+from tests.agentic.helpers import cookbook_preset, dry_run, runner, two_steps
 from train_core.completers import TokensWithLogprobs
 from train_core.renderers import get_renderer
 from train_core.rl import do_group_rollout
@@ -131,9 +130,7 @@ def test_against_an_opponent_the_policy_plays_both_sides_in_two_games():
 
 def test_dry_runs_of_the_default_and_the_cookbook_preset():
     dry_run("text_arena")
-    dry_run("text_arena", "--preset", "cookbook")
-    cfg = resolve_config("text_arena", preset="cookbook").config
-    assert isinstance(cfg, TextArenaConfig)
+    cfg = cookbook_preset("text_arena", TextArenaConfig)
     assert (cfg.groups_per_batch, cfg.num_games, cfg.test_opponent) == (256, 20480, "base_model")
     result = runner.invoke(app, ["run", "text_arena", "--dry-run", "--group-size", "4"])
     assert result.exit_code == 2 and "2 players" in result.output

@@ -4,7 +4,6 @@ on the local engine, the agent's calls through a gateway."""
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 from typing import Any
 
@@ -15,6 +14,7 @@ from cookbook.envs.calculator_agent import calculate, calculator_agent, calculat
 from kitchen.app.cli import app
 from kitchen.app.launch import run
 from tests.agents.gateway_double import GatewayDouble
+from tests.helpers import local_engine_ready
 
 runner = CliRunner()
 
@@ -102,17 +102,7 @@ def test_the_agent_sends_the_tool_result_and_is_rewarded_for_the_right_answer() 
     assert right.seen[0]["tools"] == right.seen[1]["tools"]  # the same tools: the prompt extends
 
 
-def _local_engine_ready() -> bool:
-    if importlib.util.find_spec("torch") is None:
-        return False
-    try:
-        from kitchen.adapters.local import create_local_backend  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-@pytest.mark.skipif(not _local_engine_ready(), reason="local engine not available")
+@pytest.mark.skipif(not local_engine_ready(), reason="local engine not available")
 @pytest.mark.slow
 def test_two_steps_on_the_tiny_model_train_on_policy_from_the_records(tmp_path: Any) -> None:
     cfg = {

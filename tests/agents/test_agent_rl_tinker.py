@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from kitchen.app.launch import run
+from tests.agents.helpers import TWO_TINY_STEPS
 from tests.examples.helpers import load_example
 
 
@@ -17,15 +18,7 @@ from tests.examples.helpers import load_example
 @pytest.mark.slow
 def test_two_agent_steps_on_the_tinker_backend_through_kitchen_serve(monkeypatch: Any) -> None:
     serve = load_example("swap_backend").kitchen_serve
-    cfg = {
-        "model_name": "kitchen/tiny-llama",
-        "num_batches": 2,
-        "groups_per_batch": 2,
-        "group_size": 2,
-        "max_tokens": 6,
-        "save_every": 0,
-        "register_model": False,
-    }
+    cfg = dict(TWO_TINY_STEPS)
     with serve("kitchen/tiny-llama") as url:
         monkeypatch.setitem(os.environ, "TINKER_BASE_URL", url)
         monkeypatch.setitem(os.environ, "TINKER_API_KEY", "tml-local")

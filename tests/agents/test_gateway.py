@@ -14,6 +14,7 @@ import pytest
 
 from kitchen.ports.agents import POLICY_MODEL, ROLLOUT_HEADER, AgentGateway
 from kitchen.serve.gateway import open_gateway
+from tests.agents.helpers import two_tool_turns
 
 openai = pytest.importorskip("openai", reason="the openai client: pip install 'kitchen[eval]'")
 TINY = "kitchen/tiny-llama"
@@ -49,29 +50,20 @@ def gateway(training):  # type: ignore[no-untyped-def]
 async def _agent(client: Any) -> list[Any]:
     """A 2-turn tool agent as users write them: the reply goes back into the history as the
     client returned it, then a tool result (or a nudge, when the tiny model called none)."""
-    messages: list[Any] = [
+    messages = [
         {"role": "system", "content": "You answer with the weather tool."},
         {"role": "user", "content": "Is it raining in Paris?"},
     ]
-    responses = []
-    for _ in range(2):
-        response = await client.chat.completions.create(
-            model=POLICY_MODEL,
-            messages=messages,
-            tools=TOOLS,
-            max_tokens=6,
-            temperature=0.8,
-            logprobs=True,
-            extra_body={"return_token_ids": True},
-        )
-        responses.append(response)
-        reply = response.choices[0].message
-        messages.append(reply.model_dump(exclude_none=True))
-        for call in reply.tool_calls or []:
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": "rain, 12 C"})
-        if not reply.tool_calls:
-            messages.append({"role": "user", "content": "Call the weather tool."})
-    return responses
+    return await two_tool_turns(
+        client,
+        messages,
+        TOOLS,
+        tool_result="rain, 12 C",
+        nudge="Call the weather tool.",
+        max_tokens=6,
+        temperature=0.8,
+        logprobs=True,
+    )
 
 
 def _check_records(records: list[Any], responses: list[Any], version: int) -> None:

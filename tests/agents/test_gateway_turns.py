@@ -13,8 +13,8 @@ import pytest
 from tinker import types
 
 from kitchen.engine.futures import APIFuture
-from kitchen.ports.agents import POLICY_MODEL
 from kitchen.serve.gateway import open_gateway
+from tests.agents.helpers import two_tool_turns
 from train_core.renderers import get_renderer
 from train_core.renderers.base import encode_without_special_tokens
 
@@ -63,24 +63,10 @@ def tokenizer():  # type: ignore[no-untyped-def]
 
 
 async def _two_turns(client: Any, first_user: str) -> list[Any]:
-    messages: list[Any] = [{"role": "user", "content": first_user}]
-    out = []
-    for _ in range(2):
-        response = await client.chat.completions.create(
-            model=POLICY_MODEL,
-            messages=messages,
-            tools=TOOLS,
-            max_tokens=64,
-            extra_body={"return_token_ids": True},
-        )
-        out.append(response)
-        reply = response.choices[0].message
-        messages.append(reply.model_dump(exclude_none=True))
-        for call in reply.tool_calls or []:
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": "rain"})
-        if not reply.tool_calls:
-            messages.append({"role": "user", "content": "And tomorrow?"})
-    return out
+    messages = [{"role": "user", "content": first_user}]
+    return await two_tool_turns(
+        client, messages, TOOLS, tool_result="rain", nudge="And tomorrow?", max_tokens=64
+    )
 
 
 def test_a_tool_call_reply_and_its_result_extend_the_prompt(tokenizer) -> None:

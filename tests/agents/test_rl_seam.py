@@ -9,7 +9,6 @@ import re
 from collections import Counter
 from typing import Any
 
-import numpy as np
 import pytest
 
 from cookbook.recipes.agent_rl import AgentRL, AgentRLRecipeConfig
@@ -20,6 +19,7 @@ from kitchen.engine.errors import StageError
 from kitchen.engine.recipe import Recipe
 from kitchen.workflows.reinforcement import reinforcement
 from tests.agents.gateway_double import GatewayDouble
+from tests.agents.helpers import capture_forward_backward, episode_datum, trained_datum
 from train_core.agents.dataset import AgentTasks
 
 
@@ -34,39 +34,6 @@ class RecordingGateway(GatewayDouble):
         records = super().take(address)
         self.taken[address] = records
         return records
-
-
-def _capture_forward_backward(monkeypatch: Any) -> list[Any]:
-    seen: list[Any] = []
-    original = FakeTrainingClient.forward_backward
-
-    def forward_backward(self: Any, data: Any, loss_fn: Any, loss_fn_config: Any = None) -> Any:
-        seen.extend(data)
-        return original(self, data, loss_fn, loss_fn_config)
-
-    monkeypatch.setattr(FakeTrainingClient, "forward_backward", forward_backward)
-    return seen
-
-
-def _expected_datum(records: list[Any]) -> tuple[bytes, bytes]:
-    """One datum of the whole episode: the last prompt + its reply, shifted; the recorded
-    logprobs on every sampled token, 0 on the observation tokens."""
-    tokens, logprobs = [], []
-    for record in records:
-        new = record.prompt_tokens[len(tokens) :]
-        tokens += [*new, *record.sampled_tokens]
-        logprobs += [0.0] * len(new) + list(record.sampled_logprobs)
-    return (
-        np.asarray(tokens[1:], dtype=np.int64).tobytes(),
-        np.asarray(logprobs[1:], dtype=np.float32).tobytes(),
-    )
-
-
-def _datum_key(datum: Any) -> tuple[bytes, bytes]:
-    return (
-        datum.loss_fn_inputs["target_tokens"].to_numpy().astype(np.int64).tobytes(),
-        datum.loss_fn_inputs["logprobs"].to_numpy().astype(np.float32).tobytes(),
-    )
 
 
 def _config(**overrides: Any) -> AgentRLRecipeConfig:
@@ -87,7 +54,7 @@ def _config(**overrides: Any) -> AgentRLRecipeConfig:
 def test_the_trained_datums_are_the_gateways_records_and_each_episode_one_datum(
     monkeypatch: Any, mode: str
 ) -> None:
-    seen = _capture_forward_backward(monkeypatch)
+    seen = capture_forward_backward(monkeypatch, FakeTrainingClient)
     gateway = RecordingGateway()
     result = run(AgentRL(), _config(mode=mode), backend=FakeBackend(), ports={"agents": gateway})
     assert result.steps == 2
@@ -95,8 +62,8 @@ def test_the_trained_datums_are_the_gateways_records_and_each_episode_one_datum(
     assert all(re.fullmatch(r"[01]-[01]-[0-3]", a) for a in gateway.taken)
     for records in gateway.taken.values():
         assert len(records) == 2 and records[1].extends_previous  # two turns, extended
-    expected = Counter(_expected_datum(r) for r in gateway.taken.values())
-    assert Counter(_datum_key(d) for d in seen) == expected  # one datum per episode, exact
+    expected = Counter(map(episode_datum, gateway.taken.values()))
+    assert Counter(map(trained_datum, seen)) == expected  # one datum per episode, exact
     assert gateway.versions_set[:2] == [0, 1]  # the policy swapped to each step's weights
     steps = [m for m in result.metrics if "agents/calls" in m]
     assert [m["agents/calls"] for m in steps] == [16.0, 16.0]
@@ -142,7 +109,7 @@ def _raising_on(calls: set[int]) -> Any:
 def test_an_agent_that_raises_in_one_of_eight_rollouts_trains_on_the_other_seven(
     monkeypatch: Any,
 ) -> None:
-    seen = _capture_forward_backward(monkeypatch)
+    seen = capture_forward_backward(monkeypatch, FakeTrainingClient)
     cfg = _config(group_size=8, groups_per_batch=1, num_batches=1)
     result = run(
         FlakyAgents(_raising_on({3})), cfg, backend=FakeBackend(), ports={"agents": GatewayDouble()}
@@ -153,7 +120,7 @@ def test_an_agent_that_raises_in_one_of_eight_rollouts_trains_on_the_other_seven
 
 
 def test_a_hung_agent_is_cancelled_at_its_wall_time_budget(monkeypatch: Any) -> None:
-    seen = _capture_forward_backward(monkeypatch)
+    seen = capture_forward_backward(monkeypatch, FakeTrainingClient)
     cancelled: list[int] = []
     count = [0]
 

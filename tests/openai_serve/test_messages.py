@@ -4,13 +4,13 @@ client (create, stream) against the session's `kitchen serve`."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from kitchen.serve.errors import UserError
 from kitchen.serve.openai import messages
+from tests.openai_serve.helpers import broken, collect, text_then_tool_call
 from tests.tinker_backend.conftest import TINY
 
 anthropic = pytest.importorskip("anthropic", reason="the anthropic client")
@@ -167,37 +167,12 @@ def test_stop_reason_tells_a_stop_sequence_from_the_end_of_the_turn() -> None:
     assert (turn["stop_reason"], turn["stop_sequence"]) == ("end_turn", None)
 
 
-async def _list(items: list[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
-    for item in items:
-        yield item
-
-
-def _chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-    return {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-
-
 def test_chat_chunks_become_the_event_sequence_the_client_parses() -> None:
     from anthropic.types import RawMessageStreamEvent
     from pydantic import TypeAdapter
 
-    call = {
-        "id": "call_3",
-        "type": "function",
-        "function": {"name": "get_time", "arguments": '{"a": 1}'},
-    }
-    chunks = [
-        _chunk({"role": "assistant", "content": ""}),
-        _chunk({"content": "Hel"}),
-        _chunk({"content": "lo"}),
-        _chunk({"tool_calls": [{"index": 0, **call}]}),
-        _chunk({}, "tool_calls"),
-        {"choices": [], "usage": {"prompt_tokens": 4, "completion_tokens": 3, "total_tokens": 7}},
-    ]
-
-    async def collect() -> list[dict[str, Any]]:
-        return [e async for e in messages.events({"model": TINY}, _list(chunks))]
-
-    parsed = [TypeAdapter(RawMessageStreamEvent).validate_python(e) for e in asyncio.run(collect())]
+    events = collect(messages.events, text_then_tool_call())
+    parsed = [TypeAdapter(RawMessageStreamEvent).validate_python(e) for e in events]
     assert [(e.type, getattr(e, "index", None)) for e in parsed] == [
         ("message_start", None),
         ("content_block_start", 0),
@@ -220,14 +195,7 @@ def test_chat_chunks_become_the_event_sequence_the_client_parses() -> None:
 
 
 def test_a_failure_mid_stream_is_an_error_event() -> None:
-    async def broken() -> AsyncIterator[dict[str, Any]]:
-        yield _chunk({"content": "a"})
-        raise RuntimeError("the sampler went away")
-
-    async def collect() -> list[dict[str, Any]]:
-        return [e async for e in messages.events({"model": TINY}, broken())]
-
-    events = asyncio.run(collect())
+    events = collect(messages.events, broken())
     assert [e["type"] for e in events] == [
         "message_start",
         "content_block_start",

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from kitchen.serve.errors import UserError
 from kitchen.serve.openai import responses
+from tests.openai_serve.helpers import broken, collect, text_then_tool_call
 from tests.tinker_backend.conftest import TINY
 
 openai = pytest.importorskip("openai", reason="the openai client: pip install 'kitchen[eval]'")
@@ -178,40 +178,11 @@ def test_a_tool_call_answer_is_a_message_and_function_call_items() -> None:
     assert (cut.status, cut.incomplete_details.reason) == ("incomplete", "max_output_tokens")
 
 
-async def _list(items: list[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
-    for item in items:
-        yield item
-
-
-def _events(chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    async def collect() -> list[dict[str, Any]]:
-        return [e async for e in responses.events({"model": TINY}, _list(chunks))]
-
-    return asyncio.run(collect())
-
-
-def _chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-    return {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-
-
 def test_chat_chunks_become_the_event_sequence_the_client_parses() -> None:
     from openai.types.responses import ResponseStreamEvent
     from pydantic import TypeAdapter
 
-    call = {
-        "id": "call_3",
-        "type": "function",
-        "function": {"name": "get_time", "arguments": '{"a": 1}'},
-    }
-    chunks = [
-        _chunk({"role": "assistant", "content": ""}),
-        _chunk({"content": "Hel"}),
-        _chunk({"content": "lo"}),
-        _chunk({"tool_calls": [{"index": 0, **call}]}),
-        _chunk({}, "tool_calls"),
-        {"choices": [], "usage": {"prompt_tokens": 4, "completion_tokens": 3, "total_tokens": 7}},
-    ]
-    events = _events(chunks)
+    events = collect(responses.events, text_then_tool_call())
     parsed = [TypeAdapter(ResponseStreamEvent).validate_python(e) for e in events]
     assert [e.type for e in parsed] == [
         "response.created",
@@ -237,14 +208,7 @@ def test_chat_chunks_become_the_event_sequence_the_client_parses() -> None:
 
 
 def test_a_failure_mid_stream_is_an_error_event_and_response_failed() -> None:
-    async def broken() -> AsyncIterator[dict[str, Any]]:
-        yield _chunk({"content": "a"})
-        raise RuntimeError("the sampler went away")
-
-    async def collect() -> list[dict[str, Any]]:
-        return [e async for e in responses.events({"model": TINY}, broken())]
-
-    events = asyncio.run(collect())
+    events = collect(responses.events, broken())
     assert [e["type"] for e in events[-2:]] == ["error", "response.failed"]
     assert "the sampler went away" in events[-1]["response"]["error"]["message"]
 

@@ -3,7 +3,6 @@ runs of each recipe's own env, and 2-iteration runs on the tiny model on the loc
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import pytest
@@ -12,6 +11,7 @@ from typer.testing import CliRunner
 from kitchen.app.cli import app
 from kitchen.app.launch import run
 from kitchen.app.resolve import get_recipe, resolve_config
+from tests.helpers import local_engine_ready
 from tests.rl_workflow.helpers import fake_backend
 
 runner = CliRunner()
@@ -121,17 +121,7 @@ def test_guess_number_env_trains_on_fake_as_multi_turn_episodes():
     assert fake.unawaited == 0
 
 
-def _local_engine_ready() -> bool:
-    if importlib.util.find_spec("torch") is None:
-        return False
-    try:
-        from kitchen.adapters.local import create_local_backend  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-local = pytest.mark.skipif(not _local_engine_ready(), reason="local engine not available")
+local = pytest.mark.skipif(not local_engine_ready(), reason="local engine not available")
 TINY = {
     "model_name": "kitchen/tiny-llama",
     "num_batches": 2,

@@ -7,7 +7,7 @@ JSONL is parsed here line by line (not through `datasets`) so a bad line is repo
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,21 +17,26 @@ from kitchen.engine.errors import DataError
 SUFFIXES = (".jsonl", ".json", ".parquet", ".arrow")
 
 
+def json_lines(lines: Iterable[str], origin: str) -> Iterator[tuple[int, Any]]:
+    """Each non-blank line's JSON value with its 1-based line number, parsed as it is pulled."""
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            yield lineno, json.loads(line)
+        except json.JSONDecodeError as e:
+            raise DataError(
+                f"{origin}:{lineno}: invalid JSON: {e.msg} at column {e.colno}"
+            ) from None
+
+
 def read_jsonl(path: Path) -> Rows:
     """One JSON object per line; blank lines are skipped; line numbers are 1-based."""
     origin = f"dataset file {path}"
     rows: list[dict[str, Any]] = []
     lines: list[int] = []
     with _open_text(path) as f:
-        for lineno, line in enumerate(_decoded_lines(f, origin), start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DataError(
-                    f"{origin}:{lineno}: invalid JSON: {e.msg} at column {e.colno}"
-                ) from None
+        for lineno, row in json_lines(_decoded_lines(f, origin), origin):
             if not isinstance(row, dict):
                 raise DataError(
                     f"{origin}:{lineno}: line is a JSON {_json_type(row)}; expected an object "

@@ -13,12 +13,12 @@ the row starts with, as `Rows.where` gives for a loaded split:
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from kitchen.adapters.datasets.hub import offline_mode, parse_hub_name
+from kitchen.adapters.datasets.local_files import json_lines
 from kitchen.adapters.datasets.rows import SplitSpec, parse_split
 from kitchen.engine.errors import DataError
 
@@ -29,15 +29,7 @@ def stream_jsonl(path: Path) -> Iterator[StreamedRow]:
     """One JSON object per line, parsed as it is pulled; blank lines skipped."""
     origin = f"dataset file {path}"
     with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DataError(
-                    f"{origin}:{lineno}: invalid JSON: {e.msg} at column {e.colno}"
-                ) from None
+        for lineno, row in json_lines(f, origin):
             if not isinstance(row, dict):
                 raise DataError(f"{origin}:{lineno}: line is not a JSON object (one row per line)")
             yield f"{origin}:{lineno}", row

@@ -54,3 +54,16 @@ def need(value: Any, kind: type | tuple[type, ...], where: str) -> Any:
         names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
         raise UserError(f"{where}: expected {names}, got {type(value).__name__}")
     return value
+
+
+def chat_tool(tool: dict[str, Any], where: str, schema: str, optional: bool) -> dict[str, Any]:
+    """A route's tool, its name, description and JSON schema at the top (`schema`: the schema's
+    key; `optional`: an absent or empty one is no parameters) -> a chat tool."""
+    function = {"name": need(tool.get("name"), str, f"{where}.name")}
+    if tool.get("description") is not None:
+        function["description"] = need(tool["description"], str, f"{where}.description")
+    parameters = tool.get(schema)
+    if optional:
+        parameters = parameters or {}
+    function["parameters"] = need(parameters, dict, f"{where}.{schema}")
+    return {"type": "function", "function": function}

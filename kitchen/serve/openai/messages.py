@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from kitchen.serve.errors import UserError, error_message
-from kitchen.serve.openai.fields import check_fields, need
+from kitchen.serve.openai.fields import chat_tool, check_fields, need
 
 ROUTE = "/v1/messages"
 log = logging.getLogger("kitchen.serve.openai")
@@ -119,11 +119,7 @@ def _tool(tool: Any, where: str) -> dict[str, Any]:
             f"{where}.type: {tool['type']!r} is not supported by kitchen serve; "
             "only client tools (name, description, input_schema) are served"
         )
-    function = {"name": need(tool.get("name"), str, f"{where}.name")}
-    if tool.get("description") is not None:
-        function["description"] = need(tool["description"], str, f"{where}.description")
-    function["parameters"] = need(tool.get("input_schema"), dict, f"{where}.input_schema")
-    return {"type": "function", "function": function}
+    return chat_tool(tool, where, "input_schema", optional=False)
 
 
 def _blocks(content: Any, where: str) -> list[dict[str, Any]]:

@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from kitchen.serve.errors import UserError, error_message
-from kitchen.serve.openai.fields import check_fields, need
+from kitchen.serve.openai.fields import chat_tool, check_fields, need
 
 ROUTE = "/v1/responses"
 log = logging.getLogger("kitchen.serve.openai")
@@ -205,11 +205,7 @@ def _tool(tool: Any, where: str) -> dict[str, Any]:
             f"{where}.type: {tool.get('type')!r} is not supported by kitchen serve; "
             "only function tools are served"
         )
-    function = {"name": need(tool.get("name"), str, f"{where}.name")}
-    if tool.get("description") is not None:
-        function["description"] = need(tool["description"], str, f"{where}.description")
-    function["parameters"] = need(tool.get("parameters") or {}, dict, f"{where}.parameters")
-    return {"type": "function", "function": function}
+    return chat_tool(tool, where, "parameters", optional=True)
 
 
 def _head(body: dict[str, Any]) -> dict[str, Any]:

@@ -9,10 +9,11 @@ from typing import Any, ClassVar
 
 from tinker import types
 
-from kitchen.engine.futures import APIFuture
 from kitchen.engine.stage import Context, Metrics
 from kitchen.workflows.common.train_step import AdamSettings, Update
+from kitchen.workflows.distillation.stages import TEACHER_STEP_READS
 from kitchen.workflows.reinforcement.train import split_into
+from kitchen.workflows.supervised.stages import CrossEntropyLoss
 from train_core.schedules import lr_at
 
 
@@ -54,17 +55,10 @@ class TeacherTopKTargets:
 
 
 @dataclass(frozen=True)
-class SoftCrossEntropyLoss:
-    """The loss of `SubmitTrainStep` on soft-target datums: forward_backward(cross_entropy) with
-    [N, K] targets; reports the batch's teacher-student cross-entropy (`train_teacher_ce`)."""
-
-    reads: ClassVar[frozenset[str]] = frozenset()
-    progress_after_step: ClassVar[bool] = True
-
-    def submit(
-        self, client: Any, batch: list[types.Datum], state: Any
-    ) -> APIFuture[types.ForwardBackwardOutput]:
-        return client.forward_backward(batch, "cross_entropy")
+class SoftCrossEntropyLoss(CrossEntropyLoss):
+    """The loss of `SubmitTrainStep` on soft-target datums: the SFT loss's submit
+    (forward_backward(cross_entropy)), here with [N, K] targets; reports the batch's
+    teacher-student cross-entropy (`train_teacher_ce`)."""
 
     def metrics(
         self, data: list[types.Datum], fb: types.ForwardBackwardOutput, tokenizer: Any
@@ -95,16 +89,7 @@ class SDFTTargets:
     demo_template: str = ""
     name: str = "sdft_targets"
     phase: ClassVar[str] = "reference"
-    reads: frozenset[str] = frozenset(
-        {
-            "trajectory_groups",
-            "advantages",
-            "env_group_builders",
-            "teachers",
-            "renderer",
-            "tokenizer",
-        }
-    )
+    reads: frozenset[str] = TEACHER_STEP_READS
     writes: frozenset[str] = frozenset({"train_data", "soft_data"})
 
     def teacher_prompts(self, builders_P: list[Any], renderer: Any) -> list[types.ModelInput]:

@@ -54,6 +54,12 @@ class InitTeachers:
         return None
 
 
+# What a stage that reads this step's rollouts against the teachers takes from the RL state.
+TEACHER_STEP_READS = frozenset(
+    {"trajectory_groups", "advantages", "env_group_builders", "teachers", "renderer", "tokenizer"}
+)
+
+
 @dataclass(frozen=True, kw_only=True)
 class AddTeacherKL:
     """Datums from this step's groups, each with -coef * (log p_student - log p_teacher) added to
@@ -63,16 +69,7 @@ class AddTeacherKL:
     discount: float = 0.0
     name: str = "add_teacher_kl"
     phase: ClassVar[str] = "reference"  # the teacher is the reverse KL's reference
-    reads: frozenset[str] = frozenset(
-        {
-            "trajectory_groups",
-            "advantages",
-            "env_group_builders",
-            "teachers",
-            "renderer",
-            "tokenizer",
-        }
-    )
+    reads: frozenset[str] = TEACHER_STEP_READS
     writes: frozenset[str] = frozenset({"train_data"})
 
     async def __call__(self, ctx: Context[Any]) -> Metrics | None:
