@@ -163,16 +163,24 @@ def hard_label_datum(rendering: Rendering, label: str) -> types.Datum:
     )
 
 
-def soft_label_datum(rendering: Rendering, probs: Mapping[str, float]) -> types.Datum:
+def soft_label_datum(
+    rendering: Rendering, probs: Mapping[str, float], width: int | None = None
+) -> types.Datum:
     """Every choice's id at the placeholder, as [T, K] targets whose last row is the ids and
     whose last row of weights is their target probabilities (the cookbook's layout): the input
-    stops before the placeholder."""
+    stops before the placeholder. `width` pads K (a batch's datums share one target shape)
+    with repeats of the first id at weight 0; the loss stops at the first repeated id."""
     labels = list(rendering.label_tokens)
+    K = len(labels)
+    W = K if width is None else width
+    if W < K:
+        raise DataError(f"decisions: width {W} is less than the {K} choices")
+    ids = [rendering.label_tokens[label] for label in labels]
     T = rendering.choice_pos
-    targets_TK = np.zeros((T, len(labels)), dtype=np.int64)
-    targets_TK[-1] = [rendering.label_tokens[label] for label in labels]
-    weights_TK = np.zeros((T, len(labels)), dtype=np.float32)
-    weights_TK[-1] = [probs.get(label, 0.0) for label in labels]
+    targets_TK = np.zeros((T, W), dtype=np.int64)
+    targets_TK[-1] = ids + [ids[0]] * (W - K)
+    weights_TK = np.zeros((T, W), dtype=np.float32)
+    weights_TK[-1, :K] = [probs.get(label, 0.0) for label in labels]
     return types.Datum(
         model_input=types.ModelInput.from_ints(rendering.tokens[:T]),
         loss_fn_inputs={
@@ -190,6 +198,16 @@ def target_request(rendering: Rendering) -> types.TensorData:
     ids_RK = torch.full((len(rendering.tokens) - 1, len(rendering.label_tokens)), -1)
     ids_RK[rendering.choice_pos - 1] = torch.tensor(list(rendering.label_tokens.values()))
     return types.TensorData.from_torch_sparse(ids_RK, pad_value=-1)
+
+
+def choice_count(ids_W: Any) -> int:
+    """The choices in a soft-label datum's id row: up to the first repeated id (the padding)."""
+    seen: set[int] = set()
+    for k, token in enumerate(int(t) for t in ids_W):
+        if token in seen:
+            return k
+        seen.add(token)
+    return len(seen)
 
 
 def brier(choice_probs_K: Any, target_probs_K: Any) -> Any:
@@ -221,8 +239,9 @@ def choice_probability_loss(
     def loss(data: Sequence[types.Datum], logprobs: Sequence[Any]) -> tuple[Any, dict[str, float]]:
         losses, agree, hits = [], [], 0
         for datum, logprobs_TK in zip(data, logprobs, strict=True):
-            target_K = datum.loss_fn_inputs["weights"].to_torch()[-1].float()
-            probs_K = torch.softmax(logprobs_TK[-1].float(), dim=-1)
+            k = choice_count(datum.loss_fn_inputs["target_tokens"].to_numpy()[-1])
+            target_K = datum.loss_fn_inputs["weights"].to_torch()[-1, :k].float()
+            probs_K = torch.softmax(logprobs_TK[-1, :k].float(), dim=-1)
             losses.append(loss_of(probs_K, target_K))
             agree.append(float((probs_K * target_K).sum().detach()))
             hits += int(probs_K.argmax() == target_K.argmax())

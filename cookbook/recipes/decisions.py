@@ -97,15 +97,16 @@ class TokenizeDecisions:
     def __call__(self, ctx: Context[Any]) -> Metrics | None:
         state = ctx.state
         data = []
-        for i, item in enumerate(state.conversations):
-            decision = as_decision(item)
+        decisions = [as_decision(item) for item in state.conversations]
+        width = max(len(d.choices) for d in decisions)  # one target shape for every batch
+        for i, decision in enumerate(decisions):
             rendering = render_decision(decision, state.renderer, self.prefix)
             if self.labels == "hard":
                 data.append(hard_label_datum(rendering, decision.answer))
             elif decision.probs is None:
                 raise DataError(f"decision {i} has no 'probs'; labels=soft needs target odds")
             else:
-                data.append(soft_label_datum(rendering, decision.probs))
+                data.append(soft_label_datum(rendering, decision.probs, width))
         if len(data) < self.batch_size:
             raise DataError(f"{len(data)} decisions, fewer than batch_size {self.batch_size}")
         state.train_data = data
