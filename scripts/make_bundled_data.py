@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bundled_data.chat import make_chat
 from bundled_data.code import make_code
 from bundled_data.competition_math import make_deepmath, make_hendrycks_math, make_polaris
+from bundled_data.decisions import make_decisions
 from bundled_data.distill import TEACHER_SYSTEM_PROMPT, make_prompts
 from bundled_data.long_chat import make_long_chat
 from bundled_data.math import make_math
@@ -49,6 +50,7 @@ def build(out: Path) -> dict[str, dict]:
     long_chat, long_chat_test = make_long_chat(SEED)
     shapes, shapes_test = make_shapes(SEED, 20, 5)
     hendrycks_math, math500 = make_hendrycks_math()
+    decisions, decisions_test = make_decisions(SEED, 240, 40)
     datasets = {
         "chat": ("chat", {"train": chat, "test": chat_test},
                  'Pip the kitchen assistant: {"messages": [...]} conversations, one short sentence '
@@ -83,6 +85,10 @@ def build(out: Path) -> dict[str, dict]:
         "polaris": ("polaris", {"train": make_polaris()},
                     'Problems, POLARIS-Project/Polaris-Dataset-53K row shape: {"problem", "answer", '
                     '"difficulty"}'),
+        "decisions": ("decisions", {"train": decisions, "test": decisions_test},
+                      'Chance questions with known odds (a die above k: yes/no; a marble\'s colour '
+                      'from a bag of counts): {"question", "choices": [[label, description]], '
+                      '"answer": a drawn outcome, "probs": the true odds}'),
     }  # fmt: skip
     index: dict[str, dict] = {}
     for name, (shape, splits, description) in datasets.items():

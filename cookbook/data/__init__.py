@@ -16,6 +16,8 @@ is for people and recipes that want the list or the teacher prompt:
                     question about their first question (train, test)
     shapes          {"image": PNG data URI, "label": colour, "colour", "shape"}: one coloured shape
                     per 64x64 picture, 4 colours x 3 shapes (train, test)
+    decisions       {"question", "choices": [[label, description]], "answer", "probs"}: chance
+                    questions with known odds, for the decisions recipe (train, test)
 """
 
 from __future__ import annotations

@@ -27,14 +27,16 @@ def check_sample_request(request: types.SampleRequest) -> None:
     """Refuse, at submission, what the local engine cannot do (the SDK then fails at once)."""
     if request.num_samples < 1:
         raise UserError(f"num_samples is {request.num_samples}; expected at least 1")
-    unsupported = {
-        "topk_sample_logprobs": request.topk_sample_logprobs,
-        "target_prompt_logprobs": request.target_prompt_logprobs is not None,
-        "prompt_alt_tokens_k": request.prompt_alt_tokens_k,
-    }
-    for name, value in unsupported.items():
-        if value:
-            raise UserError(f"sample: {name} is not supported by the local engine")
+    for name in ("topk_prompt_logprobs", "topk_sample_logprobs", "prompt_alt_tokens_k"):
+        if getattr(request, name) < 0:
+            raise UserError(f"sample: {name} is {getattr(request, name)}; expected 0 or more")
+    targets = request.target_prompt_logprobs
+    rows = request.prompt.length - 1
+    if targets is not None and (targets.shape is None or targets.shape[:1] != [rows]):
+        raise UserError(
+            f"sample: target_prompt_logprobs has shape {targets.shape}; expected [{rows}, K] "
+            f"(len(prompt) - 1 rows)"
+        )
     last_n = request.prompt_logprobs_last_n
     if last_n is not None and (last_n < 1 or last_n >= request.prompt.length):
         raise UserError(
@@ -54,12 +56,28 @@ def submit_sample(
         topk_prompt_logprobs=request.topk_prompt_logprobs,
         record_stability_info=bool(request.record_stability_info),
         sequence_ids=sequence_ids,
+        topk_sample_logprobs=request.topk_sample_logprobs,
+        target_prompt_logprobs=_tensor_data(request.target_prompt_logprobs),
+        prompt_alt_tokens_k=request.prompt_alt_tokens_k,
     )
     record.cancel_work = future.cancel
     last_n = request.prompt_logprobs_last_n
     if last_n is not None:
         return future.map(lambda response: mask_prompt_logprobs(response, last_n))  # type: ignore[no-any-return]
     return future  # type: ignore[no-any-return]
+
+
+def _tensor_data(model: Any) -> types.TensorData | None:
+    """The request's TensorData (its pydantic wire model) as the SDK's numpy-backed one."""
+    if model is None:
+        return None
+    return types.TensorData(
+        data=model.data,
+        dtype=model.dtype,
+        shape=model.shape,
+        sparse_crow_indices=model.sparse_crow_indices,
+        sparse_col_indices=model.sparse_col_indices,
+    )
 
 
 def check_provenance_session(data: list[types.Datum], session_id: str) -> None:

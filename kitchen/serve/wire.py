@@ -208,6 +208,8 @@ def encode_sample_response(response: types.SampleResponse) -> bytes:
         )
         if seq.logprobs is not None:
             item.logprobs = np.asarray(seq.logprobs, dtype=np.float32).tobytes()
+        if seq.topk_logprobs is not None:
+            _write_topk(item.topk_sampled_logprobs, seq.topk_logprobs)
     if response.prompt_logprobs_np is not None:
         msg.prompt_logprobs = np.asarray(response.prompt_logprobs_np, dtype=np.float32).tobytes()
     elif response.prompt_logprobs is not None:
@@ -216,7 +218,26 @@ def encode_sample_response(response: types.SampleResponse) -> bytes:
     topk = response.topk_prompt_logprobs
     if topk:
         _write_topk(msg.topk_prompt_logprobs, topk)
+    if response.target_prompt_logprobs is not None:
+        _write_tensor(msg.target_prompt_logprobs, response.target_prompt_logprobs)
+    if response.prompt_alt_tokens is not None:
+        _write_tensor(msg.prompt_alt_tokens.tokens, response.prompt_alt_tokens.tokens)
+        _write_tensor(msg.prompt_alt_tokens.logprobs, response.prompt_alt_tokens.logprobs)
     return bytes(msg.SerializeToString())
+
+
+def _write_tensor(msg: Any, td: types.TensorData) -> None:
+    """A float32 or int64 TensorData as the proto Tensor, dense or sparse CSR as it is."""
+    wide = np.int64 if td.dtype == "int64" else np.float32
+    msg.dtype = pb.DTYPE_INT64 if td.dtype == "int64" else pb.DTYPE_FLOAT32
+    msg.shape.extend(td.shape or [])
+    values = np.asarray(td.data, dtype=wide).tobytes()
+    if td.sparse_crow_indices is None or td.sparse_col_indices is None:
+        msg.dense = values
+        return
+    msg.sparse_csr.values = values
+    msg.sparse_csr.crow_indices = np.asarray(td.sparse_crow_indices, dtype=np.int64).tobytes()
+    msg.sparse_csr.col_indices = np.asarray(td.sparse_col_indices, dtype=np.int64).tobytes()
 
 
 def _write_topk(msg: Any, rows: list[list[tuple[int, float]] | None]) -> None:
@@ -264,6 +285,11 @@ def mask_prompt_logprobs(response: types.SampleResponse, last_n: int) -> types.S
     topk = response.topk_prompt_logprobs
     if topk is not None:
         topk = [None if i < len(topk) - last_n else row for i, row in enumerate(topk)]
-    return types.SampleResponse(
-        sequences=response.sequences, prompt_logprobs_np=masked, _topk_prompt_logprobs_list=topk
+    # The request's other answers (target logprobs, alternative tokens) stay as they are.
+    return dataclasses.replace(
+        response,
+        prompt_logprobs_np=masked,
+        _prompt_logprobs_list=None,
+        topk_prompt_logprobs_np=None,
+        _topk_prompt_logprobs_list=topk,
     )

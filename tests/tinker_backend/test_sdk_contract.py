@@ -179,7 +179,7 @@ def test_bad_requests_fail_fast_as_user_errors(service: Any) -> None:
             types.ModelInput.from_ints(tokens[:3]),
             1,
             types.SamplingParams(max_tokens=2),
-            topk_sample_logprobs=2,
+            target_prompt_logprobs=types.TensorData.from_numpy(np.zeros((5, 1), dtype=np.int64)),
         ).result(),
         tinker.BadRequestError,
     )

@@ -27,11 +27,13 @@ from kitchen.adapters.local.batching import image_arguments, left_padded, to_dev
 from kitchen.adapters.local.images import Expanded, mrope_positions, vision_of
 from kitchen.adapters.local.sampling import (
     Generated,
+    PromptAsks,
     PromptScores,
     StopRule,
     choose_tokens,
     prompt_scores,
     sampled_logprobs,
+    sampled_topk,
 )
 from kitchen.adapters.local.seed_stream import SeedStream
 
@@ -63,8 +65,8 @@ class SampleJob:
     # forward would take for an image's place. The chosen token's logprob is still the model's
     # (what the trainer computes for it), not renormalised over the allowed tokens.
     banned: tuple[int, ...] = ()
-    prompt_logprobs: bool = False
-    topk_prompt_logprobs: int = 0
+    asks: PromptAsks = field(default_factory=PromptAsks)  # what it asks of its prompt
+    topk_sample_logprobs: int = 0  # the top-k at every sampled position
     # Called on the compute thread as each token is chosen: (sample index, token, logprob).
     # Streaming servers forward it; it must be quick and never raise.
     on_token: Callable[[int, int, float], None] | None = None
@@ -350,7 +352,7 @@ class DecodeBatch:
                     if _scores_prompt(job):
                         ids_L = torch.tensor(job.prompt, device=logits_S[s].device)
                         job.scores = prompt_scores(
-                            logits_S[s][i], ids_L, job.prompt_logprobs, job.topk_prompt_logprobs
+                            logits_S[s][i], ids_L, job.asks, job.params.temperature
                         )
                         last_V = logits_S[s][i, -1].float()
                     else:
@@ -431,21 +433,36 @@ class DecodeBatch:
         going: list[list[_Row]] = [[] for _ in segments]
         start = 0
         for i in order:
-            job, rows, _ = segments[i]
+            job, rows, logits_NV = segments[i]
             end = start + len(rows)
             chosen = [int(t) for t in tokens[start:end]]
-            going[i] = self._record(job, rows, chosen, logprobs[start:end], step)
+            # Read only for requests that ask: the batch's one copy per step stays one otherwise.
+            top = (
+                sampled_topk(logits_NV, job.params.temperature, job.topk_sample_logprobs)
+                if job.topk_sample_logprobs > 0
+                else None
+            )
+            going[i] = self._record(job, rows, chosen, logprobs[start:end], step, top)
             start = end
         return going
 
     def _record(
-        self, job: SampleJob, rows: list[_Row], tokens: list[int], logprobs: list[float], step: int
+        self,
+        job: SampleJob,
+        rows: list[_Row],
+        tokens: list[int],
+        logprobs: list[float],
+        step: int,
+        top: list[list[tuple[int, float]]] | None = None,
     ) -> list[_Row]:
         kept = []
-        for row, token, logprob in zip(rows, tokens, logprobs, strict=True):
+        for n, (row, token, logprob) in enumerate(zip(rows, tokens, logprobs, strict=True)):
             result = job.results[row.sample]
             result.tokens.append(token)
             result.logprobs.append(logprob)
+            if top is not None:
+                result.topk = [] if result.topk is None else result.topk
+                result.topk.append(top[n])
             if job.on_token is not None:
                 job.on_token(row.sample, token, logprob)
             if job.rule.stops(result.tokens, job.tokenizer):
@@ -595,7 +612,7 @@ def filler_forward(model: Any) -> None:
 
 def _scores_prompt(job: SampleJob) -> bool:
     """Whether `job` asks for its prompt's logprobs: its prefill keeps every position's logits."""
-    return job.prompt_logprobs or job.topk_prompt_logprobs > 0
+    return job.asks.any
 
 
 def _alone(job: SampleJob) -> bool:

@@ -13,6 +13,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from tinker import types
 
 from kitchen.engine.errors import BackendError
@@ -55,12 +56,37 @@ class Generated:
     tokens: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
     stop_reason: str = "length"
+    # The top-k (token, logprob) at each sampled position (SampleRequest.topk_sample_logprobs).
+    topk: list[list[tuple[int, float]] | None] | None = None
 
 
 @dataclass
 class PromptScores:
     logprobs: list[float | None] | None = None
     topk: list[list[tuple[int, float]] | None] | None = None
+    targets: np.ndarray | None = None  # float32 [P - 1, K]: logprobs of the asked ids, 0 at -1
+    alt_tokens: np.ndarray | None = (
+        None  # int64 [P - 1, k]: draws at every position after the first
+    )
+    alt_logprobs: np.ndarray | None = None  # float32 [P - 1, k]: their logprobs
+
+
+@dataclass(frozen=True)
+class PromptAsks:
+    """What a request asks of its prompt beyond sampling: each token's logprob, the top-k at
+    every position, the logprobs of chosen ids (`targets_RK`, int64 [P - 1, K], -1 for none),
+    and `alt_k` draws at every position from `alt_stream` (their own stream, so asking for them
+    leaves the samples unchanged)."""
+
+    logprobs: bool = False
+    topk: int = 0
+    targets_RK: np.ndarray | None = None
+    alt_k: int = 0
+    alt_stream: Any = None  # SeedStream
+
+    @property
+    def any(self) -> bool:
+        return self.logprobs or self.topk > 0 or self.targets_RK is not None or self.alt_k > 0
 
 
 def check_sampling_params(params: types.SamplingParams) -> None:
@@ -123,18 +149,62 @@ def sampled_logprobs(logits_NV: Any, tokens_N: Any, temperature: float) -> Any:
     return torch.log_softmax(scores, dim=-1).gather(-1, tokens_N[:, None]).squeeze(-1)
 
 
-def prompt_scores(logits_PV: Any, prompt_P: Any, want_logprobs: bool, topk: int) -> PromptScores:
-    """Logprob of every prompt token given its prefix (None for the first), and the top-k there."""
+def prompt_scores(
+    logits_PV: Any, prompt_P: Any, asks: PromptAsks, temperature: float = 1.0
+) -> PromptScores:
+    """What `asks` names of the prompt: every token's logprob given its prefix (None for the
+    first), the top-k there, the logprobs of the asked ids (all at temperature 1, the model's own
+    distribution), and draws at the request's `temperature` (<= 0: the argmax) with their
+    logprobs at that temperature, as a sampled token's."""
     import torch
 
     out = PromptScores()
     lsm = torch.log_softmax(logits_PV[:-1].float(), dim=-1)
-    if want_logprobs:
+    if asks.logprobs:
         out.logprobs = [None, *lsm.gather(-1, prompt_P[1:, None]).squeeze(-1).tolist()]
-    if topk > 0:
-        values, ids = lsm.topk(min(topk, lsm.shape[-1]), dim=-1)
+    if asks.topk > 0:
+        values, ids = lsm.topk(min(asks.topk, lsm.shape[-1]), dim=-1)
         rows = [
             list(zip(i, v, strict=True)) for i, v in zip(ids.tolist(), values.tolist(), strict=True)
         ]
         out.topk = [None, *rows]
+    if asks.targets_RK is not None:
+        ids_RK = torch.as_tensor(asks.targets_RK, device=lsm.device)
+        asked_RK = ids_RK >= 0
+        picked_RK = lsm.gather(-1, torch.where(asked_RK, ids_RK, 0))
+        out.targets = torch.where(asked_RK, picked_RK, 0.0).cpu().numpy().astype(np.float32)
+    if asks.alt_k > 0:
+        out.alt_tokens, out.alt_logprobs = _alt_draws(logits_PV[:-1].float(), asks, temperature)
     return out
+
+
+def _alt_draws(logits_RV: Any, asks: PromptAsks, temperature: float) -> tuple[Any, Any]:
+    """`asks.alt_k` independent draws per row, with replacement, at `temperature`."""
+    import torch
+
+    rows, k = logits_RV.shape[0], asks.alt_k
+    if temperature <= 0:
+        tokens_RK = logits_RV.argmax(dim=-1, keepdim=True).expand(rows, k)
+        lsm = torch.log_softmax(logits_RV, dim=-1)
+    else:
+        lsm = torch.log_softmax(logits_RV / temperature, dim=-1)
+        probs_NV = lsm.exp().repeat_interleave(k, dim=0)
+        u_N1 = asks.alt_stream.uniform((rows * k, 1), logits_RV.device)
+        tokens_RK = draw_tokens(probs_NV, u_N1).reshape(rows, k)
+    logprobs_RK = lsm.gather(-1, tokens_RK)
+    return (
+        tokens_RK.cpu().numpy().astype(np.int64),
+        logprobs_RK.cpu().numpy().astype(np.float32),
+    )
+
+
+def sampled_topk(logits_NV: Any, temperature: float, k: int) -> list[list[tuple[int, float]]]:
+    """The top-`k` (token, logprob) of each row at `temperature`, as sampled_logprobs reports a
+    sampled token's (so a sampled token among them carries its own logprob)."""
+    import torch
+
+    scores = logits_NV / temperature if temperature > 0 and temperature != 1 else logits_NV
+    values, ids = torch.log_softmax(scores.float(), dim=-1).topk(min(k, scores.shape[-1]), dim=-1)
+    return [
+        list(zip(i, v, strict=True)) for i, v in zip(ids.tolist(), values.tolist(), strict=True)
+    ]

@@ -21,12 +21,14 @@ from kitchen.adapters.local.host import LoraSnapshot, ModelHost
 from kitchen.adapters.local.images import Expanded, text_only, vision_of
 from kitchen.adapters.local.sampling import (
     Generated,
+    PromptAsks,
     PromptScores,
     StopRule,
     check_sampling_params,
 )
 from kitchen.adapters.local.seed_stream import RequestSeeds, SeedStream
 from kitchen.adapters.local.stability import SequenceRecord, StabilityRecords
+from kitchen.adapters.local.target_logprobs import target_answer, target_ids
 from kitchen.engine.errors import BackendError
 from kitchen.engine.futures import APIFuture, settle
 
@@ -82,13 +84,39 @@ class LocalSamplingClient:
         record_stability_info: bool = False,
         sequence_ids: list[str] | None = None,
         on_token: Callable[[int, int, float], None] | None = None,
+        *,
+        topk_sample_logprobs: int = 0,
+        target_prompt_logprobs: types.TensorData | None = None,
+        prompt_alt_tokens_k: int = 0,
     ) -> SampleFuture:
         """`num_samples` continuations. `sequence_ids` names them (the server names them at
         submission); `record_stability_info` keeps a record of each for stable_reinforce;
-        `on_token(sample, token, logprob)` sees each token as it is chosen (streaming)."""
+        `on_token(sample, token, logprob)` sees each token as it is chosen (streaming).
+        The SDK's prompt and sample extras as its SampleRequest defines them: the top-k at every
+        sampled position at the request's temperature (`topk_sample_logprobs`), the logprobs of
+        chosen ids at chosen prompt positions (`target_prompt_logprobs`), and k draws at every
+        prompt position (`prompt_alt_tokens_k`, from a stream of their own: the samples are the
+        ones the same seed gives without them)."""
         seed = self._seeds.draw(sampling_params)
         try:
-            job = self._job(prompt, num_samples, sampling_params, seed, include_prompt_logprobs)
+            for name, k in (
+                ("topk_prompt_logprobs", topk_prompt_logprobs),
+                ("topk_sample_logprobs", topk_sample_logprobs),
+                ("prompt_alt_tokens_k", prompt_alt_tokens_k),
+            ):
+                if k < 0:
+                    raise BackendError(f"sample: {name} is {k}; expected 0 or more")
+            asks = PromptAsks(
+                logprobs=include_prompt_logprobs,
+                topk=topk_prompt_logprobs,
+                alt_k=prompt_alt_tokens_k,
+                alt_stream=SeedStream(_alt_seed(seed), self.host.device)
+                if prompt_alt_tokens_k
+                else None,
+            )
+            job = self._job(
+                prompt, num_samples, sampling_params, seed, asks, target_prompt_logprobs
+            )
         except BackendError as e:  # bad requests fail their future, as the SDK's do
             failed: Future[types.SampleResponse] = Future()
             failed.set_exception(e)
@@ -100,13 +128,15 @@ class LocalSamplingClient:
         ids = sequence_ids or [
             f"{self.sampler_id}:{next(self._sequence_ids)}" for _ in range(num_samples)
         ]
-        job.prompt_logprobs = include_prompt_logprobs
-        job.topk_prompt_logprobs = topk_prompt_logprobs
+        job.topk_sample_logprobs = topk_sample_logprobs
         job.on_token = on_token
         done = self._compute.submit_sample(job)
         record = self.records if record_stability_info else None
         return SampleFuture(
-            _then(done, lambda out: self._response(out, ids, job.prompt, record)),
+            _then(
+                done,
+                lambda out: self._response(out, ids, job.prompt, record, target_prompt_logprobs),
+            ),
             done,
             self._compute.queue_gathered,
         )
@@ -152,7 +182,8 @@ class LocalSamplingClient:
         num_samples: int,
         params: types.SamplingParams,
         seed: int,
-        prompt_logprobs: bool = False,
+        asks: PromptAsks | None = None,
+        targets: types.TensorData | None = None,
     ) -> SampleJob:
         vision = vision_of(self.host.base)
         expanded = self._expand(prompt, "sample: prompt")
@@ -163,11 +194,15 @@ class LocalSamplingClient:
             raise BackendError(f"sample: num_samples is {num_samples}; expected at least 1")
         check_token_ids(tokens, self.host.vocab_size, "sample: prompt")
         check_sampling_params(params)
+        asks = asks or PromptAsks()
+        if targets is not None:
+            ids_RK = target_ids(targets, len(tokens), self.host.vocab_size)
+            asks = PromptAsks(asks.logprobs, asks.topk, ids_RK, asks.alt_k, asks.alt_stream)
         budget = self.host.max_context - len(tokens)
         # A prompt that fills the context can still be scored: the SDK's compute_logprobs is a
         # sample of max_tokens=1 with prompt logprobs, and on-policy distillation asks its teacher
         # to score students' answers that ran to the end of the context. Nothing is sampled then.
-        if budget < 0 or (budget == 0 and not prompt_logprobs):
+        if budget < 0 or (budget == 0 and not asks.any):
             raise BackendError(
                 f"sample: the prompt has {len(tokens)} tokens; {self.host.model_name} takes at "
                 f"most {self.host.max_context - 1} so one can be sampled "
@@ -189,6 +224,7 @@ class LocalSamplingClient:
             if vision is not None and expanded.images
             else len(tokens),
             spread=self._spread,
+            asks=asks,
         )
 
     def _response(
@@ -197,6 +233,7 @@ class LocalSamplingClient:
         ids: list[str],
         prompt: list[int],
         records: StabilityRecords | None,
+        targets: types.TensorData | None = None,
     ) -> types.SampleResponse:
         results, scores = done
         sequences = [
@@ -205,6 +242,7 @@ class LocalSamplingClient:
                 sequence_id=sequence_id,
                 tokens_np=np.asarray(r.tokens, dtype=np.int32),
                 logprobs_np=np.asarray(r.logprobs, dtype=np.float32),
+                _topk_logprobs_list=r.topk,
             )
             for r, sequence_id in zip(results, ids, strict=True)
         ]
@@ -218,10 +256,20 @@ class LocalSamplingClient:
             prompt_np = np.asarray(
                 [np.nan if x is None else x for x in scores.logprobs], dtype=np.float32
             )
+        alt = None
+        if scores.alt_tokens is not None and scores.alt_logprobs is not None:
+            alt = types.PromptAltTokens(
+                tokens=types.TensorData.from_numpy(scores.alt_tokens),
+                logprobs=types.TensorData.from_numpy(scores.alt_logprobs),
+            )
         return types.SampleResponse(
             sequences=sequences,
             prompt_logprobs_np=prompt_np,
             _topk_prompt_logprobs_list=scores.topk,
+            target_prompt_logprobs=None
+            if targets is None or scores.targets is None
+            else target_answer(targets, scores.targets),
+            prompt_alt_tokens=alt,
         )
 
     def _weights_key(self) -> Hashable:
@@ -333,6 +381,12 @@ def model_eos_ids(host: ModelHost) -> set[int]:
         elif isinstance(value, list | tuple):
             ids.update(int(v) for v in value)
     return ids
+
+
+def _alt_seed(seed: int) -> int:
+    """The seed of a request's prompt_alt_tokens draws: apart from its samples' stream (one
+    64-bit LCG step of the seed, so distinct seeds keep distinct streams)."""
+    return (seed % 2**64 * 6364136223846793005 + 1442695040888963407) % 2**64
 
 
 def _last_n(scored: list[float | None], last_n: int | None) -> list[float | None]:
