@@ -213,7 +213,8 @@ def stable_reinforce_beside_the_engine(config: Mapping[str, float] | None) -> Cu
     ) -> tuple[Tensor, dict[str, float]]:
         import torch  # lazily: see the module doc
 
-        total = torch.zeros((), dtype=torch.float32)
+        device = logprobs_D[0].device if logprobs_D else "cpu"
+        total = torch.zeros((), dtype=torch.float32, device=device)
         for i, (datum, lp_T) in enumerate(zip(data, logprobs_D, strict=True)):
             missing = [
                 k for k in REQUIRED_INPUTS["stable_reinforce"] if k not in datum.loss_fn_inputs
@@ -221,7 +222,9 @@ def stable_reinforce_beside_the_engine(config: Mapping[str, float] | None) -> Cu
             if missing:
                 raise ValueError(f"stable_reinforce: datum {i} has no {', '.join(missing)}")
             inputs = {
-                k: torch.as_tensor(datum.loss_fn_inputs[k].to_numpy(), dtype=lp_T.dtype)
+                k: torch.as_tensor(
+                    datum.loss_fn_inputs[k].to_numpy(), dtype=lp_T.dtype, device=lp_T.device
+                )
                 for k in ("logprobs", "advantages", "sampled_mask")
             }
             total = total + stable_reinforce(lp_T, inputs, settings).sum()

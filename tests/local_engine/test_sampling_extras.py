@@ -31,7 +31,7 @@ def _log_softmax(sampler: Any, tokens: list[int], temperature: float = 1.0) -> n
 
 
 def _targets(rows: int, cells: dict[tuple[int, int], int], k: int) -> torch.Tensor:
-    ids = torch.full((rows, k), -1, dtype=torch.int64)
+    ids = torch.full((rows, k), -1, dtype=torch.int64, device="cpu")
     for (r, c), token in cells.items():
         ids[r, c] = token
     return ids
@@ -70,9 +70,14 @@ def test_target_prompt_logprobs_are_the_forward_pass_log_softmax_at_the_asked_ce
 @pytest.mark.parametrize(
     ("make", "reason"),
     [
-        (lambda: types.TensorData.from_torch(torch.zeros((3, 2), dtype=torch.int64)), "3 rows"),
-        (lambda: types.TensorData.from_torch(torch.full((6, 1), 10**7)), "below"),
-        (lambda: types.TensorData.from_torch(torch.zeros((6, 1))), "int64"),
+        (
+            lambda: types.TensorData.from_torch(
+                torch.zeros((3, 2), dtype=torch.int64, device="cpu")
+            ),
+            "3 rows",
+        ),
+        (lambda: types.TensorData.from_torch(torch.full((6, 1), 10**7, device="cpu")), "below"),
+        (lambda: types.TensorData.from_torch(torch.zeros((6, 1), device="cpu")), "int64"),
     ],
 )
 def test_a_bad_target_tensor_fails_its_request_with_the_reason(
