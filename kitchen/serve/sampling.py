@@ -48,6 +48,12 @@ def submit_sample(
     sampler: Any, request: types.SampleRequest, sequence_ids: list[str], record: RequestRecord
 ) -> APIFuture[types.SampleResponse]:
     """Hand the request to the engine; `record` can then cancel it (cancel_future, session end)."""
+    # Only what the request asks for: a sampler without these (vLLM's) serves every other request.
+    asked = {
+        "topk_sample_logprobs": request.topk_sample_logprobs,
+        "target_prompt_logprobs": _tensor_data(request.target_prompt_logprobs),
+        "prompt_alt_tokens_k": request.prompt_alt_tokens_k,
+    }
     future = sampler.sample(
         request.prompt,
         request.num_samples,
@@ -56,9 +62,7 @@ def submit_sample(
         topk_prompt_logprobs=request.topk_prompt_logprobs,
         record_stability_info=bool(request.record_stability_info),
         sequence_ids=sequence_ids,
-        topk_sample_logprobs=request.topk_sample_logprobs,
-        target_prompt_logprobs=_tensor_data(request.target_prompt_logprobs),
-        prompt_alt_tokens_k=request.prompt_alt_tokens_k,
+        **{name: value for name, value in asked.items() if value is not None and value != 0},
     )
     record.cancel_work = future.cancel
     last_n = request.prompt_logprobs_last_n
