@@ -61,6 +61,23 @@ class TwoPlayerCoordinator:
             return legal
 
 
+async def opponent_moves(opponent: Opponent, coordinator: TwoPlayerCoordinator, player: int) -> str:
+    """`opponent` makes `player`'s move: it sees the player's observation as one user message,
+    and its reply's text is played (no legal `[N]` in it ends the game). Returns the reply."""
+    seen: Message = {"role": "user", "content": coordinator.game.observation(player)}
+    reply = get_text_content(await opponent([seen]))
+    await coordinator.move(player, reply)
+    return reply
+
+
+def player_reward(game: TicTacToe, player: int) -> float:
+    """`player`'s reward for a finished game: ILLEGAL_MOVE_REWARD for an illegal move (the other
+    player 0), else the outcome."""
+    if game.illegal_player is not None:
+        return ILLEGAL_MOVE_REWARD if game.illegal_player == player else 0.0
+    return game.outcome(player)
+
+
 @dataclass
 class TwoPlayerEnv(Env):
     """Player `player` of `coordinator`'s game; with an `opponent` it also makes the other
@@ -86,10 +103,7 @@ class TwoPlayerEnv(Env):
         if self.opponent is None:
             await self.coordinator.wait_turn(self.player)
             return
-        other = 1 - self.player
-        seen: Message = {"role": "user", "content": self.game.observation(other)}
-        reply = await self.opponent([seen])
-        await self.coordinator.move(other, get_text_content(reply))
+        await opponent_moves(self.opponent, self.coordinator, 1 - self.player)
 
     async def initial_observation(self) -> tuple[Observation, Any]:
         if self.player != 0:
@@ -97,9 +111,7 @@ class TwoPlayerEnv(Env):
         return self._observation(), self.renderer.get_stop_sequences()
 
     def reward(self) -> float:
-        if self.game.illegal_player is not None:
-            return ILLEGAL_MOVE_REWARD if self.game.illegal_player == self.player else 0.0
-        return self.game.outcome(self.player)
+        return player_reward(self.game, self.player)
 
     async def step(self, action: Action, *, extra: ActionExtra | None = None) -> StepResult:
         stop = self.renderer.get_stop_sequences()

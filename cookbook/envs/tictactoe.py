@@ -27,6 +27,13 @@ def winner(board: list[str]) -> str | None:
     return None
 
 
+def board_text(board: list[str]) -> str:
+    """Three rows, an empty cell shown as its number: `O | 1 | 2` over `---------` lines."""
+    rows = [" | ".join(board[r * 3 + c] if board[r * 3 + c] != " " else str(r * 3 + c)
+                       for c in range(3)) for r in range(3)]  # fmt: skip
+    return "\n---------\n".join(rows)
+
+
 def read_move(text: str) -> int | None:
     """The cell of the first `[N]` in a reply, if any."""
     match = _MOVE.search(text)
@@ -73,14 +80,12 @@ class TicTacToe:
         return 1.0 if self.won_by == player else -1.0
 
     def observation(self, player: int) -> str:
-        rows = [" | ".join(self.board[r * 3 + c] if self.board[r * 3 + c] != " " else str(r * 3 + c)
-                           for c in range(3)) for r in range(3)]  # fmt: skip
         moves = ", ".join(f"'[{i}]'" for i in self.legal())
         return (
             f"You are playing tic-tac-toe as '{SYMBOLS[player]}' (player {player}); player 0 "
             "moves first. Win by taking three cells in a row, column or diagonal. Reply with "
             "your move as [N] for an empty cell N; any other reply loses the game.\n"
-            "Current Board:\n" + "\n---------\n".join(rows) + f"\nAvailable Moves: {moves}"
+            "Current Board:\n" + board_text(self.board) + f"\nAvailable Moves: {moves}"
         )
 
 

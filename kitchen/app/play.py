@@ -7,22 +7,30 @@ An ENVS entry (entry-point group `kitchen.envs`) is an env dataset factory class
 with `groups_per_batch` and `group_size` fields, called with an RLEnvContext to give (train, test)
 datasets. Its other fields are the options: `kitchen play arithmetic --max-operand 10`. A factory
 whose call takes a `sandbox` (the code env) also gets the `--sandbox` adapter, opened and checked
-first, closed after the episode."""
+first, closed after the episode.
+
+An entry with a `versus(sampling_client, context, read, write)` coroutine method is a game
+against a policy instead (text_arena's tic-tac-toe): the person plays one side, a sampling
+client of `--model` (or of `--checkpoint`: a run's last checkpoint, a checkpoint folder, a
+tinker:// path) the other, rendered in the policy's chat format."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
 import inspect
+import json
 import typing
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from kitchen.engine.errors import ConfigError, KitchenError
+from kitchen.engine.errors import ConfigError, DataError, KitchenError
 from kitchen.workflows.common.images import readable_input
 
+DEFAULT_MODEL = "kitchen/tiny-llama"
 CONTEXT_SETTINGS = {"allow_extra_args": True, "ignore_unknown_options": True}  # env options
 FIXED = {"groups_per_batch": 1, "group_size": 1, "n_batches": 1, "test_problems": 0}
 
@@ -162,22 +170,70 @@ async def play_episode(
     return total
 
 
+def is_game(factory: Any) -> bool:
+    """Whether the entry is a game against a policy (a `versus` method), not an env to act in."""
+    return callable(getattr(factory, "versus", None))
+
+
+def open_policy(
+    training: Any, model: str | None, checkpoint: str | None
+) -> tuple[Any, str, str | None]:
+    """A sampling client of the policy, its base model, and the renderer its run trained in
+    (None: the model's recommended one). `checkpoint` is a run directory (its last checkpoint),
+    a local engine checkpoint folder, or a tinker:// path (then --model names the base)."""
+    if checkpoint is None:
+        base = model or DEFAULT_MODEL
+        return training.create_sampling_client(base_model=base), base, None
+    folder = Path(checkpoint)
+    if (folder / "checkpoints.jsonl").is_file():
+        from kitchen.app.eval_runner import run_checkpoints, sampling_client
+
+        records = run_checkpoints(folder)
+        if not records:
+            raise DataError(f"--checkpoint {checkpoint}: the run saved no checkpoint yet")
+        config = folder / "config.json"
+        base = model or json.loads(config.read_text())["config"]["model_name"]
+        return sampling_client(training, records[-1]), base, records[-1].get("renderer_name")
+    if checkpoint.startswith("tinker://"):
+        if model is None:
+            raise ConfigError(f"--checkpoint {checkpoint}: name its base model with --model")
+        return training.create_sampling_client(model_path=checkpoint), model, None
+    from kitchen.adapters.local.export import inspect_checkpoint
+
+    base = inspect_checkpoint(checkpoint).base_model
+    return training.create_sampling_client(model_path=checkpoint), base, None
+
+
 def command(
     ctx: typer.Context,
     env: Annotated[str, typer.Argument(help="Env name (registered in kitchen.envs)")],
     model: Annotated[
-        str, typer.Option("--model", help="Model whose tokenizer renders the observation")
-    ] = "kitchen/tiny-llama",
+        str | None,
+        typer.Option(
+            "--model",
+            help="Model whose tokenizer renders the observation; in a game, the policy "
+            f"(default {DEFAULT_MODEL})",
+        ),
+    ] = None,
     renderer: Annotated[str | None, typer.Option("--renderer", help="Renderer name")] = None,
     backend: Annotated[str, typer.Option("--backend", help="local | tinker | fake")] = "local",
     seed: Annotated[int, typer.Option("--seed", help="Which problem (the env's seed)")] = 0,
     sandbox: Annotated[
         str, typer.Option("--sandbox", help="Code envs: where programs run (local | http)")
     ] = "local",
+    checkpoint: Annotated[
+        str | None,
+        typer.Option(
+            "--checkpoint",
+            help="Games (text_arena): the policy's weights: a run directory (its last "
+            "checkpoint), a checkpoint folder or a tinker:// path",
+        ),
+    ] = None,
 ) -> None:
     """Play an env yourself: read the observation, type the answer, see the reward.
     Env options follow as --name value (e.g. `kitchen play guess_number --high 8`). An answer
-    that opens a ``` fence (a program, for `kitchen play code --env bundled`) ends where it closes."""
+    that opens a ``` fence (a program, for `kitchen play code --env bundled`) ends where it closes.
+    A game plays you against a policy: `kitchen play text_arena --checkpoint runs/text_arena`."""
     import kitchen.app.builtins  # noqa: F401  (registers the built-in backends)
     from kitchen.app.launch import make_backend
     from kitchen.engine.plugins import DATASET_STORES, ENVS, SANDBOXES
@@ -191,17 +247,25 @@ def command(
             factory_cls, [*ctx.args, f"--seed={seed}"] if _has(factory_cls, "seed") else ctx.args
         )
         training = make_backend(backend, BackendSettings(seed=seed))
+        factory = factory_cls(**options)
+        if is_game(factory):
+            client, base, trained_in = open_policy(training, model, checkpoint)
+            tokenizer = client.get_tokenizer()
+            chat = get_renderer(resolve_renderer_name(base, renderer or trained_in), tokenizer)
+            game = factory.versus(client, RLEnvContext(chat, tokenizer), input, _echo)
+            asyncio.run(game)
+            return
+        if checkpoint is not None:
+            raise ConfigError(f"--checkpoint is for games against a policy; {env} is an env")
+        model = model or DEFAULT_MODEL
         tokenizer = training.create_lora_training_client(model).get_tokenizer()
         chat = get_renderer(resolve_renderer_name(model, renderer), tokenizer)
         context = RLEnvContext(chat, tokenizer, DATASET_STORES.get("hf")())
-        factory = factory_cls(**options)
         box = SANDBOXES.get(sandbox)() if needs_sandbox(factory) else None
         try:
             if box is not None and hasattr(box, "check"):
                 box.check()  # a machine that cannot sandbox says so before the first answer
-            asyncio.run(
-                play_episode(factory, context, input, lambda s: typer.echo(s, nl=False), box)
-            )
+            asyncio.run(play_episode(factory, context, input, _echo, box))
         finally:
             if box is not None:
                 box.close()
@@ -211,6 +275,10 @@ def command(
     except KitchenError as e:  # bad options, data, or a sandbox that cannot run here
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(e.exit_code) from None
+
+
+def _echo(text: str) -> None:
+    typer.echo(text, nl=False)
 
 
 def _has(factory: Any, name: str) -> bool:
