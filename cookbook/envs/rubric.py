@@ -103,6 +103,7 @@ class RubricGrader:
     max_concurrency: int = 8
     max_failures: int | None = 100
     failures: int = 0
+    last_error: str | None = None  # the latest failed call's error, named when the run stops
     _slots: asyncio.Semaphore | None = field(default=None, init=False, repr=False)
 
     async def _ask(self, prompt: list[Message]) -> str:
@@ -117,7 +118,8 @@ class RubricGrader:
         for _ in range(self.retries + 1):
             try:
                 reply = await self._ask(prompt)
-            except Exception:  # a grader error or timeout is counted, not raised
+            except Exception as e:  # a grader error or timeout is counted, not raised
+                self.last_error = f"{type(e).__name__}: {e}"[:300] if str(e) else type(e).__name__
                 continue
             value = item.extract_score(reply)
             return (0.0, "unreadable") if value is None else (value, "graded")
@@ -126,6 +128,7 @@ class RubricGrader:
             raise GraderBroken(
                 f"rubric grader failed {self.failures} times in this run (max_failures "
                 f"{self.max_failures}): check the grader's endpoint and timeout_s {self.timeout_s}"
+                f"; the last failure: {self.last_error}"
             )
         return self.failure_score, "failed"
 
