@@ -191,8 +191,7 @@ def open_policy(
         records = run_checkpoints(folder)
         if not records:
             raise DataError(f"--checkpoint {checkpoint}: the run saved no checkpoint yet")
-        config = folder / "config.json"
-        base = model or json.loads(config.read_text())["config"]["model_name"]
+        base = model or _run_model(folder)
         return sampling_client(training, records[-1]), base, records[-1].get("renderer_name")
     if checkpoint.startswith("tinker://"):
         if model is None:
@@ -202,6 +201,16 @@ def open_policy(
 
     base = inspect_checkpoint(checkpoint).base_model
     return training.create_sampling_client(model_path=checkpoint), base, None
+
+
+def _run_model(folder: Path) -> str:
+    """The base model a Kitchen run trained, from its config.json."""
+    config = folder / "config.json"
+    saved = json.loads(config.read_text()) if config.is_file() else {}
+    name = saved.get("config", {}).get("model_name")
+    if not isinstance(name, str):
+        raise DataError(f"{config}: names no model_name; give the run's base model with --model")
+    return name
 
 
 def command(
@@ -217,7 +226,9 @@ def command(
     ] = None,
     renderer: Annotated[str | None, typer.Option("--renderer", help="Renderer name")] = None,
     backend: Annotated[str, typer.Option("--backend", help="local | tinker | fake")] = "local",
-    seed: Annotated[int, typer.Option("--seed", help="Which problem (the env's seed)")] = 0,
+    seed: Annotated[
+        int, typer.Option("--seed", help="Which problem (the env's seed); in a game, the sampler's")
+    ] = 0,
     sandbox: Annotated[
         str, typer.Option("--sandbox", help="Code envs: where programs run (local | http)")
     ] = "local",

@@ -140,6 +140,10 @@ def test_the_policy_is_the_base_model_or_a_runs_last_checkpoint(tmp_path):
     assert open_policy(backend, "base/x", "tinker://run/sampler_weights/final")[1] == "base/x"
     with pytest.raises(ConfigError, match="name its base model with --model"):
         open_policy(backend, None, "tinker://run/sampler_weights/final")
+    (run / "config.json").unlink()  # a run written by another tool: its model must be named
+    with pytest.raises(DataError, match="names no model_name; give the run's base model with --model"):  # fmt: skip
+        open_policy(backend, None, str(run))
+    assert open_policy(backend, "kitchen/tiny-qwen", str(run))[1] == "kitchen/tiny-qwen"
     (run / "checkpoints.jsonl").write_text("")
     with pytest.raises(DataError, match="the run saved no checkpoint yet"):
         open_policy(backend, None, str(run))
