@@ -61,7 +61,10 @@ def redact(value: Any) -> Any:
 
 
 def secret_values() -> list[str]:
-    return [v for name in SECRET_ENV if len(v := os.environ.get(name, "")) >= 8]
+    """The values of the known credential variables and of any variable whose name reads as a
+    secret (`OPENAI_API_KEY`, the variable a rubric grader's `--grader-api-key-env` names)."""
+    names = set(SECRET_ENV) | {name for name in os.environ if is_secret_key(name)}
+    return sorted(v for name in names if len(v := os.environ.get(name, "")) >= 8)
 
 
 class ScrubSecrets(logging.Filter):
