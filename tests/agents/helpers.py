@@ -1,5 +1,6 @@
 """What the agent RL tests compare: the one datum an episode of extending calls trains as, the
-datum forward_backward received, and the monkeypatches that keep both sides."""
+datum forward_backward received (recorded by tests.helpers.record_forward_backward), and the
+monkeypatch that keeps the gateway's side."""
 
 from __future__ import annotations
 
@@ -41,19 +42,6 @@ def trained_datum(datum: Any) -> tuple[bytes, bytes]:
         datum.loss_fn_inputs["target_tokens"].to_numpy().astype(np.int64).tobytes(),
         datum.loss_fn_inputs["logprobs"].to_numpy().astype(np.float32).tobytes(),
     )
-
-
-def capture_forward_backward(monkeypatch: Any, client_class: Any) -> list[Any]:
-    """Every datum `client_class.forward_backward` receives, in order."""
-    seen: list[Any] = []
-    original = client_class.forward_backward
-
-    def forward_backward(self: Any, data: Any, *args: Any, **kwargs: Any) -> Any:
-        seen.extend(data)
-        return original(self, data, *args, **kwargs)
-
-    monkeypatch.setattr(client_class, "forward_backward", forward_backward)
-    return seen
 
 
 def record_gateway_takes(monkeypatch: Any) -> dict[str, list[Any]]:
