@@ -13,6 +13,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
+# An RL recipe for 2 steps of 2 groups of 2 rollouts on tiny-llama, 4 tokens each, nothing saved.
+TWO_TINY_RL_STEPS: dict[str, Any] = {
+    "model_name": "kitchen/tiny-llama",
+    "num_batches": 2,
+    "groups_per_batch": 2,
+    "group_size": 2,
+    "max_tokens": 4,
+    "save_every": 0,
+}
+
 
 @functools.cache
 def engine_device() -> str:

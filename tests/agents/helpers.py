@@ -8,16 +8,10 @@ from typing import Any
 
 import numpy as np
 
+from tests.helpers import TWO_TINY_RL_STEPS
+
 # agent_rl for 2 steps of 2 groups of 2 rollouts on tiny-llama, nothing saved.
-TWO_TINY_STEPS: dict[str, Any] = {
-    "model_name": "kitchen/tiny-llama",
-    "num_batches": 2,
-    "groups_per_batch": 2,
-    "group_size": 2,
-    "max_tokens": 6,
-    "save_every": 0,
-    "register_model": False,
-}
+TWO_TINY_STEPS: dict[str, Any] = {**TWO_TINY_RL_STEPS, "max_tokens": 6, "register_model": False}
 
 
 def episode_datum(records: list[Any]) -> tuple[bytes, bytes]:
