@@ -1,6 +1,6 @@
 """What the sampling-extras tests ask and expect, in-process (tests/local_engine) and through the
-SDK against kitchen serve (tests/tinker_backend): a target_prompt_logprobs request and its answer
-from a forward pass's log_softmax, and the top-k rows a sequence must carry."""
+SDK against kitchen serve (tests/tinker_backend): a sample asking target_prompt_logprobs and the
+answer a forward pass's log_softmax gives, and the top-k rows a sequence must carry."""
 
 from __future__ import annotations
 
@@ -13,16 +13,26 @@ from tinker import types
 Cells = dict[tuple[int, int], int]  # (prompt row, column) -> the token asked there
 
 
-def asked_targets(rows: int, cells: Cells, k: int, sparse: bool) -> types.TensorData:
-    """The [rows, k] target tokens `cells` (-1 elsewhere), dense or sparse."""
-    ids = torch.full((rows, k), -1, dtype=torch.int64, device="cpu")
+def sample_asking_targets(
+    sampler: Any, prompt: list[int], cells: Cells, k: int, sparse: bool
+) -> Any:
+    """The response to one token sampled after `prompt` (seed 0) that asks target_prompt_logprobs
+    of the [len(prompt) - 1, k] target tokens `cells` (-1 elsewhere), sparse or dense."""
+    ids = torch.full((len(prompt) - 1, k), -1, dtype=torch.int64, device="cpu")
     for (r, c), token in cells.items():
         ids[r, c] = token
-    return (
+    asked = (
         types.TensorData.from_torch_sparse(ids, pad_value=-1)
         if sparse
         else (types.TensorData.from_torch(ids))
     )
+    assert (asked.sparse_crow_indices is not None) == sparse
+    return sampler.sample(
+        types.ModelInput.from_ints(prompt),
+        1,
+        types.SamplingParams(max_tokens=1, seed=0),
+        target_prompt_logprobs=asked,
+    ).result()
 
 
 def expected_targets(lsm: np.ndarray, rows: int, cells: Cells, k: int) -> np.ndarray:

@@ -11,7 +11,7 @@ import torch
 from tinker import types
 
 from tests.helpers import engine_device
-from tests.sampling_extras import asked_targets, assert_top_k_rows, expected_targets
+from tests.sampling_extras import assert_top_k_rows, expected_targets, sample_asking_targets
 
 from .conftest import TINY
 
@@ -36,14 +36,7 @@ def test_target_prompt_logprobs_are_the_forward_pass_log_softmax_at_the_asked_ce
     sampler: Any, sparse: bool
 ) -> None:
     cells = {(0, 0): 3, (0, 2): 250, (3, 1): 7, (5, 0): 99, (5, 1): 0}
-    asked = asked_targets(len(PROMPT) - 1, cells, 3, sparse)
-    assert (asked.sparse_crow_indices is not None) == sparse
-    out = sampler.sample(
-        types.ModelInput.from_ints(PROMPT),
-        1,
-        types.SamplingParams(max_tokens=1, seed=0),
-        target_prompt_logprobs=asked,
-    ).result()
+    out = sample_asking_targets(sampler, PROMPT, cells, 3, sparse)
     got = out.target_prompt_logprobs
     assert got is not None and got.dtype == "float32" and got.shape == [len(PROMPT) - 1, 3]
     assert (got.sparse_crow_indices is not None) == sparse  # the request's layout

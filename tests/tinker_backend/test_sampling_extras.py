@@ -14,7 +14,7 @@ import torch
 from tinker import types
 
 from tests.helpers import engine_device, local_backend
-from tests.sampling_extras import asked_targets, assert_top_k_rows, expected_targets
+from tests.sampling_extras import assert_top_k_rows, expected_targets, sample_asking_targets
 
 from .conftest import TINY
 
@@ -48,13 +48,7 @@ def test_target_prompt_logprobs_through_the_sdk_equal_a_forward_pass(
     sampler: Any, model: Any, sparse: bool, tmp_path: Path
 ) -> None:
     cells = {(0, 1): 3, (2, 0): 250, (6, 0): 99, (6, 1): 12, (6, 2): 0}
-    asked = asked_targets(len(PROMPT) - 1, cells, 3, sparse)
-    out = sampler.sample(
-        types.ModelInput.from_ints(PROMPT),
-        1,
-        types.SamplingParams(max_tokens=1, seed=0),
-        target_prompt_logprobs=asked,
-    ).result()
+    out = sample_asking_targets(sampler, PROMPT, cells, 3, sparse)
     got = out.target_prompt_logprobs
     assert got is not None and got.shape == [len(PROMPT) - 1, 3]
     assert (got.sparse_crow_indices is not None) == sparse
