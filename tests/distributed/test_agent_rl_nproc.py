@@ -5,11 +5,12 @@ one datum; rank 0 is a process of its own, so both sides come back through
 rank_probe/sitecustomize.py.
 
 The losses are not compared with a `--nproc 1` run's, as test_nproc.py compares rl_basic's: they
-are not meant to be equal. The agents' requests reach the gateway in the order their turns end,
-which picks each request's drawn seed and decode batch, so two `--nproc 1` runs of this
-configuration already sample other tokens at step 0 (tried by hand: 2 runs, step-0 tokens
-differed, optim/kl_sample_train_v1 2.9e-6 against 0.0). What holds at any N is checked instead:
-the trainer's logprobs of the sampled tokens are the sampler's."""
+are not meant to be equal. Each request draws its seed in the order it reaches the gateway, and
+the agents' concurrent calls reach it in no fixed order: two `--nproc 1` runs of this configuration (float32 and
+MKL_CBWR=AUTO,STRICT, as test_nproc.py runs) gave step 0's first turns the same samples in another
+order across the rollouts, so other second turns, and optim/entropy 6.9189 against 6.9135. What
+holds at any N is checked instead: the trainer's logprobs of the sampled tokens are the
+sampler's."""
 
 from __future__ import annotations
 
