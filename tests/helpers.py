@@ -11,7 +11,17 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
+
+# An RL recipe for 2 steps of 2 groups of 2 rollouts on tiny-llama, 4 tokens each, nothing saved.
+TWO_TINY_RL_STEPS: dict[str, Any] = {
+    "model_name": "kitchen/tiny-llama",
+    "num_batches": 2,
+    "groups_per_batch": 2,
+    "group_size": 2,
+    "max_tokens": 4,
+    "save_every": 0,
+}
 
 
 @functools.cache
@@ -80,6 +90,32 @@ def local_backend(log_dir: Path, dtype: str = "float32") -> Iterator[Any]:
         yield engine
     finally:
         engine.close()
+
+
+class ForwardBackwardCall(NamedTuple):
+    """One call of a training client's forward_backward, as it was asked."""
+
+    data: list[Any]
+    loss_fn: str
+    loss_fn_config: Any
+
+
+def record_forward_backward(monkeypatch: Any, client_class: Any) -> list[ForwardBackwardCall]:
+    """Every call `client_class.forward_backward` receives, in order; each still runs."""
+    calls: list[ForwardBackwardCall] = []
+    original = client_class.forward_backward
+
+    def forward_backward(self: Any, data: Any, loss_fn: Any, loss_fn_config: Any = None) -> Any:
+        calls.append(ForwardBackwardCall(list(data), loss_fn, loss_fn_config))
+        return original(self, data, loss_fn, loss_fn_config)
+
+    monkeypatch.setattr(client_class, "forward_backward", forward_backward)
+    return calls
+
+
+def sent_datums(calls: list[ForwardBackwardCall]) -> list[Any]:
+    """Every datum of `calls`, in order."""
+    return [datum for call in calls for datum in call.data]
 
 
 def modules_loaded_by(code: str, candidates: tuple[str, ...]) -> list[str]:

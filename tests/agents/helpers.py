@@ -1,5 +1,6 @@
 """What the agent RL tests compare: the one datum an episode of extending calls trains as, the
-datum forward_backward received, and the monkeypatches that keep both sides."""
+datum forward_backward received (recorded by tests.helpers.record_forward_backward), and the
+monkeypatch that keeps the gateway's side."""
 
 from __future__ import annotations
 
@@ -7,16 +8,10 @@ from typing import Any
 
 import numpy as np
 
+from tests.helpers import TWO_TINY_RL_STEPS
+
 # agent_rl for 2 steps of 2 groups of 2 rollouts on tiny-llama, nothing saved.
-TWO_TINY_STEPS: dict[str, Any] = {
-    "model_name": "kitchen/tiny-llama",
-    "num_batches": 2,
-    "groups_per_batch": 2,
-    "group_size": 2,
-    "max_tokens": 6,
-    "save_every": 0,
-    "register_model": False,
-}
+TWO_TINY_STEPS: dict[str, Any] = {**TWO_TINY_RL_STEPS, "max_tokens": 6, "register_model": False}
 
 
 def episode_datum(records: list[Any]) -> tuple[bytes, bytes]:
@@ -41,19 +36,6 @@ def trained_datum(datum: Any) -> tuple[bytes, bytes]:
         datum.loss_fn_inputs["target_tokens"].to_numpy().astype(np.int64).tobytes(),
         datum.loss_fn_inputs["logprobs"].to_numpy().astype(np.float32).tobytes(),
     )
-
-
-def capture_forward_backward(monkeypatch: Any, client_class: Any) -> list[Any]:
-    """Every datum `client_class.forward_backward` receives, in order."""
-    seen: list[Any] = []
-    original = client_class.forward_backward
-
-    def forward_backward(self: Any, data: Any, *args: Any, **kwargs: Any) -> Any:
-        seen.extend(data)
-        return original(self, data, *args, **kwargs)
-
-    monkeypatch.setattr(client_class, "forward_backward", forward_backward)
-    return seen
 
 
 def record_gateway_takes(monkeypatch: Any) -> dict[str, list[Any]]:

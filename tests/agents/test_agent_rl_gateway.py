@@ -14,11 +14,11 @@ import pytest
 from kitchen.app.launch import run
 from tests.agents.helpers import (
     TWO_TINY_STEPS,
-    capture_forward_backward,
     episode_datum,
     record_gateway_takes,
     trained_datum,
 )
+from tests.helpers import record_forward_backward, sent_datums
 
 local_engine = pytest.mark.skipif(
     importlib.util.find_spec("torch") is None, reason="local engine not available"
@@ -37,7 +37,7 @@ def test_two_steps_train_on_the_gateways_records_byte_for_byte(
     from kitchen.serve.gateway.gateway import Gateway
 
     taken = record_gateway_takes(monkeypatch)
-    trained = capture_forward_backward(monkeypatch, LocalTrainingClient)
+    calls = record_forward_backward(monkeypatch, LocalTrainingClient)
     closed: list[bool] = []
 
     def recording_close(self: Any, close: Any = Gateway.close) -> None:
@@ -62,6 +62,7 @@ def test_two_steps_train_on_the_gateways_records_byte_for_byte(
         assert versions == [0] * 4 + [1] * 4
     else:  # within max_steps_off_policy of the step that trains them
         assert set(versions) <= {0, 1}
+    trained = sent_datums(calls)
     assert Counter(map(trained_datum, trained)) == Counter(map(episode_datum, taken.values()))
     steps = [m for m in result.metrics if "agents/splits" in m]
     assert [(m["agents/splits"], m["num_datums"]) for m in steps] == [(0.0, 4), (0.0, 4)]

@@ -14,7 +14,7 @@ from cookbook.envs.calculator_agent import calculate, calculator_agent, calculat
 from kitchen.app.cli import app
 from kitchen.app.launch import run
 from tests.agents.gateway_double import GatewayDouble
-from tests.helpers import local_engine_ready
+from tests.helpers import TWO_TINY_RL_STEPS, local_engine_ready
 
 runner = CliRunner()
 
@@ -105,16 +105,10 @@ def test_the_agent_sends_the_tool_result_and_is_rewarded_for_the_right_answer() 
 @pytest.mark.skipif(not local_engine_ready(), reason="local engine not available")
 @pytest.mark.slow
 def test_two_steps_on_the_tiny_model_train_on_policy_from_the_records(tmp_path: Any) -> None:
-    cfg = {
-        "model_name": "kitchen/tiny-llama",
-        "num_batches": 2,
-        "groups_per_batch": 2,
-        "group_size": 2,
-        "max_tokens": 4,
-        "save_every": 0,
-    }
     gateway = GatewayDouble()
-    result = run("agent_rl", cfg, backend="local", log_dir=tmp_path, ports={"agents": gateway})
+    result = run(
+        "agent_rl", TWO_TINY_RL_STEPS, backend="local", log_dir=tmp_path, ports={"agents": gateway}
+    )
     assert result.steps == 2
     steps = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     trained = [m for m in steps if "optim/kl_sample_train_v1" in m]

@@ -14,12 +14,12 @@ from kitchen.adapters.fake import FakeBackend
 from kitchen.adapters.fake.backend import FakeTrainingClient
 from kitchen.app.launch import run_workflow
 from tests.agents.helpers import (
-    capture_forward_backward,
     episode_datum,
     record_gateway_takes,
     trained_datum,
 )
 from tests.examples.helpers import load_example
+from tests.helpers import record_forward_backward, sent_datums
 
 EXPRESSION = re.compile(r"What is (\d+) \* (\d+) \+ (\d+)\?")
 
@@ -38,7 +38,7 @@ def _tool_then_answer(prompt_tokens: list[int]) -> str:
 def test_an_agents_sdk_agent_with_a_function_tool_trains_on_its_records(monkeypatch: Any) -> None:
     example = load_example("agents_sdk_rl")
     taken = record_gateway_takes(monkeypatch)
-    trained = capture_forward_backward(monkeypatch, FakeTrainingClient)
+    calls = record_forward_backward(monkeypatch, FakeTrainingClient)
     backend = FakeBackend(responder=_tool_then_answer)
     result = run_workflow(example.build_workflow(), backend=backend)
     assert result.steps == 2 and len(taken) == 8
@@ -49,6 +49,7 @@ def test_an_agents_sdk_agent_with_a_function_tool_trains_on_its_records(monkeypa
     assert all(
         "<tool_response>" in p or "tool" in p.split("</tool_call>")[-1] for p in second_prompts
     )
+    trained = sent_datums(calls)
     assert Counter(map(trained_datum, trained)) == Counter(map(episode_datum, taken.values()))
     steps = [m for m in result.metrics if "agents/calls" in m]
     # the SDK ran the tool; the answer read from its result is right

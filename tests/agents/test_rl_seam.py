@@ -19,7 +19,8 @@ from kitchen.engine.errors import StageError
 from kitchen.engine.recipe import Recipe
 from kitchen.workflows.reinforcement import reinforcement
 from tests.agents.gateway_double import GatewayDouble
-from tests.agents.helpers import capture_forward_backward, episode_datum, trained_datum
+from tests.agents.helpers import episode_datum, trained_datum
+from tests.helpers import record_forward_backward, sent_datums
 from train_core.agents.dataset import AgentTasks
 
 
@@ -54,7 +55,7 @@ def _config(**overrides: Any) -> AgentRLRecipeConfig:
 def test_the_trained_datums_are_the_gateways_records_and_each_episode_one_datum(
     monkeypatch: Any, mode: str
 ) -> None:
-    seen = capture_forward_backward(monkeypatch, FakeTrainingClient)
+    calls = record_forward_backward(monkeypatch, FakeTrainingClient)
     gateway = RecordingGateway()
     result = run(AgentRL(), _config(mode=mode), backend=FakeBackend(), ports={"agents": gateway})
     assert result.steps == 2
@@ -63,7 +64,8 @@ def test_the_trained_datums_are_the_gateways_records_and_each_episode_one_datum(
     for records in gateway.taken.values():
         assert len(records) == 2 and records[1].extends_previous  # two turns, extended
     expected = Counter(map(episode_datum, gateway.taken.values()))
-    assert Counter(map(trained_datum, seen)) == expected  # one datum per episode, exact
+    trained = Counter(map(trained_datum, sent_datums(calls)))
+    assert trained == expected  # one datum per episode, exact
     assert gateway.versions_set[:2] == [0, 1]  # the policy swapped to each step's weights
     steps = [m for m in result.metrics if "agents/calls" in m]
     assert [m["agents/calls"] for m in steps] == [16.0, 16.0]
@@ -109,18 +111,18 @@ def _raising_on(calls: set[int]) -> Any:
 def test_an_agent_that_raises_in_one_of_eight_rollouts_trains_on_the_other_seven(
     monkeypatch: Any,
 ) -> None:
-    seen = capture_forward_backward(monkeypatch, FakeTrainingClient)
+    calls = record_forward_backward(monkeypatch, FakeTrainingClient)
     cfg = _config(group_size=8, groups_per_batch=1, num_batches=1)
     result = run(
         FlakyAgents(_raising_on({3})), cfg, backend=FakeBackend(), ports={"agents": GatewayDouble()}
     )
     (step,) = [m for m in result.metrics if "agents/failed" in m]
     assert (step["agents/rollouts"], step["agents/failed"], step["agents/dropped"]) == (8, 1, 1)
-    assert len(seen) == 7 and step["num_datums"] == 7
+    assert len(sent_datums(calls)) == 7 and step["num_datums"] == 7
 
 
 def test_a_hung_agent_is_cancelled_at_its_wall_time_budget(monkeypatch: Any) -> None:
-    seen = capture_forward_backward(monkeypatch, FakeTrainingClient)
+    calls = record_forward_backward(monkeypatch, FakeTrainingClient)
     cancelled: list[int] = []
     count = [0]
 
@@ -139,7 +141,7 @@ def test_a_hung_agent_is_cancelled_at_its_wall_time_budget(monkeypatch: Any) -> 
     result = run(FlakyAgents(agent), cfg, backend=FakeBackend(), ports={"agents": GatewayDouble()})
     (step,) = [m for m in result.metrics if "agents/timed_out" in m]
     assert cancelled == [0] and step["agents/timed_out"] == 1 and step["agents/failed"] == 0
-    assert len(seen) == 3
+    assert len(sent_datums(calls)) == 3
     assert step["time/rollouts"] < 30  # cancelled at 0.5 s, never the hour
 
 

@@ -11,6 +11,7 @@ import torch
 from tinker import types
 
 from tests.helpers import engine_device
+from tests.sampling_extras import assert_top_k_rows, expected_targets, sample_asking_targets
 
 from .conftest import TINY
 
@@ -30,39 +31,17 @@ def _log_softmax(sampler: Any, tokens: list[int], temperature: float = 1.0) -> n
     return torch.log_softmax(logits / temperature, dim=-1).cpu().numpy()
 
 
-def _targets(rows: int, cells: dict[tuple[int, int], int], k: int) -> torch.Tensor:
-    ids = torch.full((rows, k), -1, dtype=torch.int64, device="cpu")
-    for (r, c), token in cells.items():
-        ids[r, c] = token
-    return ids
-
-
 @pytest.mark.parametrize("sparse", [False, True])
 def test_target_prompt_logprobs_are_the_forward_pass_log_softmax_at_the_asked_cells(
     sampler: Any, sparse: bool
 ) -> None:
     cells = {(0, 0): 3, (0, 2): 250, (3, 1): 7, (5, 0): 99, (5, 1): 0}
-    ids = _targets(len(PROMPT) - 1, cells, 3)
-    asked = (
-        types.TensorData.from_torch_sparse(ids, pad_value=-1)
-        if sparse
-        else (types.TensorData.from_torch(ids))
-    )
-    assert (asked.sparse_crow_indices is not None) == sparse
-    out = sampler.sample(
-        types.ModelInput.from_ints(PROMPT),
-        1,
-        types.SamplingParams(max_tokens=1, seed=0),
-        target_prompt_logprobs=asked,
-    ).result()
+    out = sample_asking_targets(sampler, PROMPT, cells, 3, sparse)
     got = out.target_prompt_logprobs
     assert got is not None and got.dtype == "float32" and got.shape == [len(PROMPT) - 1, 3]
     assert (got.sparse_crow_indices is not None) == sparse  # the request's layout
     dense = got.to_numpy()
-    lsm = _log_softmax(sampler, PROMPT)
-    expected = np.zeros((len(PROMPT) - 1, 3), dtype=np.float32)
-    for (r, c), token in cells.items():
-        expected[r, c] = lsm[r, token]  # row r scores prompt position r + 1: logits at r
+    expected = expected_targets(_log_softmax(sampler, PROMPT), len(PROMPT) - 1, cells, 3)
     np.testing.assert_allclose(dense, expected, atol=1e-5)
     assert out.prompt_logprobs is None and out.prompt_alt_tokens is None
 
@@ -106,12 +85,8 @@ def test_topk_sample_logprobs_are_the_top_k_of_the_tempered_log_softmax(
     for seq, same in zip(out.sequences, plain.sequences, strict=True):
         assert seq.tokens == same.tokens and same.topk_logprobs is None  # unchanged samples
         lsm = _log_softmax(sampler, PROMPT + seq.tokens, temperature)
-        assert seq.topk_logprobs is not None and len(seq.topk_logprobs) == len(seq.tokens)
+        assert_top_k_rows(seq, lsm, len(PROMPT), 4)
         for t, row in enumerate(seq.topk_logprobs):
-            scores = lsm[len(PROMPT) - 1 + t]
-            top = np.argsort(-scores)[:4]
-            assert row is not None and [tok for tok, _ in row] == top.tolist()
-            np.testing.assert_allclose([lp for _, lp in row], scores[top], atol=1e-5)
             chosen = dict(row).get(seq.tokens[t])
             if chosen is not None:  # a sampled token among them carries its own logprob
                 assert chosen == pytest.approx(seq.logprobs[t], abs=1e-5)

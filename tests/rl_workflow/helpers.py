@@ -1,5 +1,5 @@
-"""Shared pieces of the RL workflow tests: a fake backend that answers arithmetic, a loss-config
-recorder, and slow envs for the async bound."""
+"""Shared pieces of the RL workflow tests: a fake backend that answers arithmetic, and slow envs
+for the async bound."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kitchen.adapters.fake import FakeBackend
-from kitchen.adapters.fake.backend import FakeTrainingClient
 from train_core.rl.types import Env, EnvGroupBuilder, RLDataset
 
 
@@ -29,19 +28,6 @@ def arithmetic_responder() -> Any:
 
 def fake_backend() -> FakeBackend:
     return FakeBackend(responder=arithmetic_responder())
-
-
-def record_loss_configs(monkeypatch: Any) -> list[Any]:
-    """Every loss_fn_config the fake training client receives, in order."""
-    seen: list[Any] = []
-    original = FakeTrainingClient.forward_backward
-
-    def forward_backward(self: Any, data: Any, loss_fn: Any, loss_fn_config: Any = None) -> Any:
-        seen.append(loss_fn_config)
-        return original(self, data, loss_fn, loss_fn_config)
-
-    monkeypatch.setattr(FakeTrainingClient, "forward_backward", forward_backward)
-    return seen
 
 
 @dataclass

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from kitchen.app.cli import app
 from kitchen.app.launch import run
 from kitchen.app.resolve import get_recipe, resolve_config
-from tests.helpers import local_engine_ready
+from tests.helpers import TWO_TINY_RL_STEPS, local_engine_ready
 from tests.rl_workflow.helpers import fake_backend
 
 runner = CliRunner()
@@ -122,14 +122,6 @@ def test_guess_number_env_trains_on_fake_as_multi_turn_episodes():
 
 
 local = pytest.mark.skipif(not local_engine_ready(), reason="local engine not available")
-TINY = {
-    "model_name": "kitchen/tiny-llama",
-    "num_batches": 2,
-    "groups_per_batch": 2,
-    "group_size": 2,
-    "max_tokens": 4,
-    "save_every": 0,
-}
 
 
 @local
@@ -146,7 +138,7 @@ TINY = {
     ],
 )
 def test_two_iterations_on_the_tiny_model_locally(tmp_path, recipe, extra):
-    result = run(recipe, {**TINY, **extra}, backend="local", log_dir=tmp_path)
+    result = run(recipe, {**TWO_TINY_RL_STEPS, **extra}, backend="local", log_dir=tmp_path)
     assert result.steps == 2
     steps = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     trained = [m for m in steps if "optim/kl_sample_train_v1" in m]

@@ -14,7 +14,8 @@ from kitchen.adapters.fake.backend import FakeTrainingClient
 from kitchen.app.launch import run
 from kitchen.engine.recipe import Recipe
 from kitchen.workflows.reinforcement import RLConfig, reinforcement
-from tests.rl_workflow.helpers import SlowFirstGroup, fake_backend, record_loss_configs
+from tests.helpers import record_forward_backward
+from tests.rl_workflow.helpers import SlowFirstGroup, fake_backend
 from train_core.losses import CLIENT_SIDE_LOSSES, POLICY_LOSSES
 
 G, N = 3, 2  # groups per batch, envs per group
@@ -98,12 +99,12 @@ LOSS_CONFIGS = {
 @pytest.mark.parametrize("loss_fn", POLICY_LOSSES)  # every loss the config takes
 def test_the_configured_loss_and_its_config_are_sent(monkeypatch, loss_fn):
     loss_fn_config = LOSS_CONFIGS.get(loss_fn)
-    configs = record_loss_configs(monkeypatch)
+    calls = record_forward_backward(monkeypatch, FakeTrainingClient)
     fake = fake_backend()
     run(ArithmeticRL(), config(loss_fn=loss_fn, loss_fn_config=loss_fn_config), backend=fake)
     beside = loss_fn in CLIENT_SIDE_LOSSES  # computed beside the engine: forward_backward_custom
     assert fake.loss_fns == ["custom" if beside else loss_fn] * 3
-    assert configs == ([] if beside else [loss_fn_config] * 3)
+    assert [c.loss_fn_config for c in calls] == ([] if beside else [loss_fn_config] * 3)
     assert fake.unawaited == 0
 
 

@@ -14,6 +14,7 @@ import torch
 from tinker import types
 
 from tests.helpers import engine_device, local_backend
+from tests.sampling_extras import assert_top_k_rows, expected_targets, sample_asking_targets
 
 from .conftest import TINY
 
@@ -47,27 +48,11 @@ def test_target_prompt_logprobs_through_the_sdk_equal_a_forward_pass(
     sampler: Any, model: Any, sparse: bool, tmp_path: Path
 ) -> None:
     cells = {(0, 1): 3, (2, 0): 250, (6, 0): 99, (6, 1): 12, (6, 2): 0}
-    ids = torch.full((len(PROMPT) - 1, 3), -1, dtype=torch.int64)
-    for (r, c), token in cells.items():
-        ids[r, c] = token
-    asked = (
-        types.TensorData.from_torch_sparse(ids, pad_value=-1)
-        if sparse
-        else (types.TensorData.from_torch(ids))
-    )
-    out = sampler.sample(
-        types.ModelInput.from_ints(PROMPT),
-        1,
-        types.SamplingParams(max_tokens=1, seed=0),
-        target_prompt_logprobs=asked,
-    ).result()
+    out = sample_asking_targets(sampler, PROMPT, cells, 3, sparse)
     got = out.target_prompt_logprobs
     assert got is not None and got.shape == [len(PROMPT) - 1, 3]
     assert (got.sparse_crow_indices is not None) == sparse
-    lsm = _log_softmax(model, PROMPT)
-    expected = np.zeros((len(PROMPT) - 1, 3), dtype=np.float32)
-    for (r, c), token in cells.items():
-        expected[r, c] = lsm[r, token]
+    expected = expected_targets(_log_softmax(model, PROMPT), len(PROMPT) - 1, cells, 3)
     np.testing.assert_allclose(got.to_numpy(), expected, atol=1e-5)
 
 
@@ -79,13 +64,7 @@ def test_topk_sample_logprobs_through_the_sdk_equal_a_forward_pass(
         types.ModelInput.from_ints(PROMPT), 2, params, topk_sample_logprobs=3
     ).result()
     for seq in out.sequences:
-        lsm = _log_softmax(model, PROMPT + seq.tokens, 0.8)
-        assert seq.topk_logprobs is not None and len(seq.topk_logprobs) == len(seq.tokens)
-        for t, row in enumerate(seq.topk_logprobs):
-            scores = lsm[len(PROMPT) - 1 + t]
-            top = np.argsort(-scores)[:3]
-            assert row is not None and [tok for tok, _ in row] == top.tolist()
-            np.testing.assert_allclose([lp for _, lp in row], scores[top], atol=1e-5)
+        assert_top_k_rows(seq, _log_softmax(model, PROMPT + seq.tokens, 0.8), len(PROMPT), 3)
 
 
 def test_prompt_alt_tokens_through_the_sdk_carry_the_forward_pass_logprobs(

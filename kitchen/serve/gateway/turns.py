@@ -20,7 +20,7 @@ where re-encoding the reply's text would give others: that drift is what splicin
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 
@@ -61,25 +61,21 @@ def next_prompt(
     fresh: Sequence[int],
 ) -> ChatTurn:
     """The turn for a chat call on a rollout whose last chat call was `previous`."""
-    spliced = _splice(renderer, previous, tools, messages, conversation, fresh)
-    return ChatTurn(
+    turn = ChatTurn(
         messages=tuple(messages),
         tools=tools,
         conversation=tuple(conversation),
-        prompt=tuple(spliced if spliced is not None else fresh),
+        prompt=tuple(fresh),
         fresh=tuple(fresh),
-        extended=spliced is not None,
+        extended=False,
     )
+    spliced = _splice(renderer, previous, turn)
+    return turn if spliced is None else replace(turn, prompt=tuple(spliced), extended=True)
 
 
-def _splice(
-    renderer: Any,
-    previous: Sampled | None,
-    tools: Any,
-    messages: Sequence[Any],
-    conversation: Sequence[Any],
-    fresh: Sequence[int],
-) -> list[int] | None:
+def _splice(renderer: Any, previous: Sampled | None, turn: ChatTurn) -> list[int] | None:
+    """`turn`'s prompt spliced onto `previous` (None where it does not extend it)."""
+    tools, messages, conversation, fresh = turn.tools, turn.messages, turn.conversation, turn.fresh
     if previous is None or tools != previous.turn.tools:
         return None
     seen = len(previous.turn.messages)

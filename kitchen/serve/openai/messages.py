@@ -13,16 +13,15 @@ unchanged.
 from __future__ import annotations
 
 import json
-import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-from kitchen.serve.errors import UserError, error_message
+from kitchen.serve.errors import UserError
+from kitchen.serve.openai.chat_stream import Event, translated_events
 from kitchen.serve.openai.fields import chat_tool, check_fields, need
 
 ROUTE = "/v1/messages"
-log = logging.getLogger("kitchen.serve.openai")
 
 _TRANSLATED = {
     "model",
@@ -276,73 +275,85 @@ async def events(
     message_start, a text block whose deltas are the chat deltas, a tool_use block per tool call,
     message_delta (stop_reason, usage), message_stop. A failure after the first event is an
     `error` event."""
-    yield {
-        "type": "message_start",
-        "message": {
-            **_head(body),
-            "content": [],
-            "stop_reason": None,
-            "stop_sequence": None,
-            "usage": _usage(None),  # the prompt's length comes with message_delta
-        },
-    }
-    blocks = 0  # blocks started so far
-    text_open = False
-    finish: dict[str, Any] | None = None
-    usage = None
-    try:
-        async for chunk in chunks:
-            usage = chunk.get("usage") or usage
-            for choice in chunk.get("choices") or []:
-                delta = choice.get("delta") or {}
-                if delta.get("content"):
-                    if not text_open:
-                        text_open = True
-                        yield {
-                            "type": "content_block_start",
-                            "index": blocks,
-                            "content_block": {"type": "text", "text": ""},
-                        }
-                        blocks += 1
-                    yield {
-                        "type": "content_block_delta",
-                        "index": blocks - 1,
-                        "delta": {"type": "text_delta", "text": delta["content"]},
-                    }
-                for call in delta.get("tool_calls") or []:
-                    if text_open:
-                        text_open = False
-                        yield {"type": "content_block_stop", "index": blocks - 1}
-                    block = _tool_use(call)
-                    yield {
-                        "type": "content_block_start",
-                        "index": blocks,
-                        "content_block": {**block, "input": {}},
-                    }
-                    yield {
-                        "type": "content_block_delta",
-                        "index": blocks,
-                        "delta": {
-                            "type": "input_json_delta",
-                            "partial_json": json.dumps(block["input"]),
-                        },
-                    }
-                    yield {"type": "content_block_stop", "index": blocks}
-                    blocks += 1
-                if choice.get("finish_reason"):
-                    finish = choice
-                    if text_open:
-                        text_open = False
-                        yield {"type": "content_block_stop", "index": blocks - 1}
-    except Exception as e:  # headers are sent: the failure travels as an event
-        log.warning("kitchen serve: a streamed message failed: %s", e)
-        yield {"type": "error", "error": {"type": "api_error", "message": error_message(e)}}
-        return
-    stop_reason, stop_sequence = _stop(body, finish or {"finish_reason": "stop"})
-    counts = _usage(usage)
-    yield {
-        "type": "message_delta",
-        "delta": {"stop_reason": stop_reason, "stop_sequence": stop_sequence},
-        "usage": {"input_tokens": counts["input_tokens"], "output_tokens": counts["output_tokens"]},
-    }
-    yield {"type": "message_stop"}
+    async for event in translated_events(chunks, _MessageStream(body)):
+        yield event
+
+
+class _MessageStream:
+    """The Messages events of one chat stream (a StreamTranslation)."""
+
+    what = "message"
+
+    def __init__(self, body: dict[str, Any]) -> None:
+        self.body = body
+        self.blocks = 0  # blocks started so far
+        self.text_open = False
+        self.finished: dict[str, Any] | None = None
+
+    def start(self) -> Iterator[Event]:
+        yield {
+            "type": "message_start",
+            "message": {
+                **_head(self.body),
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": _usage(None),  # the prompt's length comes with message_delta
+            },
+        }
+
+    def text(self, text: str) -> Iterator[Event]:
+        if not self.text_open:
+            self.text_open = True
+            yield {
+                "type": "content_block_start",
+                "index": self.blocks,
+                "content_block": {"type": "text", "text": ""},
+            }
+            self.blocks += 1
+        yield {
+            "type": "content_block_delta",
+            "index": self.blocks - 1,
+            "delta": {"type": "text_delta", "text": text},
+        }
+
+    def call(self, call: dict[str, Any]) -> Iterator[Event]:
+        yield from self._close_text()
+        block = _tool_use(call)
+        yield {
+            "type": "content_block_start",
+            "index": self.blocks,
+            "content_block": {**block, "input": {}},
+        }
+        yield {
+            "type": "content_block_delta",
+            "index": self.blocks,
+            "delta": {"type": "input_json_delta", "partial_json": json.dumps(block["input"])},
+        }
+        yield {"type": "content_block_stop", "index": self.blocks}
+        self.blocks += 1
+
+    def finish(self, choice: dict[str, Any]) -> Iterator[Event]:
+        self.finished = choice
+        yield from self._close_text()
+
+    def _close_text(self) -> Iterator[Event]:
+        if self.text_open:
+            self.text_open = False
+            yield {"type": "content_block_stop", "index": self.blocks - 1}
+
+    def end(self, usage: dict[str, int] | None) -> Iterator[Event]:
+        stop_reason, stop_sequence = _stop(self.body, self.finished or {"finish_reason": "stop"})
+        counts = _usage(usage)
+        yield {
+            "type": "message_delta",
+            "delta": {"stop_reason": stop_reason, "stop_sequence": stop_sequence},
+            "usage": {
+                "input_tokens": counts["input_tokens"],
+                "output_tokens": counts["output_tokens"],
+            },
+        }
+        yield {"type": "message_stop"}
+
+    def failed(self, message: str) -> Iterator[Event]:
+        yield {"type": "error", "error": {"type": "api_error", "message": message}}

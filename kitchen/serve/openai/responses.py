@@ -16,17 +16,16 @@ send the whole conversation each turn (the Agents SDK does by default).
 from __future__ import annotations
 
 import itertools
-import logging
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-from kitchen.serve.errors import UserError, error_message
+from kitchen.serve.errors import UserError
+from kitchen.serve.openai.chat_stream import Event, translated_events
 from kitchen.serve.openai.fields import chat_tool, check_fields, need
 
 ROUTE = "/v1/responses"
-log = logging.getLogger("kitchen.serve.openai")
 
 _TRANSLATED = {
     "model",
@@ -308,102 +307,100 @@ async def events(
     in_progress, a message item whose text deltas are the chat deltas, a function_call item per
     tool call, then completed (or incomplete at max_output_tokens). A failure after the first
     event is an `error` event and `response.failed`."""
-    head = _head(body)
-    numbers = itertools.count()
+    async for event in translated_events(chunks, _ResponseStream(body)):
+        yield event
 
-    def event(kind: str, **fields: Any) -> dict[str, Any]:
-        return {"type": kind, "sequence_number": next(numbers), **fields}
 
-    yield event("response.created", response={**head, "status": "in_progress", "output": []})
-    yield event("response.in_progress", response={**head, "status": "in_progress", "output": []})
-    output: list[dict[str, Any]] = []
-    text: dict[str, Any] | None = None  # the open message item
-    streamed = ""  # its text so far
+class _ResponseStream:
+    """The Responses events of one chat stream (a StreamTranslation)."""
 
-    def open_text() -> list[dict[str, Any]]:
-        nonlocal text, streamed
-        text, streamed = {**_message_item("", "in_progress"), "content": []}, ""
-        output.append(text)
+    what = "response"
+
+    def __init__(self, body: dict[str, Any]) -> None:
+        self.head = _head(body)
+        self.numbers = itertools.count()
+        self.output: list[dict[str, Any]] = []
+        self.open: dict[str, Any] | None = None  # the open message item
+        self.streamed = ""  # its text so far
+        self.finished: str | None = None
+
+    def _event(self, kind: str, **fields: Any) -> Event:
+        return {"type": kind, "sequence_number": next(self.numbers), **fields}
+
+    def start(self) -> Iterator[Event]:
+        for kind in ("response.created", "response.in_progress"):
+            yield self._event(kind, response={**self.head, "status": "in_progress", "output": []})
+
+    def text(self, text: str) -> Iterator[Event]:
+        if self.open is None:
+            yield from self._open_text()
+        assert self.open is not None
+        self.streamed += text
+        yield self._event(
+            "response.output_text.delta",
+            item_id=self.open["id"],
+            output_index=self.output.index(self.open),
+            content_index=0,
+            delta=text,
+            logprobs=[],
+        )
+
+    def call(self, call: dict[str, Any]) -> Iterator[Event]:
+        yield from self._close_text("completed")
+        item = _call_item(call, "in_progress")
+        self.output.append(item)
+        index = len(self.output) - 1
+        yield self._event(
+            "response.output_item.added", output_index=index, item={**item, "arguments": ""}
+        )
+        at = {"item_id": item["id"], "output_index": index}
+        yield self._event("response.function_call_arguments.delta", **at, delta=item["arguments"])
+        yield self._event(
+            "response.function_call_arguments.done",
+            **at,
+            name=item["name"],
+            arguments=item["arguments"],
+        )
+        item["status"] = "completed"
+        yield self._event("response.output_item.done", output_index=index, item=item)
+
+    def finish(self, choice: dict[str, Any]) -> Iterator[Event]:
+        self.finished = choice["finish_reason"]
+        status = "incomplete" if self.finished == "length" else "completed"
+        if not self.output:  # an empty reply is still one message
+            yield from self._open_text()
+        yield from self._close_text(status)
+
+    def _open_text(self) -> Iterator[Event]:
+        self.open, self.streamed = {**_message_item("", "in_progress"), "content": []}, ""
+        self.output.append(self.open)
         part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
-        at = {"item_id": text["id"], "output_index": len(output) - 1}
-        return [
-            event("response.output_item.added", output_index=at["output_index"], item=dict(text)),
-            event("response.content_part.added", **at, content_index=0, part=part),
-        ]
+        at = {"item_id": self.open["id"], "output_index": len(self.output) - 1}
+        yield self._event(
+            "response.output_item.added", output_index=at["output_index"], item=dict(self.open)
+        )
+        yield self._event("response.content_part.added", **at, content_index=0, part=part)
 
-    def close_text(status: str) -> list[dict[str, Any]]:
-        nonlocal text
-        if text is None:
-            return []
-        item, text = text, None
-        done = _message_item(streamed, status)["content"][0]
+    def _close_text(self, status: str) -> Iterator[Event]:
+        if self.open is None:
+            return
+        item, self.open = self.open, None
+        done = _message_item(self.streamed, status)["content"][0]
         item.update(status=status, content=[done])
-        at = {"item_id": item["id"], "output_index": output.index(item)}
-        return [
-            event("response.output_text.done", **at, content_index=0, text=streamed, logprobs=[]),
-            event("response.content_part.done", **at, content_index=0, part=done),
-            event("response.output_item.done", output_index=at["output_index"], item=item),
-        ]
+        at = {"item_id": item["id"], "output_index": self.output.index(item)}
+        yield self._event(
+            "response.output_text.done", **at, content_index=0, text=self.streamed, logprobs=[]
+        )
+        yield self._event("response.content_part.done", **at, content_index=0, part=done)
+        yield self._event("response.output_item.done", output_index=at["output_index"], item=item)
 
-    finish, usage = None, None
-    try:
-        async for chunk in chunks:
-            usage = chunk.get("usage") or usage
-            for choice in chunk.get("choices") or []:
-                delta = choice.get("delta") or {}
-                if delta.get("content"):
-                    if text is None:
-                        for e in open_text():
-                            yield e
-                    assert text is not None
-                    streamed += delta["content"]
-                    yield event(
-                        "response.output_text.delta",
-                        item_id=text["id"],
-                        output_index=output.index(text),
-                        content_index=0,
-                        delta=delta["content"],
-                        logprobs=[],
-                    )
-                for call in delta.get("tool_calls") or []:
-                    for e in close_text("completed"):
-                        yield e
-                    item = _call_item(call, "in_progress")
-                    output.append(item)
-                    index = len(output) - 1
-                    yield event(
-                        "response.output_item.added",
-                        output_index=index,
-                        item={**item, "arguments": ""},
-                    )
-                    at = {"item_id": item["id"], "output_index": index}
-                    yield event(
-                        "response.function_call_arguments.delta", **at, delta=item["arguments"]
-                    )
-                    yield event(
-                        "response.function_call_arguments.done",
-                        **at,
-                        name=item["name"],
-                        arguments=item["arguments"],
-                    )
-                    item["status"] = "completed"
-                    yield event("response.output_item.done", output_index=index, item=item)
-                if choice.get("finish_reason"):
-                    finish = choice["finish_reason"]
-                    status = "incomplete" if finish == "length" else "completed"
-                    if not output:  # an empty reply is still one message
-                        for e in open_text():
-                            yield e
-                    for e in close_text(status):
-                        yield e
-    except Exception as e:  # headers are sent: the failure travels as events
-        log.warning("kitchen serve: a streamed response failed: %s", e)
-        message = error_message(e)
-        yield event("error", code="server_error", message=message, param=None)
-        failed = {**head, "status": "failed", "output": output}
+    def end(self, usage: dict[str, int] | None) -> Iterator[Event]:
+        final = _finished(self.head, self.finished, self.output, usage)
+        kind = "response.incomplete" if final["status"] == "incomplete" else "response.completed"
+        yield self._event(kind, response=final)
+
+    def failed(self, message: str) -> Iterator[Event]:
+        yield self._event("error", code="server_error", message=message, param=None)
+        failed = {**self.head, "status": "failed", "output": self.output}
         failed["error"] = {"code": "server_error", "message": message}
-        yield event("response.failed", response=failed)
-        return
-    final = _finished(head, finish, output, usage)
-    kind = "response.incomplete" if final["status"] == "incomplete" else "response.completed"
-    yield event(kind, response=final)
+        yield self._event("response.failed", response=failed)
