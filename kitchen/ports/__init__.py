@@ -29,6 +29,14 @@ CustomLossFn: TypeAlias = "Callable[[list[types.Datum], list[Any]], tuple[Any, d
 
 @runtime_checkable
 class SamplingClient(Protocol):
+    """The SDK's SampleRequest extras, as its SamplingClient.sample names them: every prompt
+    token's logprob (`include_prompt_logprobs`), the top k at every prompt position
+    (`topk_prompt_logprobs`) and at every sampled one (`topk_sample_logprobs`), the logprobs of
+    chosen ids at chosen prompt positions (`target_prompt_logprobs`, int64 [len(prompt) - 1, K],
+    -1 for none; answered float32 in the same layout), and k draws at every prompt position after
+    the first at the request's temperature (`prompt_alt_tokens_k`). The last three are keywords
+    here (the SDK also takes them by position), so a client may put its own options between."""
+
     def sample(
         self,
         prompt: types.ModelInput,
@@ -36,6 +44,10 @@ class SamplingClient(Protocol):
         sampling_params: types.SamplingParams,
         include_prompt_logprobs: bool = False,
         topk_prompt_logprobs: int = 0,
+        *,
+        topk_sample_logprobs: int = 0,
+        target_prompt_logprobs: types.TensorData | None = None,
+        prompt_alt_tokens_k: int = 0,
     ) -> APIFuture[types.SampleResponse]: ...
 
     def compute_logprobs(self, prompt: types.ModelInput) -> APIFuture[list[float | None]]: ...
