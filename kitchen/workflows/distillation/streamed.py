@@ -14,6 +14,7 @@ from typing import Any
 from kitchen.engine.errors import ConfigError, DataError
 from kitchen.engine.stage import Context, Metrics
 from kitchen.workflows.common.setup import RowConverter
+from train_core.schedules import schedule_steps
 
 
 @dataclass
@@ -55,7 +56,7 @@ class OpenRowStream:
             raise ConfigError(f"dataset store {store.name!r} cannot stream rows; use the hf store")
         ctx.state.row_stream = RowCursor(stream(self.source, self.split))
         ctx.state.n_batches = self.max_rows // self.batch_size
-        ctx.state.total_steps = ctx.state.n_batches
+        ctx.state.total_steps = schedule_steps(ctx.state.n_batches, ctx.max_steps)
         return None
 
 
