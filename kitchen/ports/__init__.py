@@ -106,6 +106,17 @@ class ImageProcessorSource(Protocol):
     def get_image_processor(self) -> Any: ...
 
 
+@runtime_checkable
+class CheckpointDeleter(Protocol):
+    """A backend that deletes a checkpoint it saved, named by the path save_state (or
+    save_weights_for_sampler) returned: the Tinker SDK's `RestClient.delete_checkpoint_from_tinker_path`.
+    Not part of TrainingBackend, so a backend without it stays one: a checkpoint on this machine's
+    disk is deleted without the backend (train_core.checkpoint.delete_state), one elsewhere is
+    left to the service's own expiry. The future fails (BackendError) when nothing is there."""
+
+    def delete_checkpoint(self, path: str) -> APIFuture[None]: ...
+
+
 @dataclass
 class BackendSettings:
     """What a backend needs to know about the run; built by the CLI / `kitchen.run` from the config."""

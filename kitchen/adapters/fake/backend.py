@@ -205,6 +205,14 @@ class FakeBackend:
         self.record("create_sampling_client")
         return FakeSamplingClient(self, self._state(model_path) if model_path else 0)
 
+    def delete_checkpoint(self, path: str) -> TrackedFuture[None]:
+        """Forget the checkpoint at `path` (kitchen.ports.CheckpointDeleter): loading it fails
+        after, as it does on the service."""
+        self.record("delete_checkpoint")
+        if self.states.pop(path, None) is None:
+            return self.failed(BackendError(f"fake backend: no checkpoint at {path!r} to delete"))
+        return self.future(None)
+
     def close(self) -> None:
         self.closed = True
 
