@@ -9,7 +9,8 @@ mid-write is ignored on load with a warning and cleared before the next append.
 Rolling checkpoints (tinker-cookbook's `rolling_save_every`) are resume-only states recorded with
 `rolling: true`; all but the newest few are retired. The file stays append-only: a retirement is a
 record of its own (`retired_state_path`), written before the state is deleted, so a reader never
-takes a deleted state for a resume point (`live_checkpoint_records`). Every record also names the
+takes a deleted state for a resume point (`live_checkpoint_records`); a backend that can delete
+its checkpoints (the Tinker service) deletes remote ones, a folder on this disk is removed here. Every record also names the
 renderer the run rendered with (`renderer_name`), read back by a run that starts from it.
 """
 
@@ -20,6 +21,7 @@ import json
 import logging
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -188,12 +190,17 @@ RETIRED_KEY = "retired_state_path"
 
 
 def live_checkpoint_records(log_dir: str | Path) -> list[CheckpointRecord]:
-    """The records whose state is still there: every record but the retirements and those they
-    retired. A path holds one state: a record saved to a path again (a resumed run saves the
-    names it saved before) replaces the earlier one, and a retirement retires the record before
-    it with its state_path, not a later one."""
+    """The records of `log_dir` whose state is still there (`live_records`)."""
+    return live_records(load_checkpoint_records(log_dir))
+
+
+def live_records(records: list[CheckpointRecord]) -> list[CheckpointRecord]:
+    """The records (in file order) whose state is still there: every record but the retirements
+    and those they retired. A path holds one state: a record saved to a path again (a resumed
+    run saves the names it saved before) replaces the earlier one, and a retirement retires the
+    record before it with its state_path, not a later one."""
     live: list[CheckpointRecord] = []
-    for record in load_checkpoint_records(log_dir):
+    for record in records:
         path = record.get(RETIRED_KEY) or record.state_path
         if path is not None:
             live = [r for r in live if r.state_path != path]
@@ -218,16 +225,19 @@ def delete_state(path: str) -> bool:
     return True
 
 
-def retire_rolling(log_dir: str | Path, keep: int) -> list[str]:
+def retire_rolling(
+    log_dir: str | Path, keep: int, delete: Callable[[str], bool] = delete_state
+) -> list[str]:
     """Retire the rolling checkpoints of `log_dir` before the newest `keep`: each is recorded as
-    retired, then its state deleted where it is on this machine. The state paths retired."""
+    retired, then `delete(state_path)` deletes it (default: on this machine's disk), answering
+    whether it did or asked for it. The state paths retired."""
     retired = []
     for record in rolling_beyond(live_checkpoint_records(log_dir), keep):
         assert record.state_path is not None  # rolling_beyond keeps those with one
         append_checkpoint_record(
             log_dir, CheckpointRecord(record.name, extra={RETIRED_KEY: record.state_path})
         )
-        if not delete_state(record.state_path):
+        if not delete(record.state_path):
             logger.info("rolling checkpoint %s retired; not on this machine, so kept", record.name)
         retired.append(record.state_path)
     return retired

@@ -68,10 +68,17 @@ class RLHFPairPrefConfig(TrainConfig):
     num_test_comparisons: int | None = Field(
         24, ge=1, description="Held-out comparisons the preference model is scored on (None: all)"
     )  # fmt: skip
-    sft_learning_rate: float = Field(3e-4, gt=0, description="SFT Adam learning rate")
+    section_learning_rates: ClassVar[tuple[str, ...]] = ("sft_learning_rate", "pm_learning_rate")
+    sft_learning_rate: float = Field(
+        3e-4, gt=0, description="SFT Adam learning rate; auto (or learning_rate=auto): the "
+        "model's recommended one (get_lr)"
+    )  # fmt: skip
     sft_batch_size: int = Field(8, gt=0, description="SFT conversations per step")
     sft_num_epochs: int = Field(1, gt=0, description="SFT passes over the preferred completions")
-    pm_learning_rate: float = Field(1e-3, gt=0, description="Preference model learning rate")
+    pm_learning_rate: float = Field(
+        1e-3, gt=0, description="Preference model learning rate; auto (or learning_rate=auto): "
+        "the model's recommended one (get_lr)"
+    )  # fmt: skip
     pm_batch_size: int = Field(8, gt=0, description="Preference model comparisons per step")
     pm_num_epochs: int = Field(1, gt=0, description="Preference model passes over the comparisons")
     pm_eval_every: int = Field(12, ge=0, description="Held-out pairwise accuracy every N steps")

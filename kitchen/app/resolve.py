@@ -182,9 +182,9 @@ def build_config(
         cfg = recipe.Config.from_layers(*layers, then=then)
         if not auto:
             return cfg
-        # built again with the number, so the recipe's bind sees the learning rate that runs
-        lr = {"optimizer.learning_rate": _recommended_lr(cfg)}
-        return recipe.Config.from_layers(*layers, lr, then=then)
+        # built again with the number, so the recipe's bind sees the learning rates that run
+        lr = _recommended_lr(cfg)
+        return recipe.Config.from_layers(*layers, dict.fromkeys(auto, lr), then=then)
     except ValidationError as e:
         raise ConfigError(
             f"recipe {recipe.name}: {format_validation_error(e, recipe.Config)}"
@@ -192,29 +192,47 @@ def build_config(
 
 
 AUTO = "auto"  # learning_rate=auto: tinker-cookbook's get_lr for the model (and LoRA or not)
+LR_PATH = "optimizer.learning_rate"
 
 
 def _without_auto_lr(
     model: type[TrainConfig], layers: Sequence[Mapping[str, Any]]
-) -> tuple[list[Mapping[str, Any]], bool]:
-    """`layers` without their learning_rate=auto (any spelling), and whether the last layer that
-    sets the learning rate asks for auto (an earlier auto is overridden, as any earlier value)."""
-    path = "optimizer.learning_rate"
+) -> tuple[list[Mapping[str, Any]], list[str]]:
+    """`layers` without their `auto` learning rates (any spelling), and the paths of the
+    learning rates that are auto: the run's, and the recipe's section rates
+    (`Config.section_learning_rates`). The last layer that sets a rate decides (an earlier auto
+    is overridden, as any earlier value); a layer asking learning_rate=auto asks it of every
+    section rate too, unless that layer or a later one sets the section's rate."""
     known = spellings(model)
-    auto = False
+    sections = model.section_learning_rates
+    run_lr: tuple[int, bool] | None = None  # (layer, auto) of the last layer setting the run's
+    section_lr: dict[str, tuple[int, bool]] = {}
     kept: list[Mapping[str, Any]] = []
-    for layer in layers:
+    for i, layer in enumerate(layers):
         out = dict(layer)
         for key, value in layer.items():
-            if known.get(key) == path:
-                auto = value == AUTO
-                if auto:
+            path = known.get(key)
+            if key == "optimizer" and isinstance(value, Mapping) and "learning_rate" in value:
+                path, value = LR_PATH, value["learning_rate"]
+                if value == AUTO:
+                    out[key] = {k: v for k, v in layer[key].items() if k != "learning_rate"}
+            elif path == LR_PATH or path in sections:
+                if value == AUTO:
                     del out[key]
-            elif key == "optimizer" and isinstance(value, Mapping) and "learning_rate" in value:
-                auto = value["learning_rate"] == AUTO
-                if auto:
-                    out[key] = {k: v for k, v in value.items() if k != "learning_rate"}
+            else:
+                continue
+            if path == LR_PATH:
+                run_lr = (i, value == AUTO)
+            else:
+                section_lr[str(path)] = (i, value == AUTO)
         kept.append(out)
+    auto = [LR_PATH] if run_lr is not None and run_lr[1] else []
+    for path in sections:
+        own = section_lr.get(path)
+        if own is not None and (run_lr is None or own[0] >= run_lr[0]):
+            auto += [path] if own[1] else []
+        elif run_lr is not None and run_lr[1]:
+            auto.append(path)
     return kept, auto
 
 

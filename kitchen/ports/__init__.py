@@ -29,6 +29,14 @@ CustomLossFn: TypeAlias = "Callable[[list[types.Datum], list[Any]], tuple[Any, d
 
 @runtime_checkable
 class SamplingClient(Protocol):
+    """The SDK's SampleRequest extras, as its SamplingClient.sample names them: every prompt
+    token's logprob (`include_prompt_logprobs`), the top k at every prompt position
+    (`topk_prompt_logprobs`) and at every sampled one (`topk_sample_logprobs`), the logprobs of
+    chosen ids at chosen prompt positions (`target_prompt_logprobs`, int64 [len(prompt) - 1, K],
+    -1 for none; answered float32 in the same layout), and k draws at every prompt position after
+    the first at the request's temperature (`prompt_alt_tokens_k`). The last three are keywords
+    here (the SDK also takes them by position), so a client may put its own options between."""
+
     def sample(
         self,
         prompt: types.ModelInput,
@@ -36,6 +44,10 @@ class SamplingClient(Protocol):
         sampling_params: types.SamplingParams,
         include_prompt_logprobs: bool = False,
         topk_prompt_logprobs: int = 0,
+        *,
+        topk_sample_logprobs: int = 0,
+        target_prompt_logprobs: types.TensorData | None = None,
+        prompt_alt_tokens_k: int = 0,
     ) -> APIFuture[types.SampleResponse]: ...
 
     def compute_logprobs(self, prompt: types.ModelInput) -> APIFuture[list[float | None]]: ...
@@ -92,6 +104,17 @@ class ImageProcessorSource(Protocol):
     by model name, which only the backend can resolve here (a local folder, a tiny model)."""
 
     def get_image_processor(self) -> Any: ...
+
+
+@runtime_checkable
+class CheckpointDeleter(Protocol):
+    """A backend that deletes a checkpoint it saved, named by the path save_state (or
+    save_weights_for_sampler) returned: the Tinker SDK's `RestClient.delete_checkpoint_from_tinker_path`.
+    Not part of TrainingBackend, so a backend without it stays one: a checkpoint on this machine's
+    disk is deleted without the backend (train_core.checkpoint.delete_state), one elsewhere is
+    left to the service's own expiry. The future fails (BackendError) when nothing is there."""
+
+    def delete_checkpoint(self, path: str) -> APIFuture[None]: ...
 
 
 @dataclass

@@ -69,3 +69,31 @@ def test_hub_names_stream_through_datasets(monkeypatch: pytest.MonkeyPatch) -> N
     assert calls[0]["streaming"] is True and calls[0]["split"] == "train"
     where, _ = next(HFDatasetStore().stream("org/name:cfg", "train"))
     assert where == "dataset org/name:cfg (train) row 0" and calls[1]["config"] == "cfg"
+
+
+def test_a_shuffle_buffer_permutes_the_stream_by_its_seed(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "d.jsonl", [{"i": i} for i in range(50)])
+    store = HFDatasetStore()
+
+    def order(buffer: int, seed: int = 0) -> list[int]:
+        return [r["i"] for _, r in store.stream(str(path), shuffle_buffer=buffer, seed=seed)]
+
+    assert order(0) == order(1) == list(range(50))  # no buffer: stream order
+    shuffled = order(8)
+    assert sorted(shuffled) == list(range(50)) and shuffled != list(range(50))
+    assert order(8) == shuffled and order(8, seed=1) != shuffled  # the seed decides
+    # a row comes out at most N places earlier than it went in; rows of the tail move later
+    assert all(out >= row - 8 for out, row in enumerate(shuffled))
+    assert order(100) != list(range(50)) and sorted(order(100)) == list(range(50))
+    # the locators ride with their rows
+    located = dict(store.stream(str(path), shuffle_buffer=8))
+    assert all(where.endswith(f":{row['i'] + 1}") for where, row in located.items())
+
+
+def test_the_buffer_holds_n_rows_and_reads_no_further_ahead(tmp_path: Path) -> None:
+    """The first row out is pulled after N + 1 rows are read: a bad line beyond is not reached."""
+    path = write_jsonl(tmp_path / "d.jsonl", [{"i": i} for i in range(20)], bad_line=7)
+    stream = HFDatasetStore().stream(str(path), shuffle_buffer=5)
+    assert next(stream)[1]["i"] in range(6)  # lines 1-6 read, the bad line 7 not yet
+    with pytest.raises(DataError, match=r"d\.jsonl:7: invalid JSON"):
+        list(stream)

@@ -177,3 +177,29 @@ def test_two_steps_on_tiny_llama(
     for m in evals:
         assert 0 <= m["test/accuracy"] <= 1 and 0 < m["test/answer_prob"] < 1
         assert math.isfinite(m["test/brier"]) and m["test/num_examples"] == 4
+
+
+@pytest.mark.parametrize("labels", ["hard", "soft"])
+def test_two_steps_on_the_fake_backend(tmp_path: Path, labels: str) -> None:
+    """`kitchen run decisions --backend fake`: the fake answers target_prompt_logprobs, so the
+    evaluation at step 0 runs; its rule gives every choice but the prompt's next token one
+    logprob, so each choice's softmaxed probability is at most 1."""
+    from kitchen.adapters.fake import FakeBackend
+
+    fake = FakeBackend()
+    overrides = {"save_every": 0, "no_register": True, "eval_every": 1, "labels": labels}
+    result = run("decisions", overrides, backend=fake, log_dir=tmp_path, max_steps=2)
+    assert result.steps == 2 and fake.unawaited == 0
+    assert fake.loss_fns == (["cross_entropy"] * 2 if labels == "hard" else ["custom"] * 2)
+    evals = [m for m in result.metrics if "test/accuracy" in m]
+    assert len(evals) == 3
+    for m in evals:
+        assert 0 <= m["test/accuracy"] <= 1 and 0 < m["test/answer_prob"] < 1
+        assert math.isfinite(m["test/brier"])
+
+
+def test_decisions_runs_two_steps_from_the_cli_on_the_fake(tmp_path: Path) -> None:
+    args = ["run", "decisions", "--backend", "fake", "--max-steps", "2", "--log-dir", str(tmp_path)]
+    result = CliRunner().invoke(app, args, terminal_width=300)
+    assert result.exit_code == 0, result.output
+    assert "done: 2 steps" in result.output

@@ -123,3 +123,42 @@ def test_two_sources_are_each_distilled_from_their_own_teacher(tmp_path, monkeyp
         2,
         2,
     )
+
+
+def test_a_streamed_dataset_trains_in_its_shuffle_buffers_order(tmp_path) -> None:
+    """stream_shuffle_buffer: the batches are the store's seeded shuffle of the stream, on the
+    fake backend (whose teacher answers top-K prompt logprobs)."""
+    import json
+
+    from kitchen.adapters.datasets import HFDatasetStore
+    from kitchen.adapters.fake import FakeBackend
+    from kitchen.adapters.fake.backend import FakeTrainingClient
+
+    rows = [
+        {"conversations": [{"from": "human", "value": f"What is {i} + {i}?"},
+                           {"from": "gpt", "value": f"{2 * i}"}]}
+        for i in range(12)
+    ]  # fmt: skip
+    path = tmp_path / "ot3.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    overrides = {
+        "save_every": 0, "no_register": True, "batch_size": 2, "n_teacher_targets": 3,
+        "dataset": str(path), "test_dataset": None, "stream_dataset": True, "max_prompts": 8,
+        "stream_shuffle_buffer": 4, "seed": 5,
+    }  # fmt: skip
+    fake = FakeBackend()
+    trained: list[str] = []
+    original = FakeTrainingClient.forward_backward
+
+    def recording(self, data, loss_fn, loss_fn_config=None):  # type: ignore[no-untyped-def]
+        trained.extend(fake.tokenizer.decode(d.model_input.to_ints()) for d in data)
+        return original(self, data, loss_fn, loss_fn_config)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(FakeTrainingClient, "forward_backward", recording)
+        result = run("off_policy_distillation", overrides, backend=fake, log_dir=tmp_path / "run")
+    assert result.steps == 4
+    stream = HFDatasetStore().stream(str(path), shuffle_buffer=4, seed=5)
+    expected = [row["conversations"][0]["value"] for _, row in list(stream)[:8]]
+    asked = [next(q for q in expected if q in text) for text in trained]
+    assert asked == expected and expected != [f"What is {i} + {i}?" for i in range(8)]

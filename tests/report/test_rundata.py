@@ -36,3 +36,29 @@ def test_a_folder_that_is_no_run_directory_is_a_clear_error(tmp_path):
         load_run(tmp_path / "missing")
     with pytest.raises(ConfigError, match="is not a run directory"):
         load_run(tmp_path)
+
+
+def test_checkpoints_are_those_still_there_and_retirements_are_counted(tmp_path):
+    run_dir = tmp_path / "rolling"
+    run_dir.mkdir()
+    w = "run/checkpoints/weights"
+    lines = [
+        {"name": "000001", "step": 1, "state_path": f"{w}/000001", "rolling": True},
+        {"name": "000002", "step": 2, "state_path": f"{w}/000002", "rolling": True},
+        {"name": "000001", "retired_state_path": f"{w}/000001"},
+        {"name": "000003", "step": 3, "state_path": f"{w}/000003", "rolling": True},
+        {"name": "000002", "retired_state_path": f"{w}/000002"},
+        {"name": "000003", "retired_state_path": f"{w}/000003"},
+        {"name": "final", "step": 3, "final": True, "state_path": f"{w}/final",
+         "sampler_path": "run/checkpoints/sampler_weights/final"},
+    ]  # fmt: skip
+    text = "".join(json.dumps(x) + "\n" for x in lines) + '{"name": "0000'  # a torn last line
+    (run_dir / "checkpoints.jsonl").write_text(text)
+    run = load_run(run_dir)
+    assert [c["name"] for c in run.checkpoints] == ["final"] and run.finished
+    assert run.retired_checkpoints == 3
+    page = render([run])
+    section = page[page.index('<section id="checkpoints">') :]
+    section = section[: section.index("</section>")]
+    assert "3 retired rolling checkpoints (deleted) not listed." in section
+    assert "000001" not in section and f"{w}/final" in section

@@ -74,12 +74,16 @@ class HFDatasetStore:
             return load_hub(source, split, spec, self.cache_dir)
         return rows.sliced(spec.start, spec.stop) if spec.is_sliced else rows
 
-    def stream(self, source: str, split: str = "train") -> Iterator[tuple[str, dict[str, Any]]]:
+    def stream(
+        self, source: str, split: str = "train", shuffle_buffer: int = 0, seed: int = 0
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
         """`source`'s rows one at a time as they are pulled, each with its locator (stream.py):
-        a hub name streams (`datasets`' streaming=True), a JSONL file is read line by line."""
-        from kitchen.adapters.datasets.stream import stream_rows
+        a hub name streams (`datasets`' streaming=True), a JSONL file is read line by line.
+        `shuffle_buffer` N > 1: through a shuffle buffer of N rows seeded by `seed`, so the same
+        seed pulls the same order (a resumed run re-reads it to its step's rows)."""
+        from kitchen.adapters.datasets.stream import shuffled, stream_rows
 
-        return stream_rows(self, source, split)
+        return shuffled(stream_rows(self, source, split), shuffle_buffer, seed)
 
     def splits(self, source: str) -> list[str] | None:
         """Split names `load` accepts for a bundled or local source; None for hub names (unknown

@@ -8,6 +8,12 @@ the row starts with, as `Rows.where` gives for a loaded split:
 - a hub name: `datasets.load_dataset(..., streaming=True)`, an IterableDataset that downloads as
   it is read (a slice "train[a:b]" skips a rows and stops at b);
 - anything else local (a .json array, .arrow, a save_to_disk folder): loaded, then yielded.
+
+`shuffled(rows, buffer_size, seed)` is a stream's shuffle, as tinker-cookbook shuffles its
+streamed SFT data (`datasets`' IterableDataset.shuffle(seed, buffer_size), whose order is its
+own): a buffer of N rows, each row pulled replacing a uniformly chosen one, which is yielded; the
+buffer left at the end is yielded in a random order. Memory is N rows; a row comes out at most N
+places earlier than it went in, and may come out any number of places later.
 """
 
 from __future__ import annotations
@@ -15,7 +21,9 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+import numpy as np
 
 from kitchen.adapters.datasets.hub import offline_mode, parse_hub_name
 from kitchen.adapters.datasets.local_files import json_lines
@@ -23,6 +31,25 @@ from kitchen.adapters.datasets.rows import SplitSpec, parse_split
 from kitchen.engine.errors import DataError
 
 StreamedRow = tuple[str, dict[str, Any]]
+T = TypeVar("T")
+
+
+def shuffled(rows: Iterator[T], buffer_size: int, seed: int) -> Iterator[T]:
+    """`rows` through a seeded shuffle buffer of `buffer_size` (module doc); 1 or less: as is."""
+    if buffer_size <= 1:
+        yield from rows
+        return
+    rng = np.random.default_rng(seed)
+    buffer: list[T] = []
+    for row in rows:
+        if len(buffer) < buffer_size:
+            buffer.append(row)
+            continue
+        i = int(rng.integers(buffer_size))
+        yield buffer[i]
+        buffer[i] = row
+    for i in rng.permutation(len(buffer)):
+        yield buffer[int(i)]
 
 
 def stream_jsonl(path: Path) -> Iterator[StreamedRow]:

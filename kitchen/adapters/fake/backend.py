@@ -12,6 +12,11 @@ a datum without an input its loss needs, is refused as the engine refuses it. Th
 step's forward_backward calls add up, and optim_step reports |sum| (GRAD_NORM_METRIC, as Tinker
 defines it: the L2 norm of a 1-vector).
 
+Sampling: the completions are the responder's (temperature does not change them) and every
+sampled or prompt token's logprob is theta. The SDK's sampling extras (top-k, target ids' logprobs,
+alternative draws) read the distribution this rule makes, in the local engine's shapes
+(distribution.py).
+
 Images: a model input may hold image chunks; each is checked as the engine checks it (it decodes,
 and its `expected_tokens` is the count the tiny VLM's processor gives, fake/images.py), counted per
 call in `images`, and read by the sampler as that many `<|image_pad|>` tokens.
@@ -28,6 +33,7 @@ from typing import Any, TypeVar
 import numpy as np
 from tinker import types
 
+from kitchen.adapters.fake.distribution import alt_draws, logprobs_RV, prompt_targets, topk_rows
 from kitchen.adapters.fake.images import FakeImageProcessor
 from kitchen.adapters.fake.tokenizer import FakeTokenizer
 from kitchen.engine.errors import BackendError
@@ -67,8 +73,9 @@ def _logprob(version: int) -> float:
     return -2.0 / (1.0 + 0.25 * version)
 
 
-def _positions(datum: types.Datum) -> int:
-    return len(datum.loss_fn_inputs["target_tokens"].tolist())
+def _target_shape(datum: types.Datum) -> tuple[int, ...]:
+    """[T], or [T, K] for K targets per position (the engine's logprobs have the same shape)."""
+    return tuple(np.shape(datum.loss_fn_inputs["target_tokens"].to_numpy()))
 
 
 def _loss_and_gradient(
@@ -128,6 +135,13 @@ class FakeBackend:
         inner.set_result(value)
         label = self.calls[-1] + f"#{self.calls.count(self.calls[-1])}" if self.calls else "?"
         tracked = TrackedFuture(inner, label, self.events)
+        self.futures.append(tracked)
+        return tracked
+
+    def failed(self, error: Exception) -> TrackedFuture[Any]:
+        inner: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        inner.set_exception(error)
+        tracked: TrackedFuture[Any] = TrackedFuture(inner, self.calls[-1] if self.calls else "?")
         self.futures.append(tracked)
         return tracked
 
@@ -191,6 +205,14 @@ class FakeBackend:
         self.record("create_sampling_client")
         return FakeSamplingClient(self, self._state(model_path) if model_path else 0)
 
+    def delete_checkpoint(self, path: str) -> TrackedFuture[None]:
+        """Forget the checkpoint at `path` (kitchen.ports.CheckpointDeleter): loading it fails
+        after, as it does on the service."""
+        self.record("delete_checkpoint")
+        if self.states.pop(path, None) is None:
+            return self.failed(BackendError(f"fake backend: no checkpoint at {path!r} to delete"))
+        return self.future(None)
+
     def close(self) -> None:
         self.closed = True
 
@@ -233,10 +255,10 @@ class FakeTrainingClient:
         return output, grad
 
     def _logprobs(self, data: list[types.Datum]) -> list[types.LossFnOutput]:
-        """Every datum's target logprobs: theta at each position."""
+        """Every datum's target logprobs: theta at each position (and each of its targets)."""
         lp = _logprob(self.version)
         return [
-            {"logprobs": types.TensorData.from_numpy(np.full(_positions(d), lp, np.float32))}
+            {"logprobs": types.TensorData.from_numpy(np.full(_target_shape(d), lp, np.float32))}
             for d in data
         ]
 
@@ -343,6 +365,7 @@ class FakeSamplingClient:
         self.backend = backend
         self.version = version
         self._ids = itertools.count()
+        self._requests = itertools.count()  # seeds the alt draws of unseeded requests
 
     def _completion(self, prompt_tokens: list[int], index: int) -> list[int]:
         if self.backend.responder is not None:
@@ -358,10 +381,56 @@ class FakeSamplingClient:
         sampling_params: types.SamplingParams,
         include_prompt_logprobs: bool = False,
         topk_prompt_logprobs: int = 0,
+        *,
+        topk_sample_logprobs: int = 0,
+        target_prompt_logprobs: types.TensorData | None = None,
+        prompt_alt_tokens_k: int = 0,
     ) -> APIFuture[types.SampleResponse]:
+        """The responder's completions, and the extras the request asks for, read from the
+        fake's distribution (distribution.py); a bad request fails its future, as the SDK's do."""
         self.backend.record("sample")
         self.backend.sample_seeds.append(sampling_params.seed)
         prompt_tokens = self.backend.read_input(prompt, "prompt")
+        theta, vocab = _logprob(self.version), self.backend.tokenizer.vocab_size
+        request = next(self._requests)
+        try:
+            for name, k in (
+                ("topk_prompt_logprobs", topk_prompt_logprobs),
+                ("topk_sample_logprobs", topk_sample_logprobs),
+                ("prompt_alt_tokens_k", prompt_alt_tokens_k),
+            ):
+                if k < 0:
+                    raise BackendError(f"sample: {name} is {k}; expected 0 or more")
+            targets = (
+                None
+                if target_prompt_logprobs is None
+                else prompt_targets(target_prompt_logprobs, prompt_tokens, theta, vocab)
+            )
+            topk_prompt = (
+                [
+                    None,
+                    *topk_rows(logprobs_RV(prompt_tokens[1:], theta, vocab), topk_prompt_logprobs),
+                ]
+                if topk_prompt_logprobs > 0
+                else None
+            )
+            alt = None
+            if prompt_alt_tokens_k > 0:
+                key = (
+                    [self.backend.seed, 0, sampling_params.seed]
+                    if sampling_params.seed is not None
+                    else [self.backend.seed, 1, request]
+                )
+                alt = alt_draws(
+                    prompt_tokens,
+                    theta,
+                    vocab,
+                    prompt_alt_tokens_k,
+                    sampling_params.temperature,
+                    key,
+                )
+        except BackendError as e:
+            return self.backend.failed(e)
         sequences = []
         for i in range(num_samples):
             self.backend.sample_policy_versions.append(self.version)
@@ -374,16 +443,23 @@ class FakeSamplingClient:
                     stop_reason=stop,
                     sequence_id=f"fake-{self.version}-{next(self._ids)}",
                     _tokens_list=tokens,
-                    _logprobs_list=[_logprob(self.version)] * len(tokens),
+                    _logprobs_list=[theta] * len(tokens),
+                    _topk_logprobs_list=topk_rows(
+                        logprobs_RV(tokens, theta, vocab), topk_sample_logprobs
+                    )
+                    if topk_sample_logprobs > 0
+                    else None,
                 )
             )
-        prompt_lp = (
-            [None] + [_logprob(self.version)] * (len(prompt_tokens) - 1)
-            if include_prompt_logprobs
-            else None
-        )
+        prompt_lp = [None] + [theta] * (len(prompt_tokens) - 1) if include_prompt_logprobs else None
         return self.backend.future(
-            types.SampleResponse(sequences=sequences, _prompt_logprobs_list=prompt_lp)
+            types.SampleResponse(
+                sequences=sequences,
+                _prompt_logprobs_list=prompt_lp,
+                _topk_prompt_logprobs_list=topk_prompt,
+                target_prompt_logprobs=targets,
+                prompt_alt_tokens=alt,
+            )
         )
 
     def compute_logprobs(self, prompt: types.ModelInput) -> APIFuture[list[float | None]]:

@@ -14,8 +14,9 @@ from typing import Any, Literal
 
 from kitchen.adapters.tinker.clients import TinkerSamplingClient, TinkerTrainingClient
 from kitchen.adapters.tinker.credentials import api_key_from_env, base_url
-from kitchen.adapters.tinker.futures import backend_error, quiet_request_failures, wait
+from kitchen.adapters.tinker.futures import backend_error, quiet_request_failures, wait, wrap
 from kitchen.engine.errors import BackendError
+from kitchen.engine.futures import APIFuture
 from kitchen.ports import BackendSettings
 
 log = logging.getLogger("kitchen.tinker")
@@ -39,6 +40,7 @@ class TinkerBackend:
                 preflight(self.base_url or _sdk_default_url(), self.api_key)
             service_client = tinker.ServiceClient(base_url=self.base_url, api_key=self.api_key)
         self.sdk = service_client
+        self._rest: Any = None  # the SDK's RestClient, made at the first delete
         self._closed = False
 
     def create_lora_training_client(
@@ -96,6 +98,20 @@ class TinkerBackend:
         make = self.sdk.create_sampling_client
         sdk = wait(lambda: make(model_path=model_path, base_model=base_model), what, self.api_key)
         return TinkerSamplingClient(sdk, self)
+
+    def delete_checkpoint(self, path: str) -> APIFuture[None]:
+        """Delete a `tinker://` checkpoint on the service (kitchen.ports.CheckpointDeleter), with
+        the SDK's RestClient on this backend's service and key."""
+        if self._rest is None:
+            import tinker
+
+            self._rest = tinker.RestClient(base_url=self.base_url, api_key=self.api_key)
+        rest = self._rest
+        return wrap(
+            lambda: rest.delete_checkpoint_from_tinker_path(path),
+            f"delete_checkpoint({path})",
+            self.api_key,
+        )
 
     def close(self) -> None:
         """Finish the session (the service frees its models) and release the SDK's connections."""

@@ -59,7 +59,9 @@ class RunData:
     config: dict[str, Any] = field(default_factory=dict)
     plan: str = ""
     metrics: JsonlFile = field(default_factory=JsonlFile)
+    # the checkpoints still there; retired rolling ones (deleted) are only counted
     checkpoints: list[dict[str, Any]] = field(default_factory=list)
+    retired_checkpoints: int = 0
     samples: list[dict[str, Any]] = field(default_factory=list)
     pairs: list[dict[str, Any]] = field(default_factory=list)
     rollouts: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
@@ -97,6 +99,16 @@ def _iteration(path: Path) -> int:
         return -1
 
 
+def _checkpoints(path: Path) -> tuple[list[dict[str, Any]], int]:
+    """The checkpoints of checkpoints.jsonl still there (train_core.checkpoint.live_records:
+    no retirement record, none it retired), and how many rolling ones were retired."""
+    from train_core.checkpoint import RETIRED_KEY, CheckpointRecord, live_records
+
+    records = [CheckpointRecord.from_dict(r) for r in read_jsonl(path).records if "name" in r]
+    retired = sum(1 for r in records if r.get(RETIRED_KEY) is not None)
+    return [r.to_dict() for r in live_records(records)], retired
+
+
 def load_run(path: Path, log_lines: int = 40) -> RunData:
     if not path.is_dir():
         raise ConfigError(f"run directory {path} does not exist")
@@ -115,7 +127,7 @@ def load_run(path: Path, log_lines: int = 40) -> RunData:
     if (path / "plan.txt").is_file():
         run.plan = (path / "plan.txt").read_text(errors="replace")
     run.metrics = read_jsonl(path / "metrics.jsonl")
-    run.checkpoints = read_jsonl(path / "checkpoints.jsonl").records
+    run.checkpoints, run.retired_checkpoints = _checkpoints(path / "checkpoints.jsonl")
     run.samples = read_jsonl(path / "samples.jsonl").records
     run.pairs = read_jsonl(path / "pairs.jsonl").records
     for file in sorted((path / "rollouts").glob("iter_*.jsonl")):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kitchen.engine.errors import StageError
+from kitchen.engine.errors import BackendError, StageError
 from kitchen.engine.graph import Every, Node, When
 from kitchen.engine.stage import Context, Metrics
 from kitchen.workflows.common.config import CheckpointConfig
@@ -47,13 +47,32 @@ def _record(
         raise StageError(f"cannot write {path}: {e.strerror or e}") from e
 
 
-def _retire_rolling(ctx: Context[Any], keep: int) -> None:
-    from train_core.checkpoint import retire_rolling
+async def _retire_rolling(ctx: Context[Any], keep: int) -> None:
+    """Record the rolling checkpoints before the newest `keep` as retired, then delete them: by
+    the backend where it can delete its checkpoints (CheckpointDeleter: Tinker's, the fake's),
+    else where they lie on this disk (the local engine's folders). A deletion that fails is a
+    warning: the run goes on, the record says retired, and the service's expiry removes it."""
+    from kitchen.ports import CheckpointDeleter
+    from train_core.checkpoint import delete_state, retire_rolling
 
     if ctx.log_dir is None:
         return
-    for path in retire_rolling(ctx.log_dir, keep):
+    backend = ctx.backend
+    asked: list[tuple[str, Any]] = []
+
+    def delete(path: str) -> bool:
+        if isinstance(backend, CheckpointDeleter):
+            asked.append((path, backend.delete_checkpoint(path)))
+            return True
+        return delete_state(path)
+
+    for path in retire_rolling(ctx.log_dir, keep, delete):
         ctx.logger.info("retired rolling checkpoint %s", path)
+    for path, future in asked:
+        try:
+            await future
+        except BackendError as e:
+            ctx.logger.warning("rolling checkpoint %s retired but not deleted: %s", path, e)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,7 +113,7 @@ class SaveRollingCheckpoint:
         result = await ctx.state.training_client.save_state(f"{steps_done:06d}")
         paths = {"state_path": result.path}
         _record(ctx, f"{steps_done:06d}", paths, steps_done, None, rolling=True)
-        _retire_rolling(ctx, self.keep)
+        await _retire_rolling(ctx, self.keep)
         return None
 
 
@@ -123,7 +142,7 @@ class SaveFinal:
         state = await client.save_state("final")
         sampler = await client.save_weights_for_sampler("final")
         paths = {"state_path": state.path, "sampler_path": sampler.path}
-        _retire_rolling(ctx, 0)  # before the final record, so that it stays the last line
+        await _retire_rolling(ctx, 0)  # before the final record, so that it stays the last line
         _record(ctx, "final", paths, ctx.state.step, True)
         ctx.state.final_paths = paths
         return None

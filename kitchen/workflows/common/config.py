@@ -158,6 +158,9 @@ class TrainConfig(BaseModel):
     # Whether the recipe's prompts carry images: the renderer then gets the model's image
     # processor (InitTrainingClient), and a model without one is refused before any step.
     takes_images: ClassVar[bool] = False
+    # Learning rates of the recipe's sections beside the run's own (flat field names): each takes
+    # `auto` as learning_rate does, and learning_rate=auto makes those left unset auto too.
+    section_learning_rates: ClassVar[tuple[str, ...]] = ()
 
     model_name: str = Field(
         "kitchen/tiny-llama",

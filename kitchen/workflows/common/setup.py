@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from kitchen.engine.errors import ConfigError, DataError
@@ -31,7 +31,11 @@ class InitTrainingClient:
 
     The renderer is resolved when the workflow is built (the model's recommended one unless
     `renderer_name` is given), so the plan names it and a model without a known chat format is a
-    config error on `--dry-run` rather than a failure after the training client opened.
+    config error on `--dry-run` rather than a failure after the training client opened. A run
+    that starts from a checkpoint (resume, or `load_checkpoint_path`) with no renderer given
+    renders as the checkpoint's run did (its record's `renderer_name`), so a resumed or continued
+    run keeps the chat format its weights learned; a renderer given that differs from the record
+    is refused on resume and warned about on load.
 
     `images`: the run's prompts carry images, so the renderer gets the model's image processor
     from the client (ImageProcessorSource); a model or backend without one is a config error."""
@@ -45,6 +49,9 @@ class InitTrainingClient:
     train_unembed: bool = True
     load_checkpoint_path: str | None = None
     images: bool = False
+    # Whether renderer_name was given, not resolved: None decides it in __post_init__; only a
+    # renderer not given yields to a checkpoint's. Not in the plan (the plan names the renderer).
+    renderer_given: bool | None = field(default=None, repr=False)
     name: str = "init_training_client"
     reads: frozenset[str] = frozenset()
     writes: frozenset[str] = frozenset({"training_client", "tokenizer", "renderer"})
@@ -53,6 +60,8 @@ class InitTrainingClient:
     def __post_init__(self) -> None:
         from train_core.renderers import RendererError, resolve_renderer_name
 
+        if self.renderer_given is None:
+            object.__setattr__(self, "renderer_given", self.renderer_name is not None)
         try:
             resolved = resolve_renderer_name(self.base_model, self.renderer_name)
         except RendererError as e:
@@ -63,8 +72,10 @@ class InitTrainingClient:
         from train_core.renderers import get_renderer
 
         backend = ctx.require_backend()
+        assert self.renderer_name is not None  # resolved in __post_init__
+        renderer_name = self.renderer_name
         if ctx.resume is not None and ctx.resume.state_path:
-            self._check_renderer(ctx, ctx.resume.state_path, resuming=True)
+            renderer_name = self._renderer_for(ctx, ctx.resume.state_path, resuming=True)
             ctx.logger.info("restoring weights and optimizer from %s", ctx.resume.state_path)
             client = backend.create_training_client_from_state_with_optimizer(ctx.resume.state_path)
         else:
@@ -77,25 +88,34 @@ class InitTrainingClient:
                 train_unembed=self.train_unembed,
             )
             if self.load_checkpoint_path:
-                self._check_renderer(ctx, self.load_checkpoint_path, resuming=False)
+                renderer_name = self._renderer_for(ctx, self.load_checkpoint_path, resuming=False)
                 client.load_state(self.load_checkpoint_path).result()
         tokenizer = client.get_tokenizer()
-        assert self.renderer_name is not None  # resolved in __post_init__
         ctx.state.training_client = client
         ctx.state.tokenizer = tokenizer
         processor = self._image_processor(client, backend.name) if self.images else None
-        ctx.state.renderer = get_renderer(self.renderer_name, tokenizer, image_processor=processor)
-        ctx.logger.info("training client on %s (renderer %s)", self.base_model, self.renderer_name)
+        ctx.state.renderer = get_renderer(renderer_name, tokenizer, image_processor=processor)
+        ctx.logger.info("training client on %s (renderer %s)", self.base_model, renderer_name)
         return None
 
-    def _check_renderer(self, ctx: Context[Any], path: str, resuming: bool) -> None:
-        """A checkpoint's recorded renderer against this run's: resuming with another one is
-        refused (the run would change its chat format mid-way), loading one warns."""
+    def _renderer_for(self, ctx: Context[Any], path: str, resuming: bool) -> str:
+        """The renderer of a run starting from the checkpoint at `path`: the checkpoint's
+        recorded one when none was given; a given one that differs is refused on resume (the run
+        would change its chat format mid-way) and warned about on load."""
         from train_core.checkpoint import recorded_renderer
+        from train_core.renderers import RendererError, resolve_renderer_name
 
+        assert self.renderer_name is not None  # resolved in __post_init__
         saved = recorded_renderer(path, ctx.log_dir if resuming else None)
         if saved is None or saved == self.renderer_name:
-            return
+            return self.renderer_name
+        if not self.renderer_given:
+            try:
+                resolve_renderer_name(self.base_model, saved)
+            except RendererError as e:
+                raise ConfigError(f"checkpoint {path}: {e}; pass --renderer-name NAME") from None
+            ctx.logger.info("rendering with %s, as the run that saved %s did", saved, path)
+            return saved
         line = (
             f"checkpoint {path} was saved by a run rendering with {saved}; this run renders "
             f"with {self.renderer_name}"
@@ -103,6 +123,7 @@ class InitTrainingClient:
         if resuming:
             raise ConfigError(f"{line}: resume with --renderer-name {saved}, or start a new run")
         ctx.logger.warning("%s (--renderer-name %s renders as it trained)", line, saved)
+        return self.renderer_name
 
     def _image_processor(self, client: Any, backend: str) -> Any:
         from kitchen.ports import ImageProcessorSource

@@ -77,12 +77,19 @@ class OffPolicyDistillationWorkflowConfig(SupervisedConfig):
         False,
         description="Read the training rows as training reaches them (a hub dataset with "
         "streaming=True, a JSONL line by line) instead of loading them first; one epoch, "
-        "stream order",
+        "stream order (or stream_shuffle_buffer's)",
     )
     max_prompts: int = Field(
         128 * 3000,
         ge=1,
         description="With stream_dataset: training rows to read (max_prompts // batch_size steps)",
+    )
+    stream_shuffle_buffer: int = Field(
+        0,
+        ge=0,
+        description="With stream_dataset: shuffle the stream through a buffer of this many rows "
+        "seeded by seed (tinker-cookbook's buffer_size: 128 * 3000 for OpenThoughts3); 0: "
+        "stream order",
     )
 
     @model_validator(mode="after")

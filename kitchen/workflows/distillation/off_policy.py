@@ -138,6 +138,8 @@ def _streamed(
         split=cfg.dataset_split,
         max_rows=cfg.max_prompts,
         batch_size=cfg.batch_size,
+        shuffle_buffer=cfg.stream_shuffle_buffer,
+        seed=cfg.seed,
     )
     batch = StreamedBatch(
         batch_size=cfg.batch_size,

@@ -36,13 +36,15 @@ class InitTeachers:
     specs: tuple[TeacherSpec, ...]
     student_renderer: str
     name: str = "init_teachers"
-    reads: frozenset[str] = frozenset({"tokenizer"})
+    reads: frozenset[str] = frozenset({"tokenizer", "renderer"})
     writes: frozenset[str] = frozenset({"teachers"})
     ports: frozenset[str] = frozenset({"backend"})
 
     def __call__(self, ctx: Context[Any]) -> Metrics | None:
         backend = ctx.require_backend()
-        teachers = [open_teacher(backend, s, self.student_renderer) for s in self.specs]
+        # The student's renderer as the run settled it (a checkpoint's may replace the plan's).
+        student = getattr(ctx.state.renderer, "_renderer_name", None) or self.student_renderer
+        teachers = [open_teacher(backend, s, student) for s in self.specs]
         for i, teacher in enumerate(teachers):
             if not same_tokenizer(teacher.tokenizer, ctx.state.tokenizer):
                 raise ConfigError(

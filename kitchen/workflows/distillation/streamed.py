@@ -2,7 +2,8 @@
 (HFDatasetStore.stream: a hub dataset with streaming=True, a JSONL line by line), converted and
 tokenized a batch at a time, so a dataset of millions of rows (OpenThoughts3) is never loaded
 whole. Batch i is rows [i * batch_size, (i + 1) * batch_size) of the stream, in stream order
-(no shuffle: a stream has no index to permute), so a resumed run skips to its step's rows."""
+(or through the store's seeded shuffle buffer: a stream has no index to permute, and the same
+seed gives the same order), so a resumed run skips to its step's rows."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any
 from kitchen.engine.errors import ConfigError, DataError
 from kitchen.engine.stage import Context, Metrics
 from kitchen.workflows.common.setup import RowConverter
+from train_core.schedules import schedule_steps
 
 
 @dataclass
@@ -43,6 +45,8 @@ class OpenRowStream:
     split: str = "train"
     max_rows: int
     batch_size: int
+    shuffle_buffer: int = 0  # > 1: the store's shuffle buffer of that many rows, seeded by seed
+    seed: int = 0
     name: str = "open_row_stream"
     reads: frozenset[str] = frozenset()
     writes: frozenset[str] = frozenset({"row_stream", "n_batches", "total_steps"})
@@ -53,9 +57,12 @@ class OpenRowStream:
         stream = getattr(store, "stream", None)
         if stream is None:
             raise ConfigError(f"dataset store {store.name!r} cannot stream rows; use the hf store")
-        ctx.state.row_stream = RowCursor(stream(self.source, self.split))
+        # a store that cannot shuffle is asked only for what it can do
+        shuffle = {"shuffle_buffer": self.shuffle_buffer, "seed": self.seed}
+        rows = stream(self.source, self.split, **(shuffle if self.shuffle_buffer > 1 else {}))
+        ctx.state.row_stream = RowCursor(rows)
         ctx.state.n_batches = self.max_rows // self.batch_size
-        ctx.state.total_steps = ctx.state.n_batches
+        ctx.state.total_steps = schedule_steps(ctx.state.n_batches, ctx.max_steps)
         return None
 
 
