@@ -1,0 +1,68 @@
+"""verifiers_rl: RL on a verifiers 0.4 environment (`verifiers.v1`), through the run's agent gateway.
+
+Each rollout is one episode of the env (cookbook/envs/verifiers_bridge.py): verifiers runs its
+harness, interception and scoring as it does anywhere; its model calls go to the rollout's
+gateway client under the name `policy`, and the episode's reward is what its `@vf.reward`s gave.
+The gateway records the exact tokens, so an episode of several calls on one conversation trains
+as one datum. The bundled env is reverse-text on generated strings
+(cookbook/envs/verifiers_reverse_text.py); any installed verifiers taskset id can be named.
+Sized for the embedded engine: SmolLM2-135M, 4 tasks of 4 episodes per step.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from cookbook.envs import verifiers_reverse_text
+from cookbook.envs.verifiers_bridge import HARNESS_ID, VerifiersTasks
+from cookbook.recipes import SMOLLM2_RL
+from kitchen.engine.graph import Workflow
+from kitchen.engine.recipe import Recipe
+from kitchen.workflows.reinforcement import reinforcement
+from kitchen.workflows.reinforcement.config import AgentRLConfig
+from kitchen.workflows.reinforcement.state import RLState
+
+
+class VerifiersRLConfig(AgentRLConfig):
+    defaults: ClassVar[dict[str, Any]] = {
+        **SMOLLM2_RL,
+        "max_tokens": 64,
+    }
+
+    vf_env_id: str = Field(
+        verifiers_reverse_text.TASKSET_ID,
+        description="The verifiers taskset id (an installed verifiers.v1 taskset package); "
+        "default: the bundled reverse-text on generated strings",
+    )
+    vf_env_args: dict[str, Any] = Field(
+        default_factory=dict,
+        description='The taskset\'s config fields, e.g. {"turns": 2} for the bundled env',
+    )
+    vf_harness_id: str = Field(
+        HARNESS_ID,
+        description="The verifiers harness playing the env's agent seat: kitchen-chat (a chat "
+        "loop in this process) or an installed harness id (null and bash need uv)",
+    )
+
+
+class VerifiersRL(Recipe[VerifiersRLConfig]):
+    """RL of a verifiers environment's agent, trained token for token."""
+
+    name = "verifiers_rl"
+
+    def workflow(self, cfg: VerifiersRLConfig) -> Workflow[RLState]:
+        make = VerifiersTasks(
+            cfg.vf_env_id,
+            cfg.groups_per_batch,
+            cfg.group_size,
+            cfg.num_batches or 100,
+            {"seed": cfg.seed, **cfg.vf_env_args}
+            if cfg.vf_env_id == verifiers_reverse_text.TASKSET_ID
+            else cfg.vf_env_args,
+            cfg.vf_harness_id,
+            max_tokens=cfg.max_tokens,
+            temperature=cfg.temperature,
+        )
+        return reinforcement(cfg, make, self.name)
