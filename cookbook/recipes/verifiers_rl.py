@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from cookbook.envs import verifiers_reverse_text
 from cookbook.envs.verifiers_bridge import HARNESS_ID, VerifiersTasks
@@ -45,6 +45,18 @@ class VerifiersRLConfig(AgentRLConfig):
         description="The verifiers harness playing the env's agent seat: kitchen-chat (a chat "
         "loop in this process) or an installed harness id (null and bash need uv)",
     )
+
+    @field_validator("vf_env_id")
+    @classmethod
+    def _an_installed_taskset(cls, value: str) -> str:
+        from verifiers.v1.utils.loaders import taskset_class
+
+        try:
+            taskset_class(value)
+        except (ImportError, TypeError, AttributeError, ValueError) as e:
+            reason = " ".join(str(e).split()).split(". ")[0]
+            raise ValueError(f"{value!r} is no installed verifiers taskset ({reason})") from e
+        return value
 
 
 class VerifiersRL(Recipe[VerifiersRLConfig]):
