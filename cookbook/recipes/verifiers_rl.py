@@ -15,14 +15,16 @@ from typing import Any, ClassVar
 
 from pydantic import Field, field_validator
 
-from cookbook.envs import verifiers_reverse_text
-from cookbook.envs.verifiers_bridge import HARNESS_ID, VerifiersTasks
 from cookbook.recipes import SMOLLM2_RL
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
 from kitchen.workflows.reinforcement import reinforcement
 from kitchen.workflows.reinforcement.config import AgentRLConfig
 from kitchen.workflows.reinforcement.state import RLState
+
+# verifiers takes seconds to import: this module names the bundled ids and imports it only to run.
+BUNDLED_TASKSET = "kitchen-reverse-text"  # cookbook/envs/verifiers_reverse_text.py
+CHAT_HARNESS = "kitchen-chat"  # cookbook/envs/verifiers_bridge.py
 
 
 class VerifiersRLConfig(AgentRLConfig):
@@ -32,7 +34,7 @@ class VerifiersRLConfig(AgentRLConfig):
     }
 
     vf_env_id: str = Field(
-        verifiers_reverse_text.TASKSET_ID,
+        BUNDLED_TASKSET,
         description="The verifiers taskset id (an installed verifiers.v1 taskset package); "
         "default: the bundled reverse-text on generated strings",
     )
@@ -41,7 +43,7 @@ class VerifiersRLConfig(AgentRLConfig):
         description='The taskset\'s config fields, e.g. {"turns": 2} for the bundled env',
     )
     vf_harness_id: str = Field(
-        HARNESS_ID,
+        CHAT_HARNESS,
         description="The verifiers harness playing the env's agent seat: kitchen-chat (a chat "
         "loop in this process) or an installed harness id (null and bash need uv)",
     )
@@ -49,14 +51,27 @@ class VerifiersRLConfig(AgentRLConfig):
     @field_validator("vf_env_id")
     @classmethod
     def _an_installed_taskset(cls, value: str) -> str:
-        from verifiers.v1.utils.loaders import taskset_class
+        return _installed("taskset", value)
 
-        try:
-            taskset_class(value)
-        except (ImportError, TypeError, AttributeError, ValueError) as e:
-            reason = " ".join(str(e).split()).split(". ")[0]
-            raise ValueError(f"{value!r} is no installed verifiers taskset ({reason})") from e
-        return value
+    @field_validator("vf_harness_id")
+    @classmethod
+    def _an_installed_harness(cls, value: str) -> str:
+        return _installed("harness", value)
+
+
+def _installed(kind: str, plugin_id: str) -> str:
+    """`plugin_id` once verifiers can import it as a `kind` plugin; else ValueError in one line."""
+    from verifiers.v1.utils import loaders
+
+    import cookbook.envs.verifiers_bridge
+    import cookbook.envs.verifiers_reverse_text  # noqa: F401 (both register their ids)
+
+    try:
+        {"taskset": loaders.taskset_class, "harness": loaders.harness_class}[kind](plugin_id)
+    except (ImportError, TypeError, AttributeError, ValueError) as e:
+        reason = " ".join(str(e).split()).split(". ")[0]
+        raise ValueError(f"{plugin_id!r} is no installed verifiers {kind} ({reason})") from e
+    return plugin_id
 
 
 class VerifiersRL(Recipe[VerifiersRLConfig]):
@@ -65,13 +80,15 @@ class VerifiersRL(Recipe[VerifiersRLConfig]):
     name = "verifiers_rl"
 
     def workflow(self, cfg: VerifiersRLConfig) -> Workflow[RLState]:
+        from cookbook.envs.verifiers_bridge import VerifiersTasks
+
         make = VerifiersTasks(
             cfg.vf_env_id,
             cfg.groups_per_batch,
             cfg.group_size,
             cfg.num_batches or 100,
             {"seed": cfg.seed, **cfg.vf_env_args}
-            if cfg.vf_env_id == verifiers_reverse_text.TASKSET_ID
+            if cfg.vf_env_id == BUNDLED_TASKSET
             else cfg.vf_env_args,
             cfg.vf_harness_id,
             max_tokens=cfg.max_tokens,

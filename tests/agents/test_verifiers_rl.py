@@ -33,7 +33,7 @@ from tests.agents.helpers import (
     record_gateway_takes,
     trained_datum,
 )
-from tests.helpers import local_engine_ready
+from tests.helpers import local_engine_ready, modules_loaded_by
 
 runner = CliRunner()
 SAMPLING = vf.SamplingConfig(max_tokens=8, temperature=1.0)
@@ -188,3 +188,22 @@ def test_two_steps_train_on_the_gateways_records_byte_for_byte(
     steps = [m for m in result.metrics if "agents/splits" in m]
     assert [(m["agents/splits"], m["num_datums"]) for m in steps] == [(0.0, 4), (0.0, 4)]
     assert all(0.0 <= m["env/all/reward/total"] <= 1.0 for m in steps)
+
+
+def test_the_recipe_names_the_bundled_ids_without_importing_verifiers() -> None:
+    from cookbook.envs.verifiers_bridge import HARNESS_ID
+    from cookbook.recipes.verifiers_rl import VerifiersRLConfig
+
+    fields = VerifiersRLConfig.model_fields
+    assert (fields["vf_env_id"].default, fields["vf_harness_id"].default) == (
+        TASKSET_ID,
+        HARNESS_ID,
+    )
+    loaded = modules_loaded_by("import cookbook.recipes.verifiers_rl", ("verifiers",))
+    assert loaded == []
+
+
+def test_an_unknown_harness_id_exits_2_naming_the_flag() -> None:
+    result = runner.invoke(app, ["run", "verifiers_rl", "--dry-run", "vf_harness_id=no-such"])
+    assert result.exit_code == 2, result.output
+    assert "vf-harness-id" in result.output and "no installed verifiers harness" in result.output
