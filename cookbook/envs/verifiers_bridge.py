@@ -35,6 +35,7 @@ from verifiers.v1.dialects.chat import message_to_wire
 from verifiers.v1.errors import model_error
 from verifiers.v1.interception import Interception, Slot
 
+import cookbook.envs.verifiers_reverse_text  # noqa: F401 (the bundled taskset's id resolves)
 from kitchen.ports.agents import POLICY_MODEL
 from train_core.agents.dataset import AgentTasks
 from train_core.rl.types import RLEnvContext

@@ -63,8 +63,7 @@ def _installed(kind: str, plugin_id: str) -> str:
     """`plugin_id` once verifiers can import it as a `kind` plugin; else ValueError in one line."""
     from verifiers.v1.utils import loaders
 
-    import cookbook.envs.verifiers_bridge
-    import cookbook.envs.verifiers_reverse_text  # noqa: F401 (both register their ids)
+    import cookbook.envs.verifiers_bridge  # noqa: F401 (registers the bundled ids)
 
     try:
         {"taskset": loaders.taskset_class, "harness": loaders.harness_class}[kind](plugin_id)
