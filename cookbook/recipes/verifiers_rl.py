@@ -40,7 +40,7 @@ class VerifiersRLConfig(AgentRLConfig):
     )
     vf_env_args: dict[str, Any] = Field(
         default_factory=dict,
-        description='The taskset\'s config fields, e.g. {"turns": 2} for the bundled env',
+        description='The taskset\'s config fields, e.g. {"turns": 2} for the bundled env (its seed is --seed)',
     )
     vf_harness_id: str = Field(
         CHAT_HARNESS,
