@@ -8,10 +8,11 @@ changes two things:
 - the model client is the rollout's own `openai.AsyncOpenAI` (the gateway's in-process client,
   or its HTTP one): `GatewayModelClient` posts each call's native body to the same route on it,
   so the gateway records every call under the rollout's address;
-- the harness is `KitchenChatHarness` (id `kitchen-chat`), a chat loop run in this process
-  (verifiers' harness contract allows it: its calls still go through the interception
-  endpoint). verifiers' own `null` and `bash` harnesses run a uv-script program, which needs
-  `uv` and a download of that program's packages; any harness id can still be named.
+- the default harness is `KitchenChatHarness` (id `kitchen-chat`), a chat loop run in this
+  process (verifiers' harness contract allows it: its calls still go through the interception
+  endpoint). verifiers' own harnesses (`null`, `bash`, ...) run a uv-script program, which
+  needs `uv` on PATH and a download of that program's packages on first use; they stream, so
+  the model client relays streams too.
 
 verifiers 0.4's `Env` takes its interception only from `Env.serving()`; `play_episode` enters
 that and then wraps the interception it made (`Env._interception`, the one private attribute
@@ -20,6 +21,7 @@ touched) so each session's model client is the rollout's.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -31,6 +33,7 @@ import httpx
 import openai
 import verifiers.v1 as vf
 from verifiers.v1.clients.base import join_url
+from verifiers.v1.clients.client import RelayReply
 from verifiers.v1.dialects.chat import message_to_wire
 from verifiers.v1.errors import model_error
 from verifiers.v1.interception import Interception, Slot
@@ -89,7 +92,8 @@ sys.modules.setdefault(HARNESS_ID.replace("-", "_"), sys.modules[__name__])
 class GatewayModelClient(vf.Client):
     """verifiers' model client over a Kitchen rollout's `openai.AsyncOpenAI`: each call's body
     (already carrying the rollout's model and sampling) goes to the dialect's route on that client,
-    its JSON comes back to the harness unchanged. Not streamed (kitchen-chat does not stream)."""
+    and the gateway's answer comes back to the harness as it was sent (a streamed one as its SSE
+    events, read whole first)."""
 
     def __init__(self, client: Any) -> None:
         self.client = client
@@ -103,19 +107,51 @@ class GatewayModelClient(vf.Client):
         turn: Any = None,
         headers: Mapping[str, str] | None = None,
     ) -> vf.Response:
+        raw = (await self._post(dialect, body)).json()
+        response: vf.Response = dialect.parse_response(dialect.validate_response(raw))
+        response.raw = raw
+        return response
+
+    async def relay(
+        self,
+        dialect: Any,
+        body: dict[str, Any],
+        session_id: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> RelayReply:
+        reply = await self._post(dialect, body)
+
+        async def events() -> AsyncIterator[bytes]:
+            start = 0
+            for end in _SSE_EVENT_END.finditer(reply.content):
+                yield reply.content[start : end.end()]
+                start = end.end()
+            if reply.content[start:].strip():
+                yield reply.content[start:]
+
+        async def close() -> None:
+            return None
+
+        content_type = reply.headers.get("content-type", "text/event-stream")
+        return RelayReply(content_type=content_type, chunks=events(), close=close)
+
+    async def _post(self, dialect: Any, body: dict[str, Any]) -> httpx.Response:
+        """The gateway's whole answer to `body` on the dialect's route; its error as verifiers'
+        ProviderError (the harness's SDK retries 5xx, not 4xx)."""
         url = join_url(str(self.client.base_url), dialect.upstream_path)
         try:
-            reply = await self.client.post(url, body=body, cast_to=httpx.Response)
+            reply: httpx.Response = await self.client.post(url, body=body, cast_to=httpx.Response)
         except openai.APIStatusError as e:
             raise model_error(
                 f"gateway {e.status_code}: {e.response.text}", status_code=e.status_code
             ) from e
         except openai.APIError as e:
             raise model_error(e, status_code=503) from e
-        raw = reply.json()
-        response: vf.Response = dialect.parse_response(dialect.validate_response(raw))
-        response.raw = raw
-        return response
+        return reply
+
+
+_SSE_EVENT_END = re.compile(rb"(?>\r\n|\r|\n){2}")
+"""Where one server-sent event ends (as verifiers' own relay splits them)."""
 
 
 class _RolloutInterception(Interception):

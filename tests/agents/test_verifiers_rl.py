@@ -207,3 +207,37 @@ def test_an_unknown_harness_id_exits_2_naming_the_flag() -> None:
     result = runner.invoke(app, ["run", "verifiers_rl", "--dry-run", "vf_harness_id=no-such"])
     assert result.exit_code == 2, result.output
     assert "vf-harness-id" in result.output and "no installed verifiers harness" in result.output
+
+
+def test_a_streamed_call_is_relayed_as_the_gateways_events() -> None:
+    from verifiers.v1.dialects import ChatDialect
+
+    from cookbook.envs.verifiers_bridge import GatewayModelClient
+
+    events = [
+        b'data: {"choices": [{"index": 0, "delta": {"content": "ab"}}]}\n\n',
+        b'data: {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}\n\n',
+        b"data: [DONE]\n\n",
+    ]
+    seen: list[dict[str, Any]] = []
+
+    async def handle(request: httpx.Request) -> httpx.Response:
+        seen.append(json.loads(request.content))
+        return httpx.Response(
+            200, content=b"".join(events), headers={"content-type": "text/event-stream"}
+        )
+
+    client = openai.AsyncOpenAI(
+        base_url="http://gateway.test/rollouts/ep/v1",
+        api_key="test",
+        http_client=httpx.AsyncClient(transport=httpx.MockTransport(handle)),
+    )
+
+    async def relayed() -> list[bytes]:
+        reply = await GatewayModelClient(client).relay(ChatDialect(), {"stream": True})
+        chunks = [chunk async for chunk in reply.chunks]
+        await reply.close()
+        return chunks
+
+    assert asyncio.run(relayed()) == events
+    assert seen == [{"stream": True}]
