@@ -102,6 +102,22 @@ def test_dry_run_prints_the_plan_with_the_policy_swap() -> None:
     assert "taskset_id='kitchen-reverse-text'" in result.output
 
 
+def test_the_cookbook_preset_is_tinker_cookbooks_verifiers_rl_defaults() -> None:
+    from cookbook.recipes.verifiers_rl import VerifiersRLConfig
+    from kitchen.app.resolve import resolve_config
+
+    cfg = resolve_config("verifiers_rl", preset="cookbook").config
+    assert isinstance(cfg, VerifiersRLConfig)
+    assert (cfg.model_name, cfg.renderer_name, cfg.lora_rank) == (
+        "Qwen/Qwen3.5-4B",
+        "qwen3_5_disable_thinking",
+        32,
+    )
+    assert (cfg.group_size, cfg.groups_per_batch, cfg.max_tokens) == (8, 32, 512)
+    assert (cfg.optimizer.learning_rate, cfg.kl.penalty_coef) == (1e-5, 0.0)
+    assert cfg.vf_env_id == TASKSET_ID
+
+
 def test_an_unknown_taskset_id_exits_2_naming_the_flag() -> None:
     result = runner.invoke(app, ["run", "verifiers_rl", "--dry-run", "vf_env_id=no-such-env"])
     assert result.exit_code == 2, result.output
