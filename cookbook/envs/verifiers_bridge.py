@@ -189,6 +189,8 @@ async def play_episode(
         sampling=sampling,
     )
     async with env.serving():
+        if not isinstance(env._interception, Interception):  # a verifiers other than 0.4's
+            raise EpisodeError(f"{type(env).__name__}.serving() set no interception to wrap")
         env._interception = _RolloutInterception(env._interception, GatewayModelClient(client))
         episode = await env.run_episode(task, ctx)
     if not episode.ok:
