@@ -37,8 +37,9 @@ $(STAMP): $(BIN)/python pyproject.toml | system-deps
 	$(BIN)/pip install 'openai<3' sacrebleu sqlitedict pytablewriter word2number aiohttp tenacity
 	# Agent frameworks (docs/agents.md), pinned to share one environment: verifiers 0.4.0 needs openai<3
 	# and mcp 2.0.0, and openai-agents 0.20.0 is the newest release that runs with them (0.24 needs
-	# openai>=3). bm25s is search_tool's retriever.
-	$(BIN)/pip install verifiers==0.4.0 openai-agents==0.20.0 bm25s==0.3.16
+	# openai>=3). bm25s is search_tool's retriever. uv: verifiers' own null/bash harnesses run their
+	# program as a uv script (verifiers_rl's default harness, kitchen-chat, needs none).
+	$(BIN)/pip install verifiers==0.4.0 openai-agents==0.20.0 bm25s==0.3.16 uv==0.9.5
 	# inspect-ai: the evaluator and `kitchen eval` tasks of docs/evaluation.md, over a Kitchen sampler.
 	$(BIN)/pip install inspect-ai==0.3.285
 	$(BIN)/pip install --no-deps 'lm-eval==0.4.13'
