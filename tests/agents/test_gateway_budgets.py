@@ -77,6 +77,9 @@ class Scripted:
     def get_tokenizer(self) -> Any:
         return self.tokenizer
 
+    def eos_ids(self) -> set[int]:
+        return {self.tokenizer.eos_token_id}
+
     def get_base_model(self) -> str:
         return "kitchen/tiny-llama"
 
@@ -255,6 +258,7 @@ def test_a_rollout_within_its_budgets_trains_with_the_gateways_tool_call_count(
 # -- 2. tool calls counted on every route ---------------------------------------------------------
 
 BODIES = {
+    "/v1/completions": {"prompt": "Weather?", "max_tokens": 4},
     "/v1/chat/completions": {
         "messages": [{"role": "user", "content": "Weather?"}],
         "tools": TOOLS,
@@ -277,7 +281,7 @@ CALL_MARK = {
     "/v1/responses": '"function_call"',
     "/v1/messages": '"tool_use"',
 }
-ROUTES = [(route, stream) for route in BODIES for stream in (False, True)]
+ROUTES = [(route, stream) for route in CALL_MARK for stream in (False, True)]
 
 
 def _post(gateway: Any, address: str, route: str, stream: bool) -> Any:
@@ -347,6 +351,24 @@ def test_a_streamed_chat_call_past_its_tool_call_budget_raises_in_the_openai_cli
         with pytest.raises(openai.APIError, match="max_tool_calls") as caught:
             asyncio.run(read())
     assert caught.value.body["code"] == "rollout_budget_exceeded"
+
+
+@pytest.mark.parametrize(("route", "stream"), [*ROUTES, ("/v1/completions", False)])
+def test_a_call_past_the_turn_budget_is_refused_before_any_byte_on_every_route(
+    tokenizer: Any, route: str, stream: bool
+) -> None:
+    with _gateway(tokenizer, LONG) as gateway:
+        gateway.limit("r", AgentBudgets(max_turns=1))
+        served = _post(gateway, "r", route, stream)
+        refused = _post(gateway, "r", route, stream)
+        records = gateway.take("r")
+    assert served.status_code == 200, served.text
+    assert refused.status_code == 400  # a stream too: refused before its headers
+    assert "turn budget of 1 calls (max_turns)" in refused.text
+    if route != "/v1/messages":
+        error = refused.json()["error"]
+        assert (error["code"], error["param"]) == ("rollout_budget_exceeded", "max_turns")
+    assert len(records) == 1
 
 
 def test_a_refused_turn_and_an_unaddressed_call_are_answered_apart(tokenizer: Any) -> None:
