@@ -8,9 +8,12 @@ from kitchen.engine.errors import KitchenError
 
 
 class UserError(ValueError):
-    """The request is wrong; answered with HTTP 400 (or the subclass's status) at once."""
+    """The request is wrong; answered with HTTP 400 (or the subclass's status) at once, with the
+    subclass's OpenAI error `code` and `param` where it has them."""
 
     status = 400
+    code: str | None = None
+    param: str | None = None
 
 
 class NotFound(UserError):

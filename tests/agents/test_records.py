@@ -46,3 +46,36 @@ def test_a_record_refuses_logprobs_that_do_not_pair_with_tokens():
             stop_reason="stop",
             sampler_version=0,
         )
+
+
+def test_a_call_that_started_first_is_recorded_first_though_it_finished_last():
+    log = CallLog()
+    slow, fast = log.start("rollout-1"), log.start("rollout-1")
+    late = log.add(
+        "rollout-1",
+        prompt_tokens=[1, 2, 3, 4],
+        sampled_tokens=[5],
+        sampled_logprobs=[-0.5],
+        stop_reason="stop",
+        sampler_version=0,
+        started=fast,
+    )
+    assert (late.turn, late.extends_previous) == (0, False)
+    log.add(
+        "rollout-1",
+        prompt_tokens=[1, 2],
+        sampled_tokens=[3],
+        sampled_logprobs=[-0.5],
+        stop_reason="stop",
+        sampler_version=0,
+        started=slow,
+    )
+    first, second = log.calls("rollout-1")
+    assert (first.started, second.started) == (slow, fast) == (0, 1)
+    assert [first.turn, second.turn] == [0, 1]
+    # Re-derived against the call now before it: [1, 2, 3, 4] extends [1, 2] + [3].
+    assert (first.prompt_tokens, first.extends_previous) == ((1, 2), False)
+    assert (second.prompt_tokens, second.extends_previous) == ((1, 2, 3, 4), True)
+    assert _add(log, [9], [9]).started == 2  # a call added without a number starts now
+    log.take("rollout-1")
+    assert log.start("rollout-1") == 0  # a finished rollout's numbers go with it

@@ -1,7 +1,9 @@
 """What the agent gateway records of every sampling call, by rollout address.
 
 An address names one rollout (one episode of one agent): every call the agent makes with the
-client it was handed is recorded under it, in order. The trainer builds that rollout's datums from
+client it was handed is recorded under it, in the order the calls started (a call gets its start
+number when it arrives, `CallLog.start`; one that finishes before an earlier one is recorded after
+it all the same). The trainer builds that rollout's datums from
 these records alone, never from re-tokenized text.
 """
 
@@ -10,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -19,7 +21,7 @@ class CallRecord:
 
     address: str
     turn: int
-    """Position among the address's calls: 0 for the first."""
+    """Position among the address's recorded calls, in the order they started: 0 for the first."""
     prompt_tokens: tuple[int, ...]
     sampled_tokens: tuple[int, ...]
     sampled_logprobs: tuple[float, ...]
@@ -31,6 +33,9 @@ class CallRecord:
     extends_previous: bool
     """The prompt starts with the previous call's prompt + sampled tokens, so both calls train as
     one datum; False for the first call and wherever the chat format could not extend."""
+    started: int = 0
+    """The call's start number on its address (0 first; a call refused or failed before it was
+    recorded leaves a gap). Records written before it was kept read as 0."""
 
     def __post_init__(self) -> None:
         if len(self.sampled_tokens) != len(self.sampled_logprobs):
@@ -49,11 +54,21 @@ def extends(previous: CallRecord | None, prompt_tokens: Sequence[int]) -> bool:
 
 
 class CallLog:
-    """Every address's calls, in call order. Thread-safe: HTTP handlers and rollouts share it."""
+    """Every address's calls, in the order they started. Thread-safe: HTTP handlers and rollouts
+    share it."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._calls: defaultdict[str, list[CallRecord]] = defaultdict(list)
+        self._started: defaultdict[str, int] = defaultdict(int)
+
+    def start(self, address: str) -> int:
+        """The next start number on `address`: a call takes one when it arrives, and its record
+        goes where that number puts it among the address's calls."""
+        with self._lock:
+            number = self._started[address]
+            self._started[address] = number + 1
+            return number
 
     def add(
         self,
@@ -64,21 +79,35 @@ class CallLog:
         sampled_logprobs: Sequence[float],
         stop_reason: str,
         sampler_version: int,
+        started: int | None = None,
     ) -> CallRecord:
-        """Record one call under `address` and return its record (turn and extension derived)."""
+        """Record one call under `address` and return its record (turn and extension derived).
+        `started`: its start number (`start`); None: it starts now. A call that started before
+        calls already recorded goes before them: their turns and extensions are derived again."""
+        if started is None:
+            started = self.start(address)
         with self._lock:
             calls = self._calls[address]
+            at = len(calls)
+            while at and calls[at - 1].started > started:
+                at -= 1
             record = CallRecord(
                 address=address,
-                turn=len(calls),
+                turn=at,
                 prompt_tokens=tuple(prompt_tokens),
                 sampled_tokens=tuple(sampled_tokens),
                 sampled_logprobs=tuple(float(x) for x in sampled_logprobs),
                 stop_reason=stop_reason,
                 sampler_version=sampler_version,
-                extends_previous=extends(calls[-1] if calls else None, prompt_tokens),
+                extends_previous=extends(calls[at - 1] if at else None, prompt_tokens),
+                started=started,
             )
-            calls.append(record)
+            calls.insert(at, record)
+            for i in range(at + 1, len(calls)):
+                later = calls[i]
+                calls[i] = replace(
+                    later, turn=i, extends_previous=extends(calls[i - 1], later.prompt_tokens)
+                )
             return record
 
     def last(self, address: str) -> CallRecord | None:
@@ -93,8 +122,10 @@ class CallLog:
             return list(self._calls.get(address, ()))
 
     def take(self, address: str) -> list[CallRecord]:
-        """The address's calls, in order, removed from the log: a finished rollout's record."""
+        """The address's calls, in order, removed from the log: a finished rollout's record
+        (and its start numbers: a later call on the address starts at 0 again)."""
         with self._lock:
+            self._started.pop(address, None)
             return self._calls.pop(address, [])
 
     def addresses(self) -> list[str]:

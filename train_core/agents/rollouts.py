@@ -2,13 +2,17 @@
 gateway records under its own address, turned into a TrajectoryGroup from those records.
 
 An agent is an async function `rollout(client, task) -> reward` over an `openai.AsyncOpenAI`
-client. A run that raises, outlives its wall-time budget (it is cancelled) or went past its turn
-or sampled-token budget is dropped and counted, never trained on; a group with fewer than
+client. A run that raises, outlives its wall-time budget (it is cancelled) or goes past its turn,
+sampled-token or tool-call budget is dropped and counted, never trained on; a group with fewer than
 `min_group_size` runs left is dropped whole (its advantages would centre on nothing). Whether the
 step goes on is the caller's decision (`failure_line`), over all the step's groups.
 
 `gateway` is duck-typed (the AgentGateway port: `client(address)`, `take(address)`) so this
-module needs nothing outside train_core.
+module needs nothing outside train_core. A gateway that also has `limit(address, budgets) ->
+RolloutMeter` (Kitchen's) enforces the turn, token and tool-call budgets while the rollout runs:
+the call past one is refused (the agent's client raises) and the rollout dropped under that
+budget's kind whether or not the agent caught the error. With a gateway without it, they are
+checked from the records once the rollout ends, and tool calls counted on its client.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from train_core.agents.budgets import RolloutMeter
 from train_core.agents.records import CallRecord
 from train_core.agents.tool_calls import ToolCallCount
 from train_core.agents.trajectories import count_splits, records_to_trajectory
@@ -64,7 +69,8 @@ class AgentBudgets:
     max_sampled_tokens: int | None = None
     """Sampled tokens per rollout, over all its calls."""
     max_tool_calls: int | None = None
-    """Tool calls in the replies one rollout received (chat completions, not streamed)."""
+    """Tool calls in the replies one rollout received, over all its calls (chat completions,
+    responses and messages, streamed or not)."""
     min_group_size: int = 2
     """Rollouts a group must keep to train; fewer left and the group is dropped."""
 
@@ -142,28 +148,41 @@ async def _one_rollout(
 ) -> tuple[list[CallRecord], float, int] | RolloutFailure:
     """(records, reward, tool calls) of a rollout within budget, else why it was dropped. Its
     records are taken from the gateway whatever happens, so none outlives the rollout there, and
-    its client is closed."""
+    its client is closed. A budget the gateway refused a call for is the reason first: the
+    agent's error (or its wall-time cancel, if it went on) followed from it."""
+    limit = getattr(gateway, "limit", None)
+    meter: RolloutMeter | None = limit(address, budgets) if limit is not None else None
     timer = asyncio.timeout(budgets.wall_time_s)
-    tool_calls = ToolCallCount()
-    client = tool_calls.attach(make_client(address))
+    counted = ToolCallCount()
+    client = make_client(address)
+    if meter is None:  # the gateway does not count them: the client does
+        client = counted.attach(client)
+    failure: RolloutFailure | None = None
+    reward = 0.0
     try:
         try:
             async with timer:
                 reward = float(await builder.rollout(client, builder.task))
         except Exception as e:
             if timer.expired():  # not the agent's own TimeoutError: the budget's cancel
-                return RolloutFailure(
+                failure = RolloutFailure(
                     address,
                     "timed_out",
                     f"cancelled at its wall-time budget of {budgets.wall_time_s} s",
                 )
-            return RolloutFailure(address, "failed", f"raised {_one_line(e)}")
+            else:
+                failure = RolloutFailure(address, "failed", f"raised {_one_line(e)}")
     finally:
         records = gateway.take(address)
         close = getattr(client, "close", None)
         if close is not None:
             await asyncio.shield(close())
-    return over_budget(address, records, budgets, tool_calls.n) or (records, reward, tool_calls.n)
+    if meter is not None and meter.refusal is not None:
+        return RolloutFailure(address, meter.refusal.kind, meter.refusal.message)
+    if failure is not None:
+        return failure
+    tool_calls = meter.tool_calls if meter is not None else counted.n
+    return over_budget(address, records, budgets, tool_calls) or (records, reward, tool_calls)
 
 
 def over_budget(

@@ -1,9 +1,10 @@
-"""The tool calls a rollout's model made, counted from the replies its client received.
+"""The tool calls a rollout's model made, counted from the replies its client received, for a
+gateway that does not count them itself (Kitchen's does, on every route: budgets.py).
 
 The records hold tokens, not what the route parsed from them, so the count is taken on the
 client: its `chat.completions.create` is wrapped in place (the same object, so frameworks that
 check its type still take it) and each whole reply's `tool_calls` are added up. Streamed replies
-are not counted.
+and other routes are not counted here.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ sampling client, every call addressed to a rollout recorded in a CallLog.
     client = gateway.client("rollout-7")            # openai.AsyncOpenAI, in-process, no socket
     await client.chat.completions.create(model="policy", messages=[...], tools=[...])
     gateway.set_policy(new_sampling_client, 1)       # after an optim step
-    records = gateway.take("rollout-7")              # list[CallRecord], in call order
+    meter = gateway.limit("rollout-7", budgets)      # its calls past these budgets are refused
+    records = gateway.take("rollout-7")              # list[CallRecord], in the order they started
     gateway.close()
 
 The same object serves `kitchen serve`'s OpenAI routes (with its catalog of base models and
@@ -30,8 +31,10 @@ from kitchen.serve.gateway.rollouts import RolloutBook
 from kitchen.serve.openai.models import Lease
 
 if TYPE_CHECKING:
+    from kitchen.serve.gateway.rollouts import RolloutCalls
     from kitchen.serve.openai.models import ModelCatalog
     from train_core.agents import CallRecord
+    from train_core.agents.budgets import RolloutMeter
 
 IN_PROCESS_URL = "http://kitchen-gateway"
 """The origin in-process clients name (no socket is opened for it)."""
@@ -96,6 +99,18 @@ class Gateway:
     def take(self, address: str) -> list[CallRecord]:
         return self.book.take(address)
 
+    def limit(self, address: str, budgets: Any) -> RolloutMeter:
+        """The calls on `address` spend `budgets` (a train_core AgentBudgets: its max_turns,
+        max_sampled_tokens and max_tool_calls) until `take(address)`: a call past one is answered
+        with a 400 whose code is rollout_budget_exceeded. The meter tells what the calls spent
+        and the first one refused."""
+        return self.book.limit(
+            address,
+            max_turns=budgets.max_turns,
+            max_sampled_tokens=budgets.max_sampled_tokens,
+            max_tool_calls=budgets.max_tool_calls,
+        )
+
     def live_snapshots(self) -> int:
         return self.policy.live()
 
@@ -107,11 +122,12 @@ class Gateway:
             if self.policy.version is None and self._default_policy is not None:
                 await asyncio.to_thread(self._open_default)
             model, token = self.policy.lease()
-            return Lease(model.addressed(rollout), _once(lambda: self.policy.release(token)))
+            release = _closing(rollout, lambda: self.policy.release(token))
+            return Lease(model.addressed(rollout), _once(release))
         if self._catalog is None:
             raise NotFound(f"model {name!r}: this gateway serves {POLICY_MODEL!r} only")
         model, release = await asyncio.to_thread(self._catalog.lease, name)  # may load weights
-        return Lease(model.addressed(rollout), _once(release))
+        return Lease(model.addressed(rollout), _once(_closing(rollout, release)))
 
     def _open_default(self) -> None:
         with self._default_lock:
@@ -213,6 +229,18 @@ def _once(release: Callable[[], None]) -> Callable[[], None]:
             release()
 
     return once
+
+
+def _closing(rollout: RolloutCalls | None, release: Callable[[], None]) -> Callable[[], None]:
+    """`release`, after closing the call's recorder (its unspent budget is given back)."""
+    if rollout is None:
+        return release
+
+    def both() -> None:
+        rollout.close()
+        release()
+
+    return both
 
 
 def _quoted(address: str) -> str:

@@ -141,14 +141,20 @@ def _stops(model: ServedModel, request: ChatRequest) -> tuple[list[str], set[int
     return [*(s for s in own if isinstance(s, str)), *request.stop_strings], ids
 
 
-def _params(model: ServedModel, request: ChatRequest) -> Any:
+def _admit(model: ServedModel, request: ChatRequest) -> int | None:
+    """The tokens the call may sample: its own limit, capped by its rollout's budget."""
+    limit = request.token_limit
+    return limit if model.rollout is None else model.rollout.admit(limit)
+
+
+def _params(model: ServedModel, request: ChatRequest, max_tokens: int | None) -> Any:
     strings, ids = _stops(model, request)
     if not strings:
         stop: list[str] | list[int] = sorted(ids)
     else:  # the SDK's SamplingParams takes strings or token ids, not both: ids go as their text
         stop = [*strings, *(model.tokenizer.decode([t]) for t in sorted(ids))]
     return sampling_params(
-        request.token_limit, request.temperature, request.top_p, request.seed, stop, request.top_k
+        max_tokens, request.temperature, request.top_p, request.seed, stop, request.top_k
     )
 
 
@@ -213,7 +219,8 @@ def _head(model: ServedModel, kind: str) -> dict[str, Any]:
 
 async def chat(model: ServedModel, request: ChatRequest) -> dict[str, Any]:
     prompt, turn = _prompt(model, request)
-    choices = await finished(model.sampler, [prompt], request.n, _params(model, request))
+    params = _params(model, request, _admit(model, request))
+    choices = await finished(model.sampler, [prompt], request.n, params)
     out = []
     for index, choice in enumerate(choices):
         message, finish = _reply(model, request, choice)
@@ -244,6 +251,7 @@ async def stream(model: ServedModel, request: ChatRequest) -> AsyncIterator[dict
             "rescoring after the sample); ask without streaming, or with logprobs only"
         )
     prompt, turn = _prompt(model, request)
+    params = _params(model, request, _admit(model, request))
     strings, ids = _stops(model, request)
     texts = [TextStream(model.tokenizer, strings, ids) for _ in range(request.n)]
     pending: list[list[tuple[int, float]]] = [[] for _ in range(request.n)]
@@ -271,7 +279,7 @@ async def stream(model: ServedModel, request: ChatRequest) -> AsyncIterator[dict
         if index == 0 and request.return_token_ids:
             first["prompt_token_ids"] = prompt
         yield first
-    async for item in generate(model.sampler, [prompt], request.n, _params(model, request)):
+    async for item in generate(model.sampler, [prompt], request.n, params):
         if isinstance(item, TokenEvent):
             pending[item.index].append((item.token, item.logprob))
             if delta := texts[item.index].push(item.token):

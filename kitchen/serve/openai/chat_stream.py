@@ -33,7 +33,9 @@ class StreamTranslation(Protocol):
 
     def end(self, usage: dict[str, int] | None) -> Iterator[Event]: ...
 
-    def failed(self, message: str) -> Iterator[Event]: ...
+    def failed(self, message: str, code: str | None = None) -> Iterator[Event]:
+        """`code`: the refusal's own (rollout_budget_exceeded), None for a server failure."""
+        ...
 
 
 async def translated_events(
@@ -59,7 +61,7 @@ async def translated_events(
                         yield event
     except Exception as e:  # headers are sent: the failure travels as events
         log.warning("kitchen serve: a streamed %s failed: %s", into.what, e)
-        for event in into.failed(error_message(e)):
+        for event in into.failed(error_message(e), getattr(e, "code", None)):
             yield event
         return
     for event in into.end(usage):

@@ -53,13 +53,18 @@ def _record(model: ServedModel, prompt: list[int], choice: Choice) -> None:
 
 
 def _params(model: ServedModel, request: CompletionRequest) -> Any:
+    """The sampling params; a call addressed to a rollout is admitted by its budget here (its
+    max_tokens capped to what is left)."""
+    max_tokens = request.max_tokens
+    if model.rollout is not None:
+        max_tokens = model.rollout.admit(max_tokens)
     stops = request.stop_strings
     # Tinker's rule: a stop list replaces EOS; OpenAI's stop strings come on top of it. The SDK's
     # SamplingParams takes strings or token ids, not both: EOS goes as its text.
     eos = [model.tokenizer.decode([t]) for t in sorted(model.sampler.eos_ids())]
     stop = [*stops, *eos] if stops else None
     return sampling_params(
-        request.max_tokens, request.temperature, request.top_p, request.seed, stop, request.top_k
+        max_tokens, request.temperature, request.top_p, request.seed, stop, request.top_k
     )
 
 
@@ -106,6 +111,7 @@ async def stream(model: ServedModel, request: CompletionRequest) -> AsyncIterato
             "without streaming, or with logprobs=0"
         )
     prompts = prompt_tokens(model, request)
+    params = _params(model, request)  # before the echo: a refused call answers 400, not a stream
     stop_ids = model.sampler.eos_ids()
     n_choices = len(prompts) * request.n
     texts = [TextStream(model.tokenizer, request.stop_strings, stop_ids) for _ in range(n_choices)]
@@ -154,7 +160,7 @@ async def stream(model: ServedModel, request: CompletionRequest) -> AsyncIterato
             prompt = prompts[index // request.n]
             text = decode(prompt, skip_special_tokens=False)
             yield chunk(index, text, None, first=opening(index))
-    async for item in generate(model.sampler, prompts, request.n, _params(model, request)):
+    async for item in generate(model.sampler, prompts, request.n, params):
         if isinstance(item, TokenEvent):
             pending[item.index].append((item.token, item.logprob))
             if delta := texts[item.index].push(item.token):

@@ -355,5 +355,6 @@ class _MessageStream:
         }
         yield {"type": "message_stop"}
 
-    def failed(self, message: str) -> Iterator[Event]:
-        yield {"type": "error", "error": {"type": "api_error", "message": message}}
+    def failed(self, message: str, code: str | None = None) -> Iterator[Event]:
+        kind = "api_error" if code is None else "invalid_request_error"  # a refusal, not a fault
+        yield {"type": "error", "error": {"type": kind, "message": message}}

@@ -79,6 +79,11 @@ class CallRecorder(Protocol):
         its reply, else `fresh` (the conversation rendered anew)."""
         ...
 
+    def admit(self, max_tokens: int | None) -> int | None:
+        """Called before sampling: the tokens the call may sample (`max_tokens`, capped to what
+        its rollout's budget has left); raises a UserError when the budget refuses the call."""
+        ...
+
     def record(
         self,
         prompt: Sequence[int],

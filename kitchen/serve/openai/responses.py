@@ -399,8 +399,9 @@ class _ResponseStream:
         kind = "response.incomplete" if final["status"] == "incomplete" else "response.completed"
         yield self._event(kind, response=final)
 
-    def failed(self, message: str) -> Iterator[Event]:
-        yield self._event("error", code="server_error", message=message, param=None)
+    def failed(self, message: str, code: str | None = None) -> Iterator[Event]:
+        code = code or "server_error"
+        yield self._event("error", code=code, message=message, param=None)
         failed = {**self.head, "status": "failed", "output": self.output}
-        failed["error"] = {"code": "server_error", "message": message}
+        failed["error"] = {"code": code, "message": message}
         yield self._event("response.failed", response=failed)

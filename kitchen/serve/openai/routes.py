@@ -31,10 +31,25 @@ log = logging.getLogger("kitchen.serve.openai")
 R = TypeVar("R", bound=pydantic.BaseModel)
 
 
-def openai_error(message: str, status: int = 400) -> Response:
+def openai_error(
+    message: str, status: int = 400, code: str | None = None, param: str | None = None
+) -> Response:
     kind = {404: "not_found_error", 500: "server_error"}.get(status, "invalid_request_error")
-    body = {"error": {"message": message, "type": kind, "param": None, "code": None}}
+    body = {"error": {"message": message, "type": kind, "param": param, "code": code}}
     return JSONResponse(body, status_code=status)
+
+
+def refused(error: UserError) -> Response:
+    """The OpenAI error a UserError is answered with (its status, code and param)."""
+    return openai_error(error_message(error), error.status, error.code, error.param)
+
+
+def stream_error(error: BaseException) -> dict[str, Any]:
+    """The error event a stream ends with once its headers are sent."""
+    body: dict[str, Any] = {"message": error_message(error)}
+    if isinstance(error, UserError) and error.code is not None:
+        body.update(type="invalid_request_error", code=error.code, param=error.param)
+    return {"error": body}
 
 
 async def parse_body(request: Request, model: type[R]) -> R:
@@ -53,7 +68,7 @@ def _sse(chunks: AsyncIterator[dict[str, Any]]) -> StreamingResponse:
                 yield f"data: {json.dumps(chunk)}\n\n"
         except Exception as e:  # headers are sent: the error travels as an event
             log.warning("kitchen serve: a streamed completion failed: %s", e)
-            yield f"data: {json.dumps({'error': {'message': error_message(e)}})}\n\n"
+            yield f"data: {json.dumps(stream_error(e))}\n\n"
         yield "data: [DONE]\n\n"
 
     return StreamingResponse(events(), media_type="text/event-stream")
@@ -94,14 +109,14 @@ async def answer(
         body = await parse_body(request, schema)
         lease = await models.lease(str(getattr(body, "model", "")), rollout_address(request))
     except UserError as e:
-        return openai_error(error_message(e), e.status)
+        return refused(e)
     streaming = bool(getattr(body, "stream", False))
     try:
         if streaming:
             return _sse(await _peeked(_holding(streamed(lease.model, body), lease)))
         return JSONResponse(await once(lease.model, body))
     except UserError as e:
-        return openai_error(error_message(e), e.status)
+        return refused(e)
     except Exception as e:
         log.exception("kitchen serve: %s failed", request.url.path)
         return openai_error(f"{request.url.path}: {error_message(e)}", 500)

@@ -28,7 +28,7 @@ log = logging.getLogger("kitchen.serve.openai")
 
 # (model name, request) -> the model, and what to call once its answer is complete.
 OpenModel = Callable[[str, Request], Awaitable[tuple[ServedModel, Callable[[], None]]]]
-ErrorShape = Callable[[str, int], Response]
+ErrorShape = Callable[..., Response]  # (message, status, code=None, param=None)
 
 
 class Translation(Protocol):
@@ -43,7 +43,10 @@ class Translation(Protocol):
     ) -> AsyncIterator[dict[str, Any]]: ...
 
 
-def anthropic_error(message: str, status: int = 400) -> Response:
+def anthropic_error(
+    message: str, status: int = 400, code: str | None = None, param: str | None = None
+) -> Response:
+    """Anthropic's error shape (which has no code: the message names what was refused)."""
     kind = {404: "not_found_error", 500: "api_error"}.get(status, "invalid_request_error")
     body = {"type": "error", "error": {"type": kind, "message": message}}
     return JSONResponse(body, status_code=status)
@@ -64,7 +67,7 @@ def add_translated_routes(app: FastAPI, open_model: OpenModel) -> None:
             chat = _chat_request(api.chat_request(body), route, api.CHAT_FIELDS)
             model, done = await open_model(chat.model, request)
         except UserError as e:
-            return error(_on(route, error_message(e)), e.status)
+            return error(_on(route, error_message(e)), e.status, e.code, e.param)
         try:
             if chat.stream:
                 chunks = await _peeked(chat_api.stream(model, chat))
@@ -73,7 +76,7 @@ def add_translated_routes(app: FastAPI, open_model: OpenModel) -> None:
                 return _named_sse(events)
             return JSONResponse(reply(body, await chat_api.chat(model, chat)))
         except UserError as e:
-            return error(_on(route, error_message(e)), e.status)
+            return error(_on(route, error_message(e)), e.status, e.code, e.param)
         except Exception as e:
             log.exception("kitchen serve: %s failed", route)
             return error(f"{route}: {error_message(e)}", 500)

@@ -135,21 +135,24 @@ class AgentConfig(ConfigGroup):
         None,
         ge=1,
         alias="agent_max_turns",
-        description="Model calls one rollout may make; a rollout over it is dropped (None: no limit)",
+        description="Model calls one rollout may make; the call past it is refused and the "
+        "rollout dropped (None: no limit)",
     )
     max_sampled_tokens: int | None = Field(
         None,
         ge=1,
         alias="agent_max_sampled_tokens",
-        description="Tokens one rollout may sample over all its calls; over it, dropped "
+        description="Tokens one rollout may sample over all its calls (each call's max_tokens "
+        "is capped to what is left); a call with none left is refused and the rollout dropped "
         "(None: no limit)",
     )
     max_tool_calls: int | None = Field(
         None,
         ge=0,
         alias="agent_max_tool_calls",
-        description="Tool calls one rollout's model may make (counted in the chat completions it "
-        "received, not streamed); over it, dropped (None: no limit)",
+        description="Tool calls one rollout's model may make (counted by the gateway on every "
+        "route, streamed or not); the reply past it is refused and the rollout dropped "
+        "(None: no limit)",
     )
     min_group_size: int = Field(
         2,
