@@ -351,7 +351,7 @@ def main() -> None:
     args = parser.parse_args()
     resolve_model_options(args)
     if args.dtype == "auto":  # as the engine chooses: bf16 on accelerators and CPUs with bf16 units
-        from kitchen.adapters.local.settings import cpu_has_native_bf16
+        from kitchen.adapters.local.model.settings import cpu_has_native_bf16
 
         native = args.device != "cpu" or cpu_has_native_bf16()
         args.dtype = "bfloat16" if native else "float32"

@@ -471,7 +471,7 @@ def main() -> None:
     args = parser.parse_args()
     dtype = args.dtype
     if dtype == "auto":
-        from kitchen.adapters.local.settings import cpu_has_native_bf16
+        from kitchen.adapters.local.model.settings import cpu_has_native_bf16
 
         dtype = "bfloat16" if cpu_has_native_bf16() else "float32"
     s = StepSettings(

@@ -185,7 +185,7 @@ def lora_model(name: str, rank: int) -> tuple[Any, Any, Any]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from kitchen.adapters.local import resolve_model
-    from kitchen.adapters.local.lora import LoraSpec, peft_config
+    from kitchen.adapters.local.model.lora import LoraSpec, peft_config
 
     path = resolve_model(name)
     tokenizer = AutoTokenizer.from_pretrained(path)

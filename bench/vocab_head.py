@@ -1,4 +1,4 @@
-"""The head computed by vocabulary blocks (kitchen/adapters/local/vocab.py) against one whole matrix
+"""The head computed by vocabulary blocks (kitchen/adapters/local/model/vocab.py) against one whole matrix
 product, in one process: what the blocks cost at --nproc 1.
 
     .venv/bin/python bench/vocab_head.py                 # SmolLM2-135M's head: 49152 x 576, fp32
@@ -25,8 +25,8 @@ def heads(vocab: int, hidden: int, rank: int) -> dict[str, Any]:
     import torch
     from peft import LoraConfig, get_peft_model
 
-    from kitchen.adapters.local.lora import fuse_lora_forwards
-    from kitchen.adapters.local.vocab import WholeRows, split_head
+    from kitchen.adapters.local.model.lora import fuse_lora_forwards
+    from kitchen.adapters.local.model.vocab import WholeRows, split_head
 
     class Head(torch.nn.Module):
         def __init__(self) -> None:

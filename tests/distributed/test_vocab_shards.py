@@ -55,9 +55,9 @@ def _rank() -> None:
     from kitchen.adapters.local.distributed.deal import Deal
     from kitchen.adapters.local.distributed.sharded_base import ShardedBase
     from kitchen.adapters.local.distributed.world import World
-    from kitchen.adapters.local.host import ModelHost, load_host
-    from kitchen.adapters.local.lora import LoraSpec, adapter_parameters, peft_config
-    from kitchen.adapters.local.settings import EngineSettings
+    from kitchen.adapters.local.model.host import ModelHost, load_host
+    from kitchen.adapters.local.model.lora import LoraSpec, adapter_parameters, peft_config
+    from kitchen.adapters.local.model.settings import EngineSettings
     from kitchen.ports import BackendSettings
 
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))

@@ -146,7 +146,7 @@ def test_the_checks_flag_a_cookbook_or_workflow_that_imports_an_adapter(tmp_path
     ]
     (tmp_path / "kitchen" / "adapters" / "local").mkdir(parents=True)
     (tmp_path / "kitchen" / "adapters" / "local" / "backend.py").write_text(
-        "from kitchen.adapters.local.host import ModelHost\n"
+        "from kitchen.adapters.local.model.host import ModelHost\n"
         "def f():\n    from kitchen.adapters.vllm.samplers import VllmSamplers\n"
     )
     assert _violations(tmp_path, LOCAL_FORBIDDEN, _adapter) == [

@@ -17,9 +17,10 @@ import torch
 from tinker import types
 from typer.testing import CliRunner
 
-from kitchen.adapters.local import create_local_backend, quantization
-from kitchen.adapters.local.quantization import check_device
-from kitchen.adapters.local.settings import EngineSettings
+from kitchen.adapters.local import create_local_backend
+from kitchen.adapters.local.model import quantization
+from kitchen.adapters.local.model.quantization import check_device
+from kitchen.adapters.local.model.settings import EngineSettings
 from kitchen.adapters.samplers import remote_samplers
 from kitchen.engine.errors import ConfigError
 from kitchen.ports import BackendSettings

@@ -10,7 +10,7 @@ import pytest
 import torch
 from tinker import types
 
-from kitchen.adapters.local.lora import adapter_parameters
+from kitchen.adapters.local.model.lora import adapter_parameters
 from kitchen.ports import GRAD_NORM_METRIC
 
 from .conftest import TEXTS, TINY, sft_datum

@@ -23,17 +23,21 @@ from kitchen.adapters.local.distributed.commands import (
 )
 from kitchen.adapters.local.distributed.executor import executor
 from kitchen.adapters.local.executor import SOLO, Executor
-from kitchen.adapters.local.host import LoraSnapshot, ModelHost, load_host
-from kitchen.adapters.local.lora import LoraSpec
-from kitchen.adapters.local.quantization import (
+from kitchen.adapters.local.model.host import LoraSnapshot, ModelHost, load_host
+from kitchen.adapters.local.model.locate import resolve_model
+from kitchen.adapters.local.model.lora import LoraSpec
+from kitchen.adapters.local.model.quantization import (
     allow_bitsandbytes,
     check_device,
     hold_back_bitsandbytes,
 )
+from kitchen.adapters.local.model.settings import (
+    EngineSettings,
+    apply_num_threads,
+    choose_num_threads,
+)
 from kitchen.adapters.local.remote_samplers import RemoteSamplers, RemoteSamplersFactory
-from kitchen.adapters.local.resolve import resolve_model
 from kitchen.adapters.local.sampling_client import LocalSamplingClient, model_eos_ids
-from kitchen.adapters.local.settings import EngineSettings, apply_num_threads, choose_num_threads
 from kitchen.adapters.local.stability import StabilityRecords
 from kitchen.adapters.local.training_client import LocalTrainingClient, next_model_id
 from kitchen.engine.errors import BackendError, ConfigError

@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 from tinker import types
 
-from kitchen.adapters.local.attention import packed_kwargs
-from kitchen.adapters.local.images import Expanded, Vision, mrope_positions, text_only
+from kitchen.adapters.local.model.attention import packed_kwargs
+from kitchen.adapters.local.model.images import Expanded, Vision, mrope_positions, text_only
 from kitchen.engine.errors import BackendError
 
 # Rows sharing at least this many leading tokens may run them once; below it the saving is noise.

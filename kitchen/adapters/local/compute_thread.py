@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from kitchen.adapters.local.decode_batch import DecodeBatch, SampleJob
-from kitchen.adapters.local.images import Expanded
+from kitchen.adapters.local.model.images import Expanded
 from kitchen.adapters.local.sampling import Generated, PromptScores
 from kitchen.engine.errors import BackendError
 

@@ -24,7 +24,7 @@ import numpy as np
 from tinker import types
 
 from kitchen.adapters.local.batching import image_arguments, left_padded, to_device
-from kitchen.adapters.local.images import Expanded, mrope_positions, vision_of
+from kitchen.adapters.local.model.images import Expanded, mrope_positions, vision_of
 from kitchen.adapters.local.sampling import (
     Generated,
     PromptAsks,

@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     from kitchen.adapters.local.decode_batch import Spread
     from kitchen.adapters.local.distributed.commands import Command
     from kitchen.adapters.local.distributed.deal import Deal
-    from kitchen.adapters.local.host import LoraSnapshot, ModelHost
-    from kitchen.adapters.local.images import Expanded
+    from kitchen.adapters.local.model.host import LoraSnapshot, ModelHost
+    from kitchen.adapters.local.model.images import Expanded
     from kitchen.adapters.local.sampling_client import LocalSamplingClient
 
 

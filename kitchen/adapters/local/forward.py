@@ -15,8 +15,6 @@ import numpy as np
 from tinker import types
 
 from kitchen.adapters.local.batching import MicroBatch, plan_microbatches
-from kitchen.adapters.local.host import model_limits
-from kitchen.adapters.local.images import Expanded, vision_of
 from kitchen.adapters.local.logprobs import TargetLogprobs
 from kitchen.adapters.local.losses import loss_fn_named
 from kitchen.adapters.local.memory import (
@@ -25,6 +23,8 @@ from kitchen.adapters.local.memory import (
     activation_checkpointing,
     plan_checkpointing,
 )
+from kitchen.adapters.local.model.host import model_limits
+from kitchen.adapters.local.model.images import Expanded, vision_of
 from kitchen.engine.errors import BackendError
 from kitchen.ports import CustomLossFn
 from train_core.losses import (

@@ -26,8 +26,6 @@ from kitchen.engine.errors import BackendError
 
 log = logging.getLogger(__name__)
 
-CHECKPOINTING = ("auto", "on", "off")
-
 # Bytes a training pass keeps per token and decoder layer for backward, in units of the model's
 # widths: fp32 for the residual stream (the weights are fp32 masters, so under autocast the
 # embeddings and every residual add stay fp32, and RMSNorm computes in fp32), the compute dtype

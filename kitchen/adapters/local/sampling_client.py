@@ -17,8 +17,8 @@ from kitchen.adapters.local.compute_thread import ComputeThread, ScoreJob
 from kitchen.adapters.local.decode_batch import SampleJob, first_position
 from kitchen.adapters.local.distributed.commands import ShadowForward
 from kitchen.adapters.local.executor import SOLO, Executor
-from kitchen.adapters.local.host import LoraSnapshot, ModelHost
-from kitchen.adapters.local.images import Expanded, text_only, vision_of
+from kitchen.adapters.local.model.host import LoraSnapshot, ModelHost
+from kitchen.adapters.local.model.images import Expanded, text_only, vision_of
 from kitchen.adapters.local.sampling import (
     Generated,
     PromptAsks,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kitchen.adapters.local.resolve import kitchen_cache_dir
+from kitchen.adapters.local.model.locate import kitchen_cache_dir
 from kitchen.adapters.vllm.pool import ServerPool
 from kitchen.adapters.vllm.sampling_client import VllmSamplingClient
 from kitchen.adapters.vllm.server import (

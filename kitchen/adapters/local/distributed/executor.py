@@ -18,8 +18,8 @@ from kitchen.adapters.local.distributed.world import World
 if TYPE_CHECKING:
     from kitchen.adapters.local.compute_thread import ComputeThread
     from kitchen.adapters.local.executor import Executor
-    from kitchen.adapters.local.host import LoraSnapshot, ModelHost
-    from kitchen.adapters.local.images import Expanded
+    from kitchen.adapters.local.model.host import LoraSnapshot, ModelHost
+    from kitchen.adapters.local.model.images import Expanded
     from kitchen.adapters.local.sampling_client import LocalSamplingClient
 
 

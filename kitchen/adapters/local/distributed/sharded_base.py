@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from kitchen.adapters.local.vocab import split_head, splits_vocab, vocab_blocks
+from kitchen.adapters.local.model.vocab import split_head, splits_vocab, vocab_blocks
 
 
 class ShardedBase:

@@ -20,13 +20,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kitchen.adapters.local.attention import sdpa_backends, sdpa_restricted, use_engine_attention
-from kitchen.adapters.local.context import extend_context
-from kitchen.adapters.local.lora import fuse_lora_forwards, load_adapter_weights
-from kitchen.adapters.local.quantization import prepare_quantized, quantization_config
-from kitchen.adapters.local.resolve import resolve_model
-from kitchen.adapters.local.settings import EngineSettings
-from kitchen.adapters.local.vocab import WholeRows, split_head, splits_vocab
+from kitchen.adapters.local.model.attention import (
+    sdpa_backends,
+    sdpa_restricted,
+    use_engine_attention,
+)
+from kitchen.adapters.local.model.context import extend_context
+from kitchen.adapters.local.model.locate import resolve_model
+from kitchen.adapters.local.model.lora import fuse_lora_forwards, load_adapter_weights
+from kitchen.adapters.local.model.quantization import prepare_quantized, quantization_config
+from kitchen.adapters.local.model.settings import EngineSettings
+from kitchen.adapters.local.model.vocab import WholeRows, split_head, splits_vocab
 from kitchen.engine.errors import BackendError
 
 _snapshot_ids = itertools.count(1)
