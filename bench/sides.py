@@ -232,7 +232,7 @@ def count_update_plans() -> list[int]:
     requests share passes; those are left out, so the count is the update's alone."""
     import threading
 
-    from kitchen.adapters.local import forward as local_forward
+    from kitchen.adapters.local.train import forward as local_forward
 
     planned = [0, 0]
     scoring = threading.local()

@@ -56,7 +56,7 @@ def main() -> None:
     import torch
     import torch.nn.functional as F
 
-    from kitchen.adapters.local.logprobs import LOGIT_CHUNK_TOKENS
+    from kitchen.adapters.local.train.logprobs import LOGIT_CHUNK_TOKENS
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--vocab", type=int, default=49152)

@@ -28,8 +28,8 @@ class ServeSettings:
     # torch intra-op threads in the server process: on a small machine the server and its client
     # would otherwise fight over every core.
     threads: int | None = 1
-    activation_checkpointing: str = "auto"  # auto | on | off (adapters/local/memory.py)
-    packing: bool = False  # padding-free micro-batches (adapters/local/batching.py)
+    activation_checkpointing: str = "auto"  # auto | on | off (adapters/local/train/memory.py)
+    packing: bool = False  # padding-free micro-batches (adapters/local/train/batching.py)
     context_length: int | None = None  # past the trained context by RoPE scaling (context.py)
     rope_scaling: str = "yarn"
     sampler: str = "local"  # local | vllm (adapters/vllm/)

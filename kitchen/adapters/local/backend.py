@@ -38,7 +38,7 @@ from kitchen.adapters.local.model.settings import (
 )
 from kitchen.adapters.local.remote_samplers import RemoteSamplers, RemoteSamplersFactory
 from kitchen.adapters.local.sampling_client import LocalSamplingClient, model_eos_ids
-from kitchen.adapters.local.stability import StabilityRecords
+from kitchen.adapters.local.train.stability import StabilityRecords
 from kitchen.adapters.local.training_client import LocalTrainingClient, next_model_id
 from kitchen.engine.errors import BackendError, ConfigError
 from kitchen.ports import BackendSettings

@@ -12,7 +12,6 @@ from typing import Any
 import numpy as np
 from tinker import types
 
-from kitchen.adapters.local.batching import check_token_ids
 from kitchen.adapters.local.compute_thread import ComputeThread, ScoreJob
 from kitchen.adapters.local.decode_batch import SampleJob, first_position
 from kitchen.adapters.local.distributed.commands import ShadowForward
@@ -27,8 +26,9 @@ from kitchen.adapters.local.sampling import (
     check_sampling_params,
 )
 from kitchen.adapters.local.seed_stream import RequestSeeds, SeedStream
-from kitchen.adapters.local.stability import SequenceRecord, StabilityRecords
 from kitchen.adapters.local.target_logprobs import target_answer, target_ids
+from kitchen.adapters.local.train.batching import check_token_ids
+from kitchen.adapters.local.train.stability import SequenceRecord, StabilityRecords
 from kitchen.engine.errors import BackendError
 from kitchen.engine.futures import APIFuture, settle
 

@@ -30,14 +30,6 @@ from kitchen.adapters.local.distributed.commands import (
     ScoreData,
     TakeSnapshot,
 )
-from kitchen.adapters.local.distributed.deal import Deal
-from kitchen.adapters.local.forward import (
-    backprop_gradients,
-    run_builtin_loss,
-    run_custom_loss,
-    score_data,
-)
-from kitchen.adapters.local.memory import ActivationBudget, PaddingTally, peak_gib
 from kitchen.adapters.local.model.host import LoraSnapshot, ModelHost
 from kitchen.adapters.local.model.lora import (
     LoraSpec,
@@ -46,9 +38,17 @@ from kitchen.adapters.local.model.lora import (
     peft_config,
     snapshot_adapter,
 )
-from kitchen.adapters.local.optimizer import adam_step, make_optimizer
 from kitchen.adapters.local.sampling_client import LocalSamplingClient
-from kitchen.adapters.local.stability import with_sampler_logprobs
+from kitchen.adapters.local.train.deal import Deal
+from kitchen.adapters.local.train.forward import (
+    backprop_gradients,
+    run_builtin_loss,
+    run_custom_loss,
+    score_data,
+)
+from kitchen.adapters.local.train.memory import ActivationBudget, PaddingTally, peak_gib
+from kitchen.adapters.local.train.optimizer import adam_step, make_optimizer
+from kitchen.adapters.local.train.stability import with_sampler_logprobs
 from kitchen.engine.errors import BackendError
 from kitchen.engine.futures import APIFuture
 from kitchen.ports import CustomLossFn

@@ -191,7 +191,7 @@ def _emptied(seq: types.SampledSequence) -> types.SampledSequence:
 
 
 def _record(records: Any, prompt: list[int], sequences: list[types.SampledSequence]) -> None:
-    from kitchen.adapters.local.stability import SequenceRecord
+    from kitchen.adapters.local.train.stability import SequenceRecord
 
     shared = tuple(prompt)
     for seq in sequences:

@@ -12,8 +12,8 @@ import numpy as np
 
 from kitchen.adapters.local.decode_batch import CacheRows, Op
 from kitchen.adapters.local.distributed.commands import Command, Decode, Score
-from kitchen.adapters.local.distributed.deal import Deal
 from kitchen.adapters.local.distributed.world import World
+from kitchen.adapters.local.train.deal import Deal
 
 if TYPE_CHECKING:
     from kitchen.adapters.local.compute_thread import ComputeThread
@@ -137,8 +137,8 @@ def score_on_every_rank(
     base with `snapshot`'s weights (this rank's copy; merged if rank 0's were, `merge`); the
     logprobs on rank 0, None elsewhere. Rank 0 sends the other ranks their `call` once its
     weights are in place."""
-    from kitchen.adapters.local.forward import score_sequences
     from kitchen.adapters.local.sampling_client import snapshot_weights
+    from kitchen.adapters.local.train.forward import score_sequences
 
     with snapshot_weights(host, snapshot, merge) as model:
         if call is not None:

@@ -331,7 +331,7 @@ class World:
         keeps for its next optim_step's metrics (`take_peaks`): no collective of its own."""
         import torch.distributed as dist
 
-        from kitchen.adapters.local.memory import peak_gib
+        from kitchen.adapters.local.train.memory import peak_gib
 
         peak = None if self.leader else peak_gib(self.device)
         out: list[Any] | None = [None] * self.size if self.leader else None

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from kitchen.adapters.local.logprobs import LOGIT_CHUNK_TOKENS
+from kitchen.adapters.local.train.logprobs import LOGIT_CHUNK_TOKENS
 from kitchen.engine.errors import BackendError
 
 log = logging.getLogger(__name__)
