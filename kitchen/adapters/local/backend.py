@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from kitchen.adapters.local import checkpoints as ckpt
-from kitchen.adapters.local.compute_thread import ComputeThread
 from kitchen.adapters.local.distributed.commands import (
     LoadBase,
     LoadSnapshot,
@@ -37,6 +36,7 @@ from kitchen.adapters.local.model.settings import (
     choose_num_threads,
 )
 from kitchen.adapters.local.remote_samplers import RemoteSamplers, RemoteSamplersFactory
+from kitchen.adapters.local.sample.compute_thread import ComputeThread
 from kitchen.adapters.local.sampling_client import LocalSamplingClient, model_eos_ids
 from kitchen.adapters.local.train.stability import StabilityRecords
 from kitchen.adapters.local.training_client import LocalTrainingClient, next_model_id

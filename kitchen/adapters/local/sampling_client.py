@@ -12,21 +12,21 @@ from typing import Any
 import numpy as np
 from tinker import types
 
-from kitchen.adapters.local.compute_thread import ComputeThread, ScoreJob
-from kitchen.adapters.local.decode_batch import SampleJob, first_position
 from kitchen.adapters.local.distributed.commands import ShadowForward
 from kitchen.adapters.local.executor import SOLO, Executor
 from kitchen.adapters.local.model.host import LoraSnapshot, ModelHost
 from kitchen.adapters.local.model.images import Expanded, text_only, vision_of
-from kitchen.adapters.local.sampling import (
+from kitchen.adapters.local.sample.compute_thread import ComputeThread, ScoreJob
+from kitchen.adapters.local.sample.decode_batch import SampleJob, first_position
+from kitchen.adapters.local.sample.sampling import (
     Generated,
     PromptAsks,
     PromptScores,
     StopRule,
     check_sampling_params,
 )
-from kitchen.adapters.local.seed_stream import RequestSeeds, SeedStream
-from kitchen.adapters.local.target_logprobs import target_answer, target_ids
+from kitchen.adapters.local.sample.seed_stream import RequestSeeds, SeedStream
+from kitchen.adapters.local.sample.target_logprobs import target_answer, target_ids
 from kitchen.adapters.local.train.batching import check_token_ids
 from kitchen.adapters.local.train.stability import SequenceRecord, StabilityRecords
 from kitchen.engine.errors import BackendError

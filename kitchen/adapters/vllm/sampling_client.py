@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from tinker import types
 
-from kitchen.adapters.local.seed_stream import RequestSeeds
+from kitchen.adapters.local.sample.seed_stream import RequestSeeds
 from kitchen.adapters.vllm.completions import check_honoured, completion_body, sample_sequences
 from kitchen.adapters.vllm.pool import ServerPool
 from kitchen.engine.errors import BackendError

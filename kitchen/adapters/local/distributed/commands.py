@@ -12,9 +12,9 @@ if TYPE_CHECKING:
 
     from tinker import types
 
-    from kitchen.adapters.local.decode_batch import Op
     from kitchen.adapters.local.model.images import Expanded
     from kitchen.adapters.local.model.lora import LoraSpec
+    from kitchen.adapters.local.sample.decode_batch import Op
     from kitchen.ports import BackendSettings
 
 

@@ -10,16 +10,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kitchen.adapters.local.decode_batch import CacheRows, Op
 from kitchen.adapters.local.distributed.commands import Command, Decode, Score
 from kitchen.adapters.local.distributed.world import World
+from kitchen.adapters.local.sample.decode_batch import CacheRows, Op
 from kitchen.adapters.local.train.deal import Deal
 
 if TYPE_CHECKING:
-    from kitchen.adapters.local.compute_thread import ComputeThread
     from kitchen.adapters.local.executor import Executor
     from kitchen.adapters.local.model.host import LoraSnapshot, ModelHost
     from kitchen.adapters.local.model.images import Expanded
+    from kitchen.adapters.local.sample.compute_thread import ComputeThread
     from kitchen.adapters.local.sampling_client import LocalSamplingClient
 
 

@@ -58,7 +58,7 @@ class Rank:
 
 def _open_backend(here: Rank, c: OpenBackend) -> None:
     from kitchen.adapters.local.backend import LocalBackend
-    from kitchen.adapters.local.decode_batch import CacheRows
+    from kitchen.adapters.local.sample.decode_batch import CacheRows
 
     here.backend, here.clients, here.snapshots = LocalBackend(c.settings), {}, {}
     here.rows = CacheRows()

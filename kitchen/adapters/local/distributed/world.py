@@ -318,7 +318,7 @@ class World:
         decode batch (decode_batch.filler_forward)."""
         import torch
 
-        from kitchen.adapters.local.decode_batch import filler_forward
+        from kitchen.adapters.local.sample.decode_batch import filler_forward
 
         with self.sharded_call(model), torch.no_grad():
             filler_forward(model)

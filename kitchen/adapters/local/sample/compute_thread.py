@@ -35,9 +35,9 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from kitchen.adapters.local.decode_batch import DecodeBatch, SampleJob
 from kitchen.adapters.local.model.images import Expanded
-from kitchen.adapters.local.sampling import Generated, PromptScores
+from kitchen.adapters.local.sample.decode_batch import DecodeBatch, SampleJob
+from kitchen.adapters.local.sample.sampling import Generated, PromptScores
 from kitchen.engine.errors import BackendError
 
 T = TypeVar("T")

@@ -24,7 +24,7 @@ import numpy as np
 from tinker import types
 
 from kitchen.adapters.local.model.images import Expanded, mrope_positions, vision_of
-from kitchen.adapters.local.sampling import (
+from kitchen.adapters.local.sample.sampling import (
     Generated,
     PromptAsks,
     PromptScores,
@@ -34,7 +34,7 @@ from kitchen.adapters.local.sampling import (
     sampled_logprobs,
     sampled_topk,
 )
-from kitchen.adapters.local.seed_stream import SeedStream
+from kitchen.adapters.local.sample.seed_stream import SeedStream
 from kitchen.adapters.local.train.batching import image_arguments, left_padded, to_device
 
 # Padded tokens one prefill forward takes: different prompts arriving together are prefilled in one
