@@ -111,8 +111,8 @@ def trl_rows(
 
 def kitchen_run(args: argparse.Namespace, data_path: Path, log_dir: Path) -> dict[str, Any]:
     from kitchen.adapters.local.backend import LocalBackend
-    from kitchen.adapters.local.sampling_client import LocalSamplingClient
-    from kitchen.adapters.local.training_client import LocalTrainingClient
+    from kitchen.adapters.local.clients.sampling_client import LocalSamplingClient
+    from kitchen.adapters.local.clients.training_client import LocalTrainingClient
     from kitchen.app.launch import Launch, run_launch
     from kitchen.app.resolve import resolve_config
     from kitchen.ports import BackendSettings

@@ -164,7 +164,7 @@ def sft_batches(steps: int, model: str) -> list[list[Any]]:
     """The first `steps` training batches of `kitchen run sl_basic` (the bundled SFT data, the
     model's chat template), as its workflow hands them to forward_backward (no held-out split:
     its evaluation and samples would only cost time)."""
-    from kitchen.adapters.local.training_client import LocalTrainingClient
+    from kitchen.adapters.local.clients.training_client import LocalTrainingClient
     from kitchen.app.launch import run
 
     seen: list[list[Any]] = []

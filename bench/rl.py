@@ -170,7 +170,7 @@ def kitchen_side(s: StepSettings, serial: bool) -> dict[str, Any]:
     """rl_basic on the local engine. `serial` emulates the old engine: fp32 and one prompt per
     sample call, each call awaited before the next is issued (no shared decode batch)."""
     from kitchen.adapters.local.backend import LocalBackend
-    from kitchen.adapters.local.sampling_client import LocalSamplingClient
+    from kitchen.adapters.local.clients.sampling_client import LocalSamplingClient
     from kitchen.app.launch import run
     from kitchen.ports import BackendSettings
 

@@ -40,7 +40,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]  # reset by trace() to the checkout `kitchen` loads from
 PACKAGES = ("kitchen", "train_core", "cookbook")
-ENGINE_FILE = "kitchen/adapters/local/training_client.py"
+ENGINE_FILE = "kitchen/adapters/local/clients/training_client.py"
 TRAINING_CALLS = frozenset({"forward_backward", "forward_backward_custom"})
 TRACED_FLAGS = ("--backend", "local", "--model", "kitchen/tiny-llama", "--max-steps", "1")
 

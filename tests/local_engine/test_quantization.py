@@ -149,7 +149,7 @@ def test_samples_and_compute_logprobs_agree_on_the_4bit_base(tmp_path: Path, dty
 def test_export_merges_into_the_dequantized_base(nf4: Any, tmp_path: Path) -> None:
     from transformers import AutoModelForCausalLM
 
-    from kitchen.adapters.local.export import export_checkpoint
+    from kitchen.adapters.local.clients.export import export_checkpoint
 
     client = nf4.create_lora_training_client(TINY, rank=8)
     train(client, 3, learning_rate=1e-2)

@@ -13,7 +13,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from kitchen.adapters.local import checkpoints as ckpt
+from kitchen.adapters.local.clients import checkpoints as ckpt
+from kitchen.adapters.local.clients.sampling_client import LocalSamplingClient, model_eos_ids
+from kitchen.adapters.local.clients.training_client import LocalTrainingClient, next_model_id
 from kitchen.adapters.local.distributed.commands import (
     LoadBase,
     LoadSnapshot,
@@ -37,9 +39,7 @@ from kitchen.adapters.local.model.settings import (
 )
 from kitchen.adapters.local.remote_samplers import RemoteSamplers, RemoteSamplersFactory
 from kitchen.adapters.local.sample.compute_thread import ComputeThread
-from kitchen.adapters.local.sampling_client import LocalSamplingClient, model_eos_ids
 from kitchen.adapters.local.train.stability import StabilityRecords
-from kitchen.adapters.local.training_client import LocalTrainingClient, next_model_id
 from kitchen.engine.errors import BackendError, ConfigError
 from kitchen.ports import BackendSettings
 

@@ -12,12 +12,12 @@ if TYPE_CHECKING:
 
     import numpy as np
 
+    from kitchen.adapters.local.clients.sampling_client import LocalSamplingClient
     from kitchen.adapters.local.distributed.commands import Command
     from kitchen.adapters.local.model.host import LoraSnapshot, ModelHost
     from kitchen.adapters.local.model.images import Expanded
     from kitchen.adapters.local.sample.compute_thread import ComputeThread
     from kitchen.adapters.local.sample.decode_batch import Spread
-    from kitchen.adapters.local.sampling_client import LocalSamplingClient
     from kitchen.adapters.local.train.deal import Deal
 
 

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from kitchen.adapters.local.backend import LocalBackend
+    from kitchen.adapters.local.clients.sampling_client import LocalSamplingClient
     from kitchen.adapters.local.model.host import LoraSnapshot, ModelHost
-    from kitchen.adapters.local.sampling_client import LocalSamplingClient
 
 
 class RemoteSamplers(Protocol):

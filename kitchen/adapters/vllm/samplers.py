@@ -211,7 +211,7 @@ class VllmSamplers:
         return client
 
     def _load_snapshot(self, base: _Base, host: Any, snapshot: Any) -> tuple[str, Path]:
-        from kitchen.adapters.local import checkpoints as ckpt
+        from kitchen.adapters.local.clients import checkpoints as ckpt
 
         name = f"snapshot-{next(_snapshot_names)}"
         folder = ckpt.write_folder(

@@ -69,7 +69,7 @@ def _load_base(here: Rank, c: LoadBase) -> None:
 
 
 def _open_client(here: Rank, c: OpenClient) -> None:
-    from kitchen.adapters.local.training_client import LocalTrainingClient
+    from kitchen.adapters.local.clients.training_client import LocalTrainingClient
 
     if c.lora is None:  # full fine-tuning: a copy of its own, sharded
         host = here.backend.trained_host(c.base_model)

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from tinker import types
 
-from kitchen.adapters.local import checkpoints as ckpt
+from kitchen.adapters.local.clients import checkpoints as ckpt
+from kitchen.adapters.local.clients.sampling_client import LocalSamplingClient
 from kitchen.adapters.local.distributed.commands import (
     Backprop,
     CloseClient,
@@ -38,7 +39,6 @@ from kitchen.adapters.local.model.lora import (
     peft_config,
     snapshot_adapter,
 )
-from kitchen.adapters.local.sampling_client import LocalSamplingClient
 from kitchen.adapters.local.train.deal import Deal
 from kitchen.adapters.local.train.forward import (
     backprop_gradients,

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kitchen.adapters.local import checkpoints as ckpt
+from kitchen.adapters.local.clients import checkpoints as ckpt
 from kitchen.adapters.local.model.host import auto_model_class
 from kitchen.adapters.local.model.locate import resolve_model
 from kitchen.engine.errors import BackendError, ConfigError
