@@ -22,7 +22,7 @@ from kitchen.adapters.local.distributed.commands import (
     OpenBackend,
     OpenClient,
 )
-from kitchen.adapters.local.distributed.executor import executor
+from kitchen.adapters.local.distributed.ranked_executor import executor
 from kitchen.adapters.local.executor import SOLO, Executor
 from kitchen.adapters.local.model.host import LoraSnapshot, ModelHost, load_host
 from kitchen.adapters.local.model.locate import resolve_model

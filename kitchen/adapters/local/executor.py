@@ -1,5 +1,5 @@
 """Where the engine's calls run: one process (SoloExecutor), or every rank of a --nproc N run
-(distributed/executor.py's RankedExecutor). The backend picks one when it starts and hands it to
+(distributed/ranked_executor.py's RankedExecutor). The backend picks one when it starts and hands it to
 its clients, which call it alike at any N and never ask how many processes there are."""
 
 from __future__ import annotations

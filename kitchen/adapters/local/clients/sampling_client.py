@@ -45,7 +45,7 @@ class LocalSamplingClient:
     `ranks` computes each call (executor.py): this process, or, in a --nproc N run whose host's base
     is sharded, every rank: rank 0 decodes every request while each other rank runs a forward
     beside each of its decode batch's forwards, or (`spread`) every rank decodes a share of the
-    batch's rows (distributed/executor.py's RankShares); compute_logprobs batches are dealt to
+    batch's rows (distributed/ranked_executor.py's RankShares); compute_logprobs batches are dealt to
     the ranks (docs/distributed.md).
     """
 
@@ -299,7 +299,7 @@ class LocalSamplingClient:
     def _score(self, sequences: list[list[int] | Expanded]) -> list[np.ndarray]:
         """Logprobs of every token after the first of each sequence, in shared passes (on the
         compute thread; a scoring pass does not repay merging a snapshot's weights). In a
-        --nproc N run every rank scores its deal of the passes (distributed/executor.py)."""
+        --nproc N run every rank scores its deal of the passes (distributed/ranked_executor.py)."""
         return self.ranks.score(self, sequences)
 
     def eos_ids(self) -> set[int]:

@@ -36,14 +36,14 @@ if TYPE_CHECKING:
     from kitchen.adapters.local.distributed.sharded_base import ShardedBase
     from kitchen.adapters.local.distributed.sharded_model import ShardedModel
 
-# Set by launch.py in every rank's environment: the ranks of one run.
+# Set by relaunch.py in every rank's environment: the ranks of one run.
 ENV_FLAG = "KITCHEN_NPROC"
 # Seconds a collective within a call on the sharded base waits for the other ranks before the run fails.
 TIMEOUT_ENV = "KITCHEN_COLLECTIVE_TIMEOUT"
 DEFAULT_TIMEOUT_S = 600.0
 # The exit code of a rank that gave up on a stopped rank: it has named that rank in its own line.
 STALLED_EXIT = 3
-# Set by launch.py: the file a rank that gave up on a stopped rank writes, so that the launcher adds
+# Set by relaunch.py: the file a rank that gave up on a stopped rank writes, so that the launcher adds
 # no line of its own (the stopped rank it killed may be the failure the launcher sees first).
 STALL_FILE_ENV = "KITCHEN_STALL_FILE"
 BEAT_S = 1.0  # seconds between two heartbeats of a rank
