@@ -115,8 +115,9 @@ class LocalBackend:
         train_vision: bool = False,
         user_metadata: dict[str, str] | None = None,
     ) -> LocalTrainingClient:
-        """LoRA of `rank` on the selected modules; rank 0 means full fine-tuning of every weight.
-        `user_metadata` is accepted for SDK compatibility and not used."""
+        """A LoRA adapter of r = `rank` (the SDK's name) on the selected modules; `rank` 0 asks
+        for full fine-tuning of every weight (`lora` None from here on). `user_metadata` is
+        accepted for SDK compatibility and not used."""
         if rank < 0:
             raise ConfigError(
                 f"LoRA rank is {rank}; expected a positive rank, or 0 for full fine-tuning"
@@ -334,6 +335,6 @@ class LocalBackend:
 
 
 def snapshot_from(folder: Path, host: ModelHost, snapshot_id: int | None = None) -> LoraSnapshot:
-    """The LoRA adapter saved in `folder`, on `host`'s device (`snapshot_id`: rank 0's)."""
+    """The adapter saved in `folder`, on `host`'s device (`snapshot_id`: rank 0's)."""
     tensors = ckpt.load_lora_tensors(folder, host.device)
     return LoraSnapshot.of(ckpt.load_lora_config(folder), tensors, snapshot_id)

@@ -121,7 +121,7 @@ class GatherWeights(Command):
 
 @dataclass(frozen=True)
 class TakeSnapshot(Command):
-    """This rank's copy of a training client's LoRA weights, under rank 0's `snapshot_id`."""
+    """This rank's copy of a training client's adapter weights, under rank 0's `snapshot_id`."""
 
     model_id: str
     snapshot_id: int
@@ -129,7 +129,7 @@ class TakeSnapshot(Command):
 
 @dataclass(frozen=True)
 class LoadSnapshot(Command):
-    """A LoRA adapter saved in `folder`, on the shared base, under rank 0's `snapshot_id`."""
+    """An adapter saved in `folder`, on the shared base, under rank 0's `snapshot_id`."""
 
     folder: str
     snapshot_id: int

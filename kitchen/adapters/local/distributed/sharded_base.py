@@ -28,8 +28,8 @@ class ShardedBase:
     """One base model sharded over the ranks of the run."""
 
     def __init__(self, model: Any, size: int) -> None:
-        """Every rank: shard `model` (a collective). Trainable parameters (LoRA) are left out of
-        FSDP: they stay whole on every rank and Deal sums their gradients."""
+        """Every rank: shard `model` (a collective). Trainable parameters (an adapter's) are left
+        out of FSDP: they stay whole on every rank and Deal sums their gradients."""
         import torch
         import torch.distributed as dist
         from torch.distributed.device_mesh import init_device_mesh

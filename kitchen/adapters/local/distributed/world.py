@@ -6,9 +6,9 @@ call each decoder layer, and each block of the vocabulary, is gathered only whil
 every call that computes with the base runs on every rank, in step: training and compute_logprobs
 calls deal their passes (deal.py), and each forward of rank 0's decode batch is matched by a
 `shadow_forward` on the others.
-LoRA parameters are plain tensors, whole on every rank; each micro-batch's gradient reaches every
-rank (Deal), so every rank's Adam takes the same step, and a sampler's LoRA snapshot is taken on
-every rank alike (`forget` lets ranks > 0 drop theirs once rank 0's is gone).
+An adapter's parameters are plain tensors, whole on every rank; each micro-batch's gradient
+reaches every rank (Deal), so every rank's Adam takes the same step, and a sampler's adapter
+snapshot is taken on every rank alike (`forget` lets ranks > 0 drop theirs once rank 0's is gone).
 
 A rank that stops answering without dying is found by the others: a collective within a call waits
 at most the timeout, and every other wait is watched through the ranks' heartbeats (Heartbeats).

@@ -176,7 +176,7 @@ class ModelHost:
 
         Under autocast a snapshot decodes with its decoder layers' LoRA delta merged into the base
         weights in the compute dtype, so a decode step runs no adapter ops there (a 32-row SmolLM2
-        step with rank-32 adapters: 109 -> 73 ms). The merge costs about 120 ms, repaid within a
+        step with r = 32 adapters: 109 -> 73 ms). The merge costs about 120 ms, repaid within a
         few decode steps but not by one scoring pass: with `merge` False (compute_logprobs) the
         merge is used only if it already holds this snapshot (`merges`). W + delta rounded to bf16
         is as close to the fp32 model as the unmerged bf16 adapter (docs/adapters.md)."""
@@ -216,7 +216,7 @@ class ModelHost:
         other than plain LoRA on Linear layers; or another snapshot's merge held and `build`
         False).
 
-        The head keeps its LoRA apart (a few products of rank r beside the vocabulary-sized one):
+        The head keeps its adapter apart (a few products of inner size r beside the vocabulary-sized one):
         merged, it would be a copy of a weight no rank of a --nproc N run holds whole. On such a
         sharded base a layer's weight is whole only while FSDP gathers it for a pass, so each
         forward merges it then, with the same products one process merges once: the same tokens

@@ -23,7 +23,7 @@ class Ranks(Protocol):
 
 class Deal:
     """One call's share of the work on this rank: which micro-batches it runs, and the sum of the
-    gradients they leave in `params` (the client's LoRA tensors; none for a scoring call).
+    gradients they leave in `params` (the client's adapter tensors; none for a scoring call).
 
     Each pass's gradient is summed apart, then added to the accumulated ones; in a --nproc N run
     the ranks' passes of one round are added in rank order, on every rank (each rank broadcasts
