@@ -25,19 +25,10 @@ class Deal:
     """One call's share of the work on this rank: which micro-batches it runs, and the sum of the
     gradients they leave in `params` (the client's adapter tensors; none for a scoring call).
 
-    Each pass's gradient is summed apart, then added to the accumulated ones; in a --nproc N run
-    the ranks' passes of one round are added in rank order, on every rank (each rank broadcasts
-    its pass's gradient). The passes' order (`passes`) is the same at any N, so these are the same
-    additions in the same order as one process (`ranks` None) makes, and the sum is bit-identical
-    at any N. (Accumulating a pass's parts straight into the sum, as autograd does, adds in
-    another order wherever a parameter gets several parts in one pass: a shared-prefix pass calls
-    each layer twice. So would an all-reduce; and Adam turns the last bit of a near-zero gradient
-    into a step of the learning rate.)
-
-    `sharded`: the trained weights are FSDP's shards (full fine-tuning at N > 1,
-    sharded_model.py), whose gradients FSDP sums: each round's passes in one reduce-scatter, added
-    to the shards' gradients. Nothing is summed here then, and a filler pass must backpropagate
-    zeros (its gradient would be in the round's sum)."""
+    Each pass's gradient is summed apart, then added in plan order on every rank, so the sum is
+    bit-identical at any N (docs/adapters.md says why autograd's order or an all-reduce would not
+    be). `sharded`: full fine-tuning at N > 1, whose gradients FSDP's reduce-scatters sum; a filler
+    pass then backpropagates zeros."""
 
     def __init__(self, ranks: Ranks | None, params: Sequence[Any], sharded: bool = False) -> None:
         self.ranks = ranks
