@@ -103,7 +103,7 @@ def main() -> None:
     import torch
 
     from kitchen.adapters.local import create_local_backend
-    from kitchen.adapters.local.settings import BackendSettings
+    from kitchen.adapters.local.model.settings import BackendSettings
     from kitchen.serve.gateway.gateway import open_gateway
 
     backend = create_local_backend(BackendSettings(seed=0))

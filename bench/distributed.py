@@ -150,8 +150,8 @@ def base_bytes_rank(model_name: str) -> None:
     from peft import LoraConfig, get_peft_model
 
     from kitchen.adapters.local.distributed.sharded_base import ShardedBase, VocabShards
-    from kitchen.adapters.local.host import load_host
-    from kitchen.adapters.local.settings import EngineSettings
+    from kitchen.adapters.local.model.host import load_host
+    from kitchen.adapters.local.model.settings import EngineSettings
     from kitchen.ports import BackendSettings
 
     dist.init_process_group("gloo")

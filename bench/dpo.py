@@ -111,8 +111,8 @@ def trl_rows(
 
 def kitchen_run(args: argparse.Namespace, data_path: Path, log_dir: Path) -> dict[str, Any]:
     from kitchen.adapters.local.backend import LocalBackend
-    from kitchen.adapters.local.sampling_client import LocalSamplingClient
-    from kitchen.adapters.local.training_client import LocalTrainingClient
+    from kitchen.adapters.local.clients.sampling_client import LocalSamplingClient
+    from kitchen.adapters.local.clients.training_client import LocalTrainingClient
     from kitchen.app.launch import Launch, run_launch
     from kitchen.app.resolve import resolve_config
     from kitchen.ports import BackendSettings
@@ -351,7 +351,7 @@ def main() -> None:
     args = parser.parse_args()
     resolve_model_options(args)
     if args.dtype == "auto":  # as the engine chooses: bf16 on accelerators and CPUs with bf16 units
-        from kitchen.adapters.local.settings import cpu_has_native_bf16
+        from kitchen.adapters.local.model.settings import cpu_has_native_bf16
 
         native = args.device != "cpu" or cpu_has_native_bf16()
         args.dtype = "bfloat16" if native else "float32"

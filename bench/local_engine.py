@@ -46,7 +46,7 @@ from sides import synchronize
 from tinker import types
 
 from kitchen.adapters.local import create_local_backend, resolve_model
-from kitchen.adapters.local.lora import LoraSpec, peft_config
+from kitchen.adapters.local.model.lora import LoraSpec, peft_config
 from kitchen.ports import BackendSettings
 
 

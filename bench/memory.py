@@ -17,7 +17,7 @@ length) runs in a fresh process: the model is loaded, then the peak is reset (Li
 --steps forward_backward + optim_step run. Printed per row: the growth of peak RSS over the
 resident size before the first step (the CPU's measure; on CUDA, torch's peak allocated memory
 over what was allocated before), the engine's own estimate of the activations
-(kitchen/adapters/local/memory.py), real tokens per second of the last step, the padding
+(kitchen/adapters/local/train/memory.py), real tokens per second of the last step, the padding
 fraction, and the step's loss (equal across modes: the levers do not change the numerics).
 """
 
@@ -124,7 +124,7 @@ def train_steps(
 
 def side(args: argparse.Namespace) -> None:
     from kitchen.adapters.local import create_local_backend
-    from kitchen.adapters.local.memory import activation_bytes
+    from kitchen.adapters.local.train.memory import activation_bytes
     from kitchen.ports import BackendSettings
 
     length = args.side_length
@@ -164,7 +164,7 @@ def sft_batches(steps: int, model: str) -> list[list[Any]]:
     """The first `steps` training batches of `kitchen run sl_basic` (the bundled SFT data, the
     model's chat template), as its workflow hands them to forward_backward (no held-out split:
     its evaluation and samples would only cost time)."""
-    from kitchen.adapters.local.training_client import LocalTrainingClient
+    from kitchen.adapters.local.clients.training_client import LocalTrainingClient
     from kitchen.app.launch import run
 
     seen: list[list[Any]] = []
@@ -197,7 +197,7 @@ def pass_work(config: Any, batches: list[Any]) -> tuple[int, float]:
     """(decoder positions, estimated FLOPs) of the passes `batches` (planned micro-batches) make,
     forward and backward, with attention as the engine runs it: causal over each padded row, per
     datum in a packed row. What a step costs, without a clock."""
-    from kitchen.adapters.local.memory import layer_widths
+    from kitchen.adapters.local.train.memory import layer_widths
 
     layers, hidden, intermediate, qkv = layer_widths(config)
     heads = int(config.num_attention_heads)
@@ -223,7 +223,7 @@ def compare_packing(args: argparse.Namespace) -> None:
     FLOPs of each layout (no clock), the process's CPU seconds (time other processes take on the
     cores is not counted, but what they do to caches and clocks is) and wall seconds."""
     from kitchen.adapters.local import create_local_backend
-    from kitchen.adapters.local.batching import plan_microbatches
+    from kitchen.adapters.local.train.batching import plan_microbatches
     from kitchen.ports import BackendSettings
 
     batches = sft_batches(args.sft_steps, args.model)

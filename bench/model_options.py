@@ -43,7 +43,7 @@ def add_model_options(parser: argparse.ArgumentParser, default_model: str) -> No
 def resolve_model_options(args: argparse.Namespace) -> None:
     """Turn --size into --model (a folder) and --device auto into the device it means, in place,
     so child processes get explicit values."""
-    from kitchen.adapters.local.settings import resolve_device
+    from kitchen.adapters.local.model.settings import resolve_device
 
     if args.size:
         args.model = str(random_llama(args.size, args.tokenizer))
@@ -53,7 +53,7 @@ def resolve_model_options(args: argparse.Namespace) -> None:
 
 def random_llama(size: str, tokenizer: str) -> Path:
     """The folder of a random-weight (seed 0) Llama model of `size` with `tokenizer`'s files."""
-    from kitchen.adapters.local.resolve import build_once, models_dir, resolve_model
+    from kitchen.adapters.local.model.locate import build_once, models_dir, resolve_model
 
     tokenizer_folder = resolve_model(tokenizer)
 

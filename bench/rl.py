@@ -170,7 +170,7 @@ def kitchen_side(s: StepSettings, serial: bool) -> dict[str, Any]:
     """rl_basic on the local engine. `serial` emulates the old engine: fp32 and one prompt per
     sample call, each call awaited before the next is issued (no shared decode batch)."""
     from kitchen.adapters.local.backend import LocalBackend
-    from kitchen.adapters.local.sampling_client import LocalSamplingClient
+    from kitchen.adapters.local.clients.sampling_client import LocalSamplingClient
     from kitchen.app.launch import run
     from kitchen.ports import BackendSettings
 
@@ -471,7 +471,7 @@ def main() -> None:
     args = parser.parse_args()
     dtype = args.dtype
     if dtype == "auto":
-        from kitchen.adapters.local.settings import cpu_has_native_bf16
+        from kitchen.adapters.local.model.settings import cpu_has_native_bf16
 
         dtype = "bfloat16" if cpu_has_native_bf16() else "float32"
     s = StepSettings(

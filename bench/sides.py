@@ -185,7 +185,7 @@ def lora_model(name: str, rank: int) -> tuple[Any, Any, Any]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from kitchen.adapters.local import resolve_model
-    from kitchen.adapters.local.lora import LoraSpec, peft_config
+    from kitchen.adapters.local.model.lora import LoraSpec, peft_config
 
     path = resolve_model(name)
     tokenizer = AutoTokenizer.from_pretrained(path)
@@ -232,7 +232,7 @@ def count_update_plans() -> list[int]:
     requests share passes; those are left out, so the count is the update's alone."""
     import threading
 
-    from kitchen.adapters.local import forward as local_forward
+    from kitchen.adapters.local.train import forward as local_forward
 
     planned = [0, 0]
     scoring = threading.local()

@@ -85,7 +85,7 @@ def main() -> None:
     from tinker import types
 
     from kitchen.adapters.local import create_local_backend
-    from kitchen.adapters.local.images import vision_of
+    from kitchen.adapters.local.model.images import vision_of
     from kitchen.ports import BackendSettings
 
     print(f"load: {os.getloadavg()[0]:.1f} (1-minute average; other work inflates every time)")

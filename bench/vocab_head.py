@@ -1,4 +1,4 @@
-"""The head computed by vocabulary blocks (kitchen/adapters/local/vocab.py) against one whole matrix
+"""The head computed by vocabulary blocks (kitchen/adapters/local/model/vocab.py) against one whole matrix
 product, in one process: what the blocks cost at --nproc 1.
 
     .venv/bin/python bench/vocab_head.py                 # SmolLM2-135M's head: 49152 x 576, fp32
@@ -25,8 +25,8 @@ def heads(vocab: int, hidden: int, rank: int) -> dict[str, Any]:
     import torch
     from peft import LoraConfig, get_peft_model
 
-    from kitchen.adapters.local.lora import fuse_lora_forwards
-    from kitchen.adapters.local.vocab import WholeRows, split_head
+    from kitchen.adapters.local.model.lora import fuse_lora_forwards
+    from kitchen.adapters.local.model.vocab import WholeRows, split_head
 
     class Head(torch.nn.Module):
         def __init__(self) -> None:
@@ -56,7 +56,7 @@ def main() -> None:
     import torch
     import torch.nn.functional as F
 
-    from kitchen.adapters.local.logprobs import LOGIT_CHUNK_TOKENS
+    from kitchen.adapters.local.train.logprobs import LOGIT_CHUNK_TOKENS
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--vocab", type=int, default=49152)

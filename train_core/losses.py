@@ -1,7 +1,7 @@
 """Tinker's built-in losses (cross_entropy, importance_sampling, ppo, cispo, dro, gspo,
 stable_reinforce) as elementwise functions over torch tensors; formulas and config keys from the
 Tinker docs, "Loss Functions" pages. `LOSSES` is the one table of their names: the local engine
-(kitchen/adapters/local/forward.py) and the fake backend run its formulas, and the RL config's
+(kitchen/adapters/local/train/forward.py) and the fake backend run its formulas, and the RL config's
 `loss_fn` takes a `PolicyLoss`, a name the table holds.
 
 Every function takes the learner's target logprobs `lp` (shape [B, T], or [B, T, K] for
@@ -91,7 +91,7 @@ def stable_reinforce(
     lp: Tensor, inputs: Mapping[str, Tensor], config: Mapping[str, float]
 ) -> Tensor:
     """On sampled positions (`sampled_mask`, from the sampler's stability records,
-    kitchen/adapters/local/stability.py):
+    kitchen/adapters/local/train/stability.py):
     -(sg(min(p/q, ratio_cap)) * log p * A) + kl_coeff * (p/q - 1 - log(p/q)).
 
     REINFORCE weighted by the truncated importance ratio (bounded however stale the sampler), plus
@@ -189,7 +189,7 @@ MASK_INPUTS: dict[str, str] = {"gspo": "sequence_ratio_mask", "stable_reinforce"
 # tokens: weight or advantage 0): the head is backpropagated only where it is nonzero. dro pulls
 # every position towards the sampler, so "_mask" (every real position). gspo is absent: its sequence
 # ratio couples a row's positions, so the engine linearises it instead
-# (kitchen/adapters/local/forward.py).
+# (kitchen/adapters/local/train/forward.py).
 GRADIENT_GATE: dict[str, str] = {
     "cross_entropy": "weights",
     "importance_sampling": "advantages",

@@ -26,8 +26,8 @@ import time
 from pathlib import Path
 
 WORLD_OF_ONE = (
-    "import sys; from kitchen.adapters.local.distributed.launch import Launch, relaunch; "
-    "sys.exit(relaunch(Launch(), sys.argv[1:], 'kitchen.app.rank'))"
+    "import sys; from kitchen.adapters.local.distributed.relaunch import Launch, relaunch; "
+    "sys.exit(relaunch(Launch(), sys.argv[1:], 'kitchen.app.rank_entry'))"
 )
 
 

@@ -21,8 +21,8 @@ from typer._click import exceptions as click_errors  # typer vendors click: its 
 from typer._click.core import ParameterSource
 from typer.core import TyperGroup
 
-from kitchen.app import ranks
-from kitchen.app.ranks import NnodesOpt, NodeRankOpt, NprocOpt, RdzvEndpointOpt
+from kitchen.app import rank_flags
+from kitchen.app.rank_flags import NnodesOpt, NodeRankOpt, NprocOpt, RdzvEndpointOpt
 from kitchen.app.rundir import LogDirExists
 from kitchen.engine.errors import ConfigError, KitchenError
 
@@ -232,12 +232,12 @@ def run(
         if dry_run:
             _print_plan(resolved)
             return
-        launch = ranks.Launch(nproc, nnodes, node_rank, rdzv_endpoint)
+        launch = rank_flags.Launch(nproc, nnodes, node_rank, rdzv_endpoint)
         if launch.distributed and resolved.backend != "local":
             raise ConfigError(
                 f"--nproc/--nnodes start ranks of the local engine; backend is {resolved.backend!r}"
             )
-        code = ranks.start(launch)
+        code = rank_flags.start(launch)
         if code is not None:
             raise typer.Exit(code)
         # a flag typed wins over its run key (behavior_if_log_dir_exists=, max_steps=, the

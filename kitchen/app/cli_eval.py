@@ -96,7 +96,7 @@ def command(
         typer.echo(f"error: kitchen eval needs {e.name}: pip install 'kitchen[eval]'", err=True)
         raise typer.Exit(2) from None
     from kitchen.adapters.local import resolve_model
-    from kitchen.adapters.local.export import inspect_checkpoint
+    from kitchen.adapters.local.clients.export import inspect_checkpoint
     from kitchen.engine.errors import KitchenError
 
     is_checkpoint = Path(model).is_dir() and not (Path(model) / "config.json").is_file()

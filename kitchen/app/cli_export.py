@@ -39,7 +39,7 @@ def command(
 
     try:
         folder = _local_folder(checkpoint, checkpoint_dir)
-        from kitchen.adapters.local.export import export_checkpoint
+        from kitchen.adapters.local.clients.export import export_checkpoint
 
         source = export_checkpoint(folder, out, merge=merge, dtype=dtype)
     except KitchenError as e:

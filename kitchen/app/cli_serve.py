@@ -10,8 +10,8 @@ from typing import Annotated
 
 import typer
 
-from kitchen.app import ranks
-from kitchen.app.ranks import NnodesOpt, NodeRankOpt, NprocOpt, RdzvEndpointOpt
+from kitchen.app import rank_flags
+from kitchen.app.rank_flags import NnodesOpt, NodeRankOpt, NprocOpt, RdzvEndpointOpt
 
 API_KEY_ENV = "KITCHEN_SERVE_API_KEY"
 
@@ -157,7 +157,7 @@ def command(
         )
         raise typer.Exit(2)
     try:
-        launch = ranks.Launch(nproc, nnodes, node_rank, rdzv_endpoint)
+        launch = rank_flags.Launch(nproc, nnodes, node_rank, rdzv_endpoint)
     except KitchenError as e:
         err.print(f"[red]error:[/red] {e}", highlight=False, soft_wrap=True)
         raise typer.Exit(e.exit_code) from None
@@ -167,7 +167,7 @@ def command(
     except ModuleNotFoundError as e:
         err.print(f"[red]error:[/red] kitchen serve needs {e.name}: pip install 'kitchen[serve]'")
         raise typer.Exit(2) from None
-    code = ranks.start(launch)
+    code = rank_flags.start(launch)
     if code is not None:
         # Stopping the server is how it ends: as one process, it ends well when its ranks did.
         raise typer.Exit(0 if code - 128 in (signal.SIGINT, signal.SIGTERM) else code)

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import kitchen.app.builtins  # noqa: F401  (registers the built-in adapters)
-from kitchen.adapters.local.distributed.launch import Launch as Ranks
-from kitchen.adapters.local.distributed.launch import relaunched
+from kitchen.adapters.local.distributed.relaunch import Launch as Ranks
+from kitchen.adapters.local.distributed.relaunch import relaunched
 from kitchen.app.resolve import Resolved, needed_ports, open_ports, opened_here, resolve_config
 from kitchen.app.rundir import (
     IfExists,
@@ -295,14 +295,14 @@ def _run_on_ranks(
     max_steps: int | None,
     progress: bool,
 ) -> RunResult:
-    """The run as `kitchen run` runs it with these ranks (kitchen/app/ranks.py): each rank is a
+    """The run as `kitchen run` runs it with these ranks (kitchen/app/rank_flags.py): each rank is a
     process of its own, rank 0 runs the recipe by its name and config, and the run directory is
     what comes back. The result's steps and metrics are read from it; its state is a fresh one of
     the workflow at that step, as the run's own stayed in rank 0's process (what it trained is in
     the run directory's checkpoints)."""
     import tempfile
 
-    from kitchen.app import ranks as cli_ranks
+    from kitchen.app import rank_flags
     from kitchen.engine.plugins import RECIPES
 
     where = f"run(nproc={ranks.nproc}, nnodes={ranks.nnodes})"
@@ -332,7 +332,7 @@ def _run_on_ranks(
         argv += ["--rdzv-endpoint", ranks.rdzv_endpoint] if ranks.rdzv_endpoint else []
         argv += ["--max-steps", str(max_steps)] if max_steps is not None else []
         argv += [] if progress else ["--no-progress"]
-        code = cli_ranks.start(ranks, argv)
+        code = rank_flags.start(ranks, argv)
     if code:
         raise BackendError(f"{where}: the run exited with code {code} (the ranks' lines say why)")
     rows = [json.loads(line) for line in (log_dir / "metrics.jsonl").read_text().splitlines()]

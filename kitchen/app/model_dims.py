@@ -52,7 +52,7 @@ def recommended_lr(model_name: str, is_lora: bool = True) -> float:
     of the local config when the model is here; else the table's. ValueError when neither knows."""
     config = local_config(model_name)
     if config is None and model_name.lower().startswith("kitchen/"):
-        from kitchen.adapters.local.tiny import TINY_MODELS
+        from kitchen.adapters.local.model.tiny import TINY_MODELS
 
         spec = TINY_MODELS.get(model_name.lower())
         return get_lr(model_name, is_lora, spec.hidden_size if spec else None)
@@ -65,7 +65,7 @@ def recommended_lr(model_name: str, is_lora: bool = True) -> float:
 
 
 def _tiny_dims(name: str) -> ModelDims | None:
-    from kitchen.adapters.local.tiny import TINY_MODELS, tiny_vocabulary
+    from kitchen.adapters.local.model.tiny import TINY_MODELS, tiny_vocabulary
 
     spec = TINY_MODELS.get(name)
     if spec is None:

@@ -263,7 +263,7 @@ def _sampling_routes(app: FastAPI, service: KitchenService) -> None:
 def _known_model(base_model: str) -> None:
     """A base model name the engine cannot resolve is refused at once (400), not after the SDK
     polled a future for it."""
-    from kitchen.adapters.local.resolve import resolve_model
+    from kitchen.adapters.local.model.locate import resolve_model
     from kitchen.engine.errors import KitchenError
 
     try:

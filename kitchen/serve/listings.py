@@ -99,7 +99,7 @@ def _run_from_checkpoints(
     service: Any, run_id: str, checkpoints: list[types.Checkpoint]
 ) -> types.TrainingRun | None:
     """A run of an earlier server, from its newest readable checkpoint; None if none reads."""
-    from kitchen.adapters.local.checkpoints import read_meta
+    from kitchen.adapters.local.clients.checkpoints import read_meta
     from kitchen.engine.errors import BackendError
 
     for c in reversed(checkpoints):

@@ -362,7 +362,7 @@ class KitchenService:
         return types.UntypedAPIFuture(request_id=record.request_id, model_id=model_id)
 
     def weights_info(self, tinker_path: str) -> types.WeightsInfoResponse:
-        from kitchen.adapters.local import checkpoints as ckpt
+        from kitchen.adapters.local.clients import checkpoints as ckpt
 
         folder, _ = paths.resolve_checkpoint(
             tinker_path, self.checkpoint_root, self.settings.allowed_checkpoint_dirs

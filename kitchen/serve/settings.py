@@ -28,8 +28,8 @@ class ServeSettings:
     # torch intra-op threads in the server process: on a small machine the server and its client
     # would otherwise fight over every core.
     threads: int | None = 1
-    activation_checkpointing: str = "auto"  # auto | on | off (adapters/local/memory.py)
-    packing: bool = False  # padding-free micro-batches (adapters/local/batching.py)
+    activation_checkpointing: str = "auto"  # auto | on | off (adapters/local/train/memory.py)
+    packing: bool = False  # padding-free micro-batches (adapters/local/train/batching.py)
     context_length: int | None = None  # past the trained context by RoPE scaling (context.py)
     rope_scaling: str = "yarn"
     sampler: str = "local"  # local | vllm (adapters/vllm/)
@@ -37,7 +37,7 @@ class ServeSettings:
     # The LoRA rank the vLLM it starts takes (vLLM fixes it at start-up, before any tenant).
     vllm_max_lora_rank: int = 32
     vllm_gpu_memory_utilization: float | None = None  # its share of one GPU shared with the trainer
-    base_quantization: str = "none"  # none | nf4: 4-bit shared bases (local/quantization.py)
+    base_quantization: str = "none"  # none | nf4: 4-bit shared bases (local/model/quantization.py)
     spread_sampling: bool = False  # --nproc N > 1: each rank decodes a share (docs/distributed.md)
     poll_timeout_s: float = 20.0  # retrieve_future long-poll; the SDK's own timeout is 45 s
     # A session with no heartbeat for this long is finished and its queued work dropped; the SDK

@@ -58,7 +58,7 @@ def test_local_engine_reports_clip_fraction_and_policy_loss_for_ppo(tmp_path: Pa
 
 def test_dry_run_lora_count_equals_the_local_engine_trainable_parameters() -> None:
     from kitchen.adapters.local.backend import LocalBackend
-    from kitchen.adapters.local.lora import adapter_parameters
+    from kitchen.adapters.local.model.lora import adapter_parameters
     from kitchen.app.model_dims import model_dims
     from kitchen.ports import BackendSettings
     from train_core.hyperparams import lora_param_count

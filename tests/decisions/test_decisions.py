@@ -138,8 +138,8 @@ def test_cookbook_preset_is_the_cookbooks_forecasting_run() -> None:
 def test_two_steps_on_tiny_llama(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, labels: str
 ) -> None:
-    from kitchen.adapters.local.sampling_client import LocalSamplingClient
-    from kitchen.adapters.local.training_client import LocalTrainingClient
+    from kitchen.adapters.local.clients.sampling_client import LocalSamplingClient
+    from kitchen.adapters.local.clients.training_client import LocalTrainingClient
 
     asked: list[Any] = []
     trained: list[str] = []

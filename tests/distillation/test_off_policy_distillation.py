@@ -32,7 +32,7 @@ def test_cookbook_preset_holds_train_off_policy_defaults() -> None:
 
 @pytest.mark.slow
 def test_two_steps_on_tiny_llama_train_on_top_k_targets(tmp_path, monkeypatch) -> None:
-    from kitchen.adapters.local.training_client import LocalTrainingClient
+    from kitchen.adapters.local.clients.training_client import LocalTrainingClient
 
     shapes: list[tuple[int, ...]] = []
     original = LocalTrainingClient.forward_backward
@@ -94,7 +94,7 @@ def test_a_stream_is_read_once() -> None:
 def test_two_sources_are_each_distilled_from_their_own_teacher(tmp_path, monkeypatch) -> None:
     """extra_sources: every batch holds each source's share (weights 1 : 1 of 4), and each datum
     is scored by its own source's teacher."""
-    from kitchen.adapters.local.sampling_client import LocalSamplingClient
+    from kitchen.adapters.local.clients.sampling_client import LocalSamplingClient
 
     scorers: list[int] = []
     sample = LocalSamplingClient.sample

@@ -53,8 +53,8 @@ def test_demonstrations_pair_the_first_question_with_its_reply() -> None:
 def test_two_steps_on_tiny_llama_distil_the_demonstration_prompted_base(
     tmp_path, monkeypatch
 ) -> None:
-    from kitchen.adapters.local.sampling_client import LocalSamplingClient
-    from kitchen.adapters.local.training_client import LocalTrainingClient
+    from kitchen.adapters.local.clients.sampling_client import LocalSamplingClient
+    from kitchen.adapters.local.clients.training_client import LocalTrainingClient
 
     teacher_prompts: list[str] = []
     shapes: list[tuple[int, ...]] = []

@@ -9,9 +9,9 @@ import pickle
 import numpy as np
 from tinker import types
 
-from kitchen.adapters.local.decode_batch import CacheRows, Join, Keep, Op, Prefill, Step
 from kitchen.adapters.local.distributed import commands
 from kitchen.adapters.local.distributed.worker import HANDLERS
+from kitchen.adapters.local.sample.decode_batch import CacheRows, Join, Keep, Op, Prefill, Step
 
 
 def kinds() -> set[type[commands.Command]]:

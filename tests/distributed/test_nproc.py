@@ -20,8 +20,8 @@ from safetensors.numpy import load_file
 from typer.testing import CliRunner
 
 import kitchen
-from kitchen.adapters.local.distributed.launch import Launch, relaunch
-from kitchen.app import ranks
+from kitchen.adapters.local.distributed.relaunch import Launch, relaunch
+from kitchen.app import rank_flags
 from kitchen.app.cli import app
 from kitchen.engine.errors import ConfigError
 from tests.helpers import chat_files
@@ -297,7 +297,7 @@ def test_nproc_needs_the_local_engine():
 def test_the_python_api_refuses_what_ranks_cannot_run(options, error, monkeypatch):
     """kitchen.run's nproc, nnodes, node_rank and rdzv_endpoint are `kitchen run`'s flags; a bad
     value or what cannot cross to the ranks is refused in one line, before any rank starts."""
-    monkeypatch.setattr(ranks, "relaunch", lambda *a: pytest.fail("a rank was started"))
+    monkeypatch.setattr(rank_flags, "relaunch", lambda *a: pytest.fail("a rank was started"))
     with pytest.raises(ConfigError) as e:
         kitchen.run("sl_basic", {"register_model": False}, **options)
     assert error in str(e.value) and "\n" not in str(e.value)
@@ -312,7 +312,7 @@ def test_more_ranks_than_gpus_are_refused_before_any_starts(monkeypatch):
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     monkeypatch.setattr(launcher, "run", lambda *a: pytest.fail("a rank was started"))
     with pytest.raises(ConfigError) as e:
-        relaunch(Launch(nproc=2), ["run", "sl_basic"], "kitchen.app.rank")
+        relaunch(Launch(nproc=2), ["run", "sl_basic"], "kitchen.app.rank_entry")
     assert str(e.value) == (
         "nproc (--nproc) 2: ranks on CUDA take a GPU each and this machine has 1 visible: "
         "--nproc 1 at most, or CUDA_VISIBLE_DEVICES= to run the ranks on the CPU"

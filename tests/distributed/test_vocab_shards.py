@@ -51,13 +51,13 @@ def _rank() -> None:
     import torch
     import torch.distributed as dist
 
-    from kitchen.adapters.local import logprobs
-    from kitchen.adapters.local.distributed.deal import Deal
     from kitchen.adapters.local.distributed.sharded_base import ShardedBase
     from kitchen.adapters.local.distributed.world import World
-    from kitchen.adapters.local.host import ModelHost, load_host
-    from kitchen.adapters.local.lora import LoraSpec, adapter_parameters, peft_config
-    from kitchen.adapters.local.settings import EngineSettings
+    from kitchen.adapters.local.model.host import ModelHost, load_host
+    from kitchen.adapters.local.model.lora import LoraSpec, adapter_parameters, peft_config
+    from kitchen.adapters.local.model.settings import EngineSettings
+    from kitchen.adapters.local.train import logprobs
+    from kitchen.adapters.local.train.deal import Deal
     from kitchen.ports import BackendSettings
 
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
@@ -140,8 +140,12 @@ def _calls(model: Any, deal: Any, data: Any, grads: Any, sequences: Any, ids: An
     `sequences`; the logits of a forward of `ids`."""
     import torch
 
-    from kitchen.adapters.local.distributed.deal import Deal
-    from kitchen.adapters.local.forward import backprop_gradients, run_builtin_loss, score_sequences
+    from kitchen.adapters.local.train.deal import Deal
+    from kitchen.adapters.local.train.forward import (
+        backprop_gradients,
+        run_builtin_loss,
+        score_sequences,
+    )
 
     out = run_builtin_loss(model, data, "cross_entropy", None, 41, True, share=deal)
     got = [out.metrics, [o["logprobs"].tolist() for o in out.loss_fn_outputs]]
@@ -150,7 +154,7 @@ def _calls(model: Any, deal: Any, data: Any, grads: Any, sequences: Any, ids: An
         p.grad = None
     backprop_gradients(model, data, grads, 41, "off", False, deal)
     got += [p.grad.clone() for p in deal.params]
-    scored = score_sequences(model, sequences, 41, share=Deal(deal.world, []))
+    scored = score_sequences(model, sequences, 41, share=Deal(deal.ranks, []))
     got += [None if scored is None else [s.tolist() for s in scored]]
     with torch.no_grad():
         return [*got, model(input_ids=ids).logits]

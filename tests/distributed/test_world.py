@@ -22,8 +22,8 @@ READINGS = [0.5, 2.0, 1.25, 0.75]
 def _rank(rank: int, store: str, results: Any) -> None:
     import torch.distributed as dist
 
-    from kitchen.adapters.local import memory
     from kitchen.adapters.local.distributed.world import World
+    from kitchen.adapters.local.train import memory
 
     readings = iter(READINGS)
     memory.peak_gib = lambda device: next(readings) if device == "cuda" else None

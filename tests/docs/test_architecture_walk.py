@@ -4,7 +4,8 @@ docs/architecture.md lists, per recipe, the files of its walk (command line to t
 training call), each with its one job; scripts/walk.py finds the files by running the recipe, and
 scripts/config_trace.py follows one flag's value through the config resolution. These tests fail
 when the page and the tracer differ, when a file on a walk has no job of its own or a job its path
-does not name, when more than five files on a walk belong to the recipe, when one value takes
+does not name, when more than five files on a walk belong to the recipe, when the training call
+(forward_backward to optim_step) takes more than six files, when one value takes
 more than six hops or enters a file more than twice while it is resolved, or when a trace leaves
 a model registry behind in the user's data dir."""
 
@@ -28,6 +29,11 @@ HEADING = re.compile(
     r"^### `kitchen run (\w+)`: (\d+) files in (\d+) folders, (\d+) of them the recipe's$"
 )
 ITEM = re.compile(r"^\d+\. `([^`]+)`, \*\*([^*]+)\*\*: ")
+SEGMENT_HEADING = re.compile(
+    r"^### The training call, `forward_backward` to `optim_step`: (\d+) files in (\d+) folders, "
+    r"and the loss$"
+)
+MAX_SEGMENT_FILES = 6  # the training call's files, its loss included
 MAX_RECIPE_FILES = 5
 MAX_HOPS = 6
 MAX_ENTRIES = 2
@@ -105,7 +111,23 @@ def job_problems(walks: dict[str, Walk]) -> list[str]:
     return problems
 
 
+def documented_segment(text: str) -> Walk:
+    """The training call's segment (forward_backward -> optim_step) as the page states it."""
+    segment = None
+    for line in text.splitlines():
+        if heading := SEGMENT_HEADING.match(line):
+            segment = Walk(int(heading[1]), int(heading[2]), 0)
+        elif line.startswith("#"):
+            if segment is not None:
+                break
+        elif segment is not None and (item := ITEM.match(line)):
+            segment.items.append((item[1], item[2]))
+    assert segment is not None, "docs/architecture.md lists no training call segment"
+    return segment
+
+
 WALKS = documented_walks(PAGE.read_text())
+SEGMENT = documented_segment(PAGE.read_text())
 
 
 def test_the_page_lists_the_walks_of_dpo_and_rl_basic():
@@ -120,7 +142,15 @@ def test_the_page_lists_the_walks_of_dpo_and_rl_basic():
 
 
 def test_each_file_on_a_walk_has_one_job_named_by_its_path():
-    assert job_problems(WALKS) == []
+    assert job_problems({**WALKS, "forward_backward": SEGMENT}) == []
+
+
+def test_the_page_lists_the_training_call_within_its_budget():
+    files = SEGMENT.files
+    assert (len(files), len({os.path.dirname(f) for f in files})) == SEGMENT.stated[:2]
+    missing = [f for f in files if not (ROOT / f).is_file()]
+    assert not missing, f"the training call's segment lists files not in the repository: {missing}"
+    assert len(files) + 1 <= MAX_SEGMENT_FILES  # and the recipe's loss
 
 
 def test_the_job_check_catches_a_file_without_a_job_of_its_own():
@@ -194,6 +224,17 @@ def test_the_listed_walk_is_the_traced_walk(traced_walk):
         f"{sorted(set(listed) - set(traced['files']))}, only traced "
         f"{sorted(set(traced['files']) - set(listed))}"
     )
+
+
+@pytest.mark.slow
+def test_the_listed_training_call_is_the_traced_one(traced_walk):
+    recipe, traced, _ = traced_walk
+    assert sorted(SEGMENT.files) == traced["segment"], (
+        f"docs/architecture.md's training call segment is out of date for {recipe} "
+        f"(re-run scripts/walk.py {recipe})"
+    )
+    assert traced["segment_loss"] == [WALKS[recipe].files[-1]]  # its loss, the walk's last file
+    assert len(traced["segment"]) + len(traced["segment_loss"]) <= MAX_SEGMENT_FILES
 
 
 @pytest.mark.slow

@@ -99,6 +99,85 @@ def test_the_local_engine_imports_no_other_adapter():
     assert not bad, "\n".join(bad)
 
 
+def _room(module: str) -> str | None:
+    """The room of the local engine a module is in: its sub-package ("model", "train", ...), or
+    "front" for the files at the top (the backend, the executor); None outside the engine."""
+    parts = module.split(".")
+    if parts[:3] != ["kitchen", "adapters", "local"]:
+        return None
+    return parts[3] if len(parts) > 3 and parts[3] in FLOORS else "front"
+
+
+# The local engine's rooms by job, one floor each, lowest first: a room imports its own modules
+# and the floors below it. The model (loading and holding it) is the ground floor; the training
+# pass and sampling build on it (sampling on the pass's batching); the ranks of a --nproc N run
+# (their commands, their world, the sharded base) run both; the clients run the pass and sampling
+# and tell the ranks each call; the front (the backend, the executor, the remote samplers' seam)
+# opens it all. docs/architecture.md draws these rooms.
+FLOORS = ("model", "train", "sample", "distributed", "clients", "front")
+# The imports that still run up a floor, all among the top three, and all but one for a type or
+# inside a function: the clients and the executor name each other's types, and the ranks > 0 open
+# a backend and its clients. The list may only shrink: the clients
+# as a thin facade over a narrow engine context (docs/architecture.md) removes them.
+UPWARD_KNOWN = {
+    "kitchen/adapters/local/clients/sampling_client.py -> kitchen.adapters.local.executor",
+    "kitchen/adapters/local/clients/training_client.py -> kitchen.adapters.local.backend",
+    "kitchen/adapters/local/distributed/ranked_executor.py -> kitchen.adapters.local.executor",
+    "kitchen/adapters/local/distributed/ranked_executor.py"
+    " -> kitchen.adapters.local.clients.sampling_client",
+    "kitchen/adapters/local/distributed/worker.py -> kitchen.adapters.local.backend",
+    "kitchen/adapters/local/distributed/worker.py -> kitchen.adapters.local.clients.training_client",
+}
+# What the training pass and sampling must never reach, whatever the floors say.
+ROOMS_FORBIDDEN: Rules = {
+    "kitchen/adapters/local/train": {"distributed", "clients", "front"},
+    "kitchen/adapters/local/sample": {"distributed", "clients", "front"},
+}
+
+
+def _upward(root: Path) -> set[str]:
+    """Every import (module level, inside a function or for type checking alike) in the local
+    engine that names a room on a higher floor than its own, as 'path -> module'."""
+    local = root / "kitchen" / "adapters" / "local"
+    found = set()
+    for path in sorted(local.rglob("*.py")):
+        rel = path.relative_to(root)
+        here = _room(".".join(rel.with_suffix("").parts))
+        assert here in FLOORS, f"{rel} is in no room of FLOORS"
+        for _, name in _imports(path, module_level_only=False):
+            there = _room(name)
+            if there is not None and FLOORS.index(there) > FLOORS.index(here):
+                found.add(f"{rel.as_posix()} -> {name}")
+    return found
+
+
+def test_the_local_engine_imports_only_down_its_floors():
+    assert _upward(ROOT) == UPWARD_KNOWN
+
+
+def test_training_and_sampling_never_import_the_clients_or_the_ranks():
+    bad = _violations(ROOT, ROOMS_FORBIDDEN, _room)
+    assert not bad, "\n".join(bad)
+
+
+def test_the_room_checks_flag_an_import_up_a_floor(tmp_path):
+    train = tmp_path / "kitchen" / "adapters" / "local" / "train"
+    train.mkdir(parents=True)
+    (train / "forward.py").write_text(
+        "from kitchen.adapters.local.model.host import model_limits\n"
+        "def f():\n    from kitchen.adapters.local.distributed.world import World\n"
+    )
+    (train / "deal.py").write_text("from kitchen.adapters.local.executor import SOLO\n")
+    assert _upward(tmp_path) == {
+        "kitchen/adapters/local/train/forward.py -> kitchen.adapters.local.distributed.world",
+        "kitchen/adapters/local/train/deal.py -> kitchen.adapters.local.executor",
+    }
+    assert _violations(tmp_path, ROOMS_FORBIDDEN, _room) == [
+        "kitchen/adapters/local/train/deal.py:1 imports kitchen.adapters.local.executor",
+        "kitchen/adapters/local/train/forward.py:3 imports kitchen.adapters.local.distributed.world",
+    ]
+
+
 def _reaches_the_world(root: Path) -> list[str]:
     """Every place in the local engine outside distributed/ that imports the ranks' World or reads
     a `world` (name or attribute): those go through the executor the backend picked."""
@@ -146,7 +225,7 @@ def test_the_checks_flag_a_cookbook_or_workflow_that_imports_an_adapter(tmp_path
     ]
     (tmp_path / "kitchen" / "adapters" / "local").mkdir(parents=True)
     (tmp_path / "kitchen" / "adapters" / "local" / "backend.py").write_text(
-        "from kitchen.adapters.local.host import ModelHost\n"
+        "from kitchen.adapters.local.model.host import ModelHost\n"
         "def f():\n    from kitchen.adapters.vllm.samplers import VllmSamplers\n"
     )
     assert _violations(tmp_path, LOCAL_FORBIDDEN, _adapter) == [

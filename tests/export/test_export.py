@@ -84,7 +84,7 @@ def test_merged_export_loads_in_transformers_with_the_engines_logprobs(
 ) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from kitchen.adapters.local.export import export_checkpoint
+    from kitchen.adapters.local.clients.export import export_checkpoint
 
     name = f"merged-{rank}-{model_name.replace('/', '--')}"
     folder = trained_sampler_folder(backend, rank, name, model=model_name)
@@ -103,7 +103,7 @@ def test_adapter_export_loads_with_peft(backend: Any, tmp_path: Path) -> None:
     from peft import PeftModel
     from transformers import AutoModelForCausalLM
 
-    from kitchen.adapters.local.export import export_checkpoint
+    from kitchen.adapters.local.clients.export import export_checkpoint
 
     folder = trained_sampler_folder(backend, 4, "adapter")
     export_checkpoint(folder, tmp_path / "adapter", merge=False)
@@ -117,7 +117,7 @@ def test_adapter_export_loads_with_peft(backend: Any, tmp_path: Path) -> None:
 
 
 def test_full_weights_have_no_adapter_form(backend: Any, tmp_path: Path) -> None:
-    from kitchen.adapters.local.export import export_checkpoint
+    from kitchen.adapters.local.clients.export import export_checkpoint
 
     folder = trained_sampler_folder(backend, 0, "full-adapter")
     with pytest.raises(ConfigError, match="pass --merge"):
@@ -154,7 +154,7 @@ def test_a_merged_vlm_loads_in_transformers_and_reads_images_as_the_engine_does(
     import torch
     from transformers import AutoImageProcessor, AutoModelForImageTextToText
 
-    from kitchen.adapters.local.export import export_checkpoint
+    from kitchen.adapters.local.clients.export import export_checkpoint
     from tests.helpers import TINY_VLM, engine_device, picture
 
     client = backend.create_lora_training_client(TINY_VLM, rank=4, train_vision=train_vision)

@@ -32,7 +32,7 @@ def backend(tmp_path_factory: pytest.TempPathFactory, private_model_cache: Path)
 
 def take_grads(client: Any) -> dict[str, Any]:
     """The LoRA client's accumulated gradients by name (copies), cleared from its parameters."""
-    from kitchen.adapters.local.lora import adapter_parameters
+    from kitchen.adapters.local.model.lora import adapter_parameters
 
     params = adapter_parameters(client.host.model, client.adapter)
     out = {k: p.grad.detach().clone() for k, p in params.items() if p.grad is not None}

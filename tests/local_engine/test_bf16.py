@@ -12,10 +12,10 @@ import pytest
 import torch
 from tinker import types
 
-from kitchen.adapters.local.attention import NAME as ENGINE_ATTENTION
-from kitchen.adapters.local.host import ModelHost, cast_frozen_linears, load_host
-from kitchen.adapters.local.lora import LoraSpec, adapter_parameters, peft_config
-from kitchen.adapters.local.settings import EngineSettings
+from kitchen.adapters.local.model.attention import NAME as ENGINE_ATTENTION
+from kitchen.adapters.local.model.host import ModelHost, cast_frozen_linears, load_host
+from kitchen.adapters.local.model.lora import LoraSpec, adapter_parameters, peft_config
+from kitchen.adapters.local.model.settings import EngineSettings
 from kitchen.ports import BackendSettings
 from tests.helpers import engine_device, engine_generator, local_backend
 

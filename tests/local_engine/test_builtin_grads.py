@@ -12,9 +12,9 @@ import pytest
 import torch
 from tinker import types
 
-from kitchen.adapters.local import logprobs
-from kitchen.adapters.local.forward import run_builtin_loss
-from kitchen.adapters.local.lora import adapter_parameters
+from kitchen.adapters.local.model.lora import adapter_parameters
+from kitchen.adapters.local.train import logprobs
+from kitchen.adapters.local.train.forward import run_builtin_loss
 from tests.helpers import engine_device, engine_generator
 from train_core.losses import LOSSES
 

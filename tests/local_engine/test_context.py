@@ -13,8 +13,8 @@ import pytest
 from tinker import types
 
 from kitchen.adapters.local import create_local_backend
-from kitchen.adapters.local.context import extend_context
-from kitchen.adapters.local.tiny import MAX_CONTEXT
+from kitchen.adapters.local.model.context import extend_context
+from kitchen.adapters.local.model.tiny import MAX_CONTEXT
 from kitchen.engine.errors import BackendError, ConfigError
 from kitchen.ports import BackendSettings
 from tests.helpers import engine_device

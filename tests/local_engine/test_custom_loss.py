@@ -10,7 +10,7 @@ import pytest
 import torch
 from tinker import types
 
-from kitchen.adapters.local import logprobs
+from kitchen.adapters.local.train import logprobs
 from tests.helpers import engine_device
 
 from .conftest import TEXTS, TINY, sft_datum, take_grads

@@ -170,7 +170,7 @@ class SharesHere:
     run do with their shares (each a CacheRows), without the processes or their collectives."""
 
     def __init__(self, sampler: Any, size: int) -> None:
-        from kitchen.adapters.local.decode_batch import CacheRows
+        from kitchen.adapters.local.sample.decode_batch import CacheRows
 
         self.sampler, self.size = sampler, size
         self.rows = [CacheRows() for _ in range(size - 1)]

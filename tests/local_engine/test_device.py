@@ -22,7 +22,7 @@ import torch
 from tinker import types
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from kitchen.adapters.local.forward import run_builtin_loss
+from kitchen.adapters.local.train.forward import run_builtin_loss
 
 from .conftest import TINY, take_grads
 from .test_builtin_grads import rl_data

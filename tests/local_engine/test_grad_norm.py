@@ -14,7 +14,7 @@ import torch
 from tinker import types
 
 from kitchen.adapters.fake import FakeBackend
-from kitchen.adapters.local.lora import adapter_parameters
+from kitchen.adapters.local.model.lora import adapter_parameters
 from kitchen.ports import GRAD_NORM_METRIC
 from tests.helpers import engine_generator
 

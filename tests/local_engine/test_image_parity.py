@@ -53,7 +53,7 @@ def test_rendered_image_tokens_equal_the_processor_and_chat_template(host: Any) 
     `<|image_pad|>` repeated grid/merge^2 times (Qwen3VLProcessor.replace_image_token), tokenized."""
     from transformers.models.qwen3_vl.processing_qwen3_vl import Qwen3VLProcessor
 
-    from kitchen.adapters.local.images import vision_of
+    from kitchen.adapters.local.model.images import vision_of
 
     vision = vision_of(host.base)
     assert vision is not None
@@ -103,7 +103,7 @@ def test_rendered_image_tokens_equal_the_processor_and_chat_template(host: Any) 
 def test_mrope_positions_equal_the_models_rope_index(host: Any) -> None:
     import torch
 
-    from kitchen.adapters.local.images import mrope_positions, vision_of
+    from kitchen.adapters.local.model.images import mrope_positions, vision_of
 
     vision = vision_of(host.base)
     assert vision is not None

@@ -18,7 +18,7 @@ from train_core.supervised.datum import datum_from_model_input_weights
 
 
 def _renderer(client: Any) -> Any:
-    from kitchen.adapters.local.images import vision_of
+    from kitchen.adapters.local.model.images import vision_of
 
     vision = vision_of(client.host.base)
     assert vision is not None
@@ -150,7 +150,7 @@ def test_train_vision_adapts_the_vision_tower(backend: Any) -> None:
 
 @pytest.mark.parametrize("loss_fn", ["importance_sampling", "ppo", "cispo", "dro", "gspo"])
 def test_every_policy_loss_trains_on_images(backend: Any, loss_fn: str) -> None:
-    from kitchen.adapters.local.lora import adapter_parameters
+    from kitchen.adapters.local.model.lora import adapter_parameters
 
     client = backend.create_lora_training_client(VLM, rank=4)
     datum = _example(client, (255, 0, 0), "red")
@@ -276,7 +276,7 @@ def test_samples_from_an_image_prompt_score_the_same_by_compute_logprobs(backend
 def test_an_image_over_the_size_limit_is_refused(
     client: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kitchen.adapters.local import images
+    from kitchen.adapters.local.model import images
 
     monkeypatch.setattr(images, "MAX_IMAGE_PIXELS", 1000)
     datum = _with_image(_example(client, (255, 0, 0), "red"), picture((3, 1, 4)))

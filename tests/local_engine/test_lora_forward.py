@@ -10,9 +10,9 @@ from typing import Any
 import torch
 from peft.tuners.lora import Linear as LoraLinear
 
-from kitchen.adapters.local.host import ModelHost, load_host
-from kitchen.adapters.local.lora import LoraSpec, adapter_parameters, peft_config
-from kitchen.adapters.local.settings import EngineSettings
+from kitchen.adapters.local.model.host import ModelHost, load_host
+from kitchen.adapters.local.model.lora import LoraSpec, adapter_parameters, peft_config
+from kitchen.adapters.local.model.settings import EngineSettings
 from kitchen.ports import BackendSettings
 from tests.helpers import engine_device, engine_generator
 

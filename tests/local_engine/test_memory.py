@@ -16,10 +16,12 @@ import pytest
 import torch
 from tinker import types
 
-from kitchen.adapters.local import attention, batching, create_local_backend, memory
-from kitchen.adapters.local.forward import run_builtin_loss, run_custom_loss
-from kitchen.adapters.local.lora import adapter_parameters
-from kitchen.adapters.local.settings import EngineSettings
+from kitchen.adapters.local import create_local_backend
+from kitchen.adapters.local.model import attention
+from kitchen.adapters.local.model.lora import adapter_parameters
+from kitchen.adapters.local.model.settings import EngineSettings
+from kitchen.adapters.local.train import batching, memory
+from kitchen.adapters.local.train.forward import run_builtin_loss, run_custom_loss
 from kitchen.engine.errors import BackendError, ConfigError
 from kitchen.ports import BackendSettings
 from tests.helpers import engine_device, engine_generator, local_backend

@@ -7,7 +7,7 @@ import pytest
 import torch
 from tinker import types
 
-from kitchen.adapters.local.optimizer import adam_step, make_optimizer
+from kitchen.adapters.local.train.optimizer import adam_step, make_optimizer
 from kitchen.ports import GRAD_NORM_METRIC
 
 

@@ -17,9 +17,10 @@ import torch
 from tinker import types
 from typer.testing import CliRunner
 
-from kitchen.adapters.local import create_local_backend, quantization
-from kitchen.adapters.local.quantization import check_device
-from kitchen.adapters.local.settings import EngineSettings
+from kitchen.adapters.local import create_local_backend
+from kitchen.adapters.local.model import quantization
+from kitchen.adapters.local.model.quantization import check_device
+from kitchen.adapters.local.model.settings import EngineSettings
 from kitchen.adapters.samplers import remote_samplers
 from kitchen.engine.errors import ConfigError
 from kitchen.ports import BackendSettings
@@ -148,7 +149,7 @@ def test_samples_and_compute_logprobs_agree_on_the_4bit_base(tmp_path: Path, dty
 def test_export_merges_into_the_dequantized_base(nf4: Any, tmp_path: Path) -> None:
     from transformers import AutoModelForCausalLM
 
-    from kitchen.adapters.local.export import export_checkpoint
+    from kitchen.adapters.local.clients.export import export_checkpoint
 
     client = nf4.create_lora_training_client(TINY, rank=8)
     train(client, 3, learning_rate=1e-2)

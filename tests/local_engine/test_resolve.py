@@ -10,17 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from kitchen.adapters.local.resolve import build_once, resolve_model
-from kitchen.adapters.local.tiny import TINY_DIR, TINY_MODELS, TinySpec, build_tiny_model
-from kitchen.adapters.local.tiny_tokenizer import SPECIAL_TOKENS, train_tiny_tokenizer
+from kitchen.adapters.local.model.locate import build_once, resolve_model
+from kitchen.adapters.local.model.tiny import TINY_DIR, TINY_MODELS, TinySpec, build_tiny_model
+from kitchen.adapters.local.model.tiny_tokenizer import SPECIAL_TOKENS, train_tiny_tokenizer
 from kitchen.engine.errors import BackendError, ConfigError
 from tests.helpers import engine_device
 
 
 @pytest.mark.parametrize("name", sorted(TINY_MODELS))
 def test_tiny_model_resolves_and_loads_fast(name: str, private_model_cache: Path) -> None:
-    from kitchen.adapters.local.host import load_host
-    from kitchen.adapters.local.settings import EngineSettings
+    from kitchen.adapters.local.model.host import load_host
+    from kitchen.adapters.local.model.settings import EngineSettings
     from kitchen.ports import BackendSettings
 
     folder = resolve_model(name)

@@ -204,8 +204,8 @@ def test_snapshot_can_be_awaited_from_an_event_loop(backend: Any) -> None:
 def test_drawn_tokens_follow_the_distribution_and_never_take_a_zero(monkeypatch: Any) -> None:
     import torch
 
-    from kitchen.adapters.local.sampling import draw_tokens
-    from kitchen.adapters.local.seed_stream import SeedStream
+    from kitchen.adapters.local.sample.sampling import draw_tokens
+    from kitchen.adapters.local.sample.seed_stream import SeedStream
 
     probs_V = torch.tensor([0.5, 0.0, 0.3, 0.2, 0.0], device=engine_device())
     stream = SeedStream(0, engine_device())
@@ -243,7 +243,7 @@ def test_the_base_model_samples_after_its_last_lora_client_closes(tmp_path: Path
 def test_every_bit_of_a_64_bit_seed_picks_the_stream() -> None:
     import torch
 
-    from kitchen.adapters.local.seed_stream import SeedStream
+    from kitchen.adapters.local.sample.seed_stream import SeedStream
 
     def first_draws(seed: int) -> list[float]:
         return SeedStream(seed, "cpu").uniform((8,), "cpu").tolist()  # type: ignore[no-any-return]

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from kitchen.adapters.local import settings as settings_module
-from kitchen.adapters.local.settings import (
+from kitchen.adapters.local.model import settings as settings_module
+from kitchen.adapters.local.model.settings import (
     SMALL_MODEL_PARAMS,
     EngineSettings,
     choose_num_threads,
@@ -113,8 +113,8 @@ def test_cuda_attention_leaves_out_cudnn_while_the_engine_computes(
     shape on nearly every call, so on CUDA they run flash / efficient SDPA unless asked."""
     from torch.nn.attention import SDPBackend
 
-    from kitchen.adapters.local.attention import sdpa_backends
-    from kitchen.adapters.local.host import load_host
+    from kitchen.adapters.local.model.attention import sdpa_backends
+    from kitchen.adapters.local.model.host import load_host
 
     cuda = sdpa_backends("cuda", cudnn=False)
     assert cuda is not None and cuda[0] == SDPBackend.FLASH_ATTENTION

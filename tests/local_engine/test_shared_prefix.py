@@ -10,9 +10,9 @@ import pytest
 import torch
 from tinker import types
 
-from kitchen.adapters.local import batching
-from kitchen.adapters.local.forward import run_custom_loss
-from kitchen.adapters.local.lora import adapter_parameters
+from kitchen.adapters.local.model.lora import adapter_parameters
+from kitchen.adapters.local.train import batching
+from kitchen.adapters.local.train.forward import run_custom_loss
 from tests.helpers import engine_generator
 
 from .conftest import TINY, take_grads

@@ -10,7 +10,7 @@ import pytest
 import torch
 from tinker import types
 
-from kitchen.adapters.local.lora import adapter_parameters
+from kitchen.adapters.local.model.lora import adapter_parameters
 from kitchen.ports import GRAD_NORM_METRIC
 
 from .conftest import TEXTS, TINY, sft_datum
@@ -184,7 +184,7 @@ def test_bad_datum_fails_with_position_and_key(backend: Any) -> None:
 def test_optim_step_reports_peak_accelerator_memory_since_the_previous_one(
     backend: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kitchen.adapters.local import training_client
+    from kitchen.adapters.local.clients import training_client
 
     client = backend.create_lora_training_client(TINY, rank=4)
     client.forward_backward([sft_datum(client.get_tokenizer(), TEXTS[0])], "cross_entropy")

@@ -11,7 +11,7 @@ import pytest
 
 from train_core.renderers import Message, ParseTermination, get_renderer
 
-TINY_DIR = Path(__file__).resolve().parents[2] / "kitchen" / "adapters" / "local" / "tiny"
+TINY_DIR = Path(__file__).resolve().parents[2] / "kitchen" / "adapters" / "local" / "model" / "tiny"
 
 CONVERSATIONS: list[list[Message]] = [
     [

@@ -42,7 +42,7 @@ def _nth(n: int) -> Callable[[], bool]:
 def arm(kind: str, n: int) -> list[Any]:
     """Patch the write layer to die at the n-th `kind`; the hooks to run with (for `step`)."""
     import train_core.checkpoint as records
-    from kitchen.adapters.local import checkpoints as folders
+    from kitchen.adapters.local.clients import checkpoints as folders
     from kitchen.engine.runner import BaseHook
 
     due = _nth(n)

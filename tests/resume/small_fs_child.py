@@ -17,7 +17,7 @@ from pathlib import Path
 
 
 def main(mount: str, size: str, straight: str, recipe: str, overrides: str, steps: str) -> None:
-    from kitchen.adapters.local import checkpoints as folders
+    from kitchen.adapters.local.clients import checkpoints as folders
     from kitchen.app.launch import run
     from kitchen.engine.errors import KitchenError
     from tests.resume.cases import assert_same_run

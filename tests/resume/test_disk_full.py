@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import train_core.checkpoint as records
-from kitchen.adapters.local import checkpoints as folders
+from kitchen.adapters.local.clients import checkpoints as folders
 from kitchen.app import sinks
 from kitchen.app.launch import run
 from kitchen.engine.errors import KitchenError

@@ -14,7 +14,7 @@ from tinker import types
 from cookbook.envs.arithmetic import ArithmeticEnvs
 from kitchen.adapters.fake import FakeBackend
 from kitchen.adapters.fake.backend import FakeTrainingClient
-from kitchen.adapters.local.losses import loss_fn_named
+from kitchen.adapters.local.train.loss_fns import loss_fn_named
 from kitchen.app.launch import run_workflow
 from kitchen.engine.errors import BackendError
 from kitchen.ports import GRAD_NORM_METRIC

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from tinker import types
 
-from kitchen.adapters.local.tiny import MAX_CONTEXT
+from kitchen.adapters.local.model.tiny import MAX_CONTEXT
 from tests.serve_hardening.conftest import KEY, MAX_BODY, TINY, Server
 from tests.tinker_backend.conftest import sft_datum as datum
 

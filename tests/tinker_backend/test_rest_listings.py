@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import tinker
 
-from kitchen.adapters.local.checkpoints import CheckpointMeta
+from kitchen.adapters.local.clients.checkpoints import CheckpointMeta
 from kitchen.serve.listings import training_runs
 from kitchen.serve.sessions import SessionTable
 

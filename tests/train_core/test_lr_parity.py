@@ -66,7 +66,7 @@ def test_a_local_config_gives_the_hidden_size(tmp_path: Path) -> None:
 
 
 def test_tiny_and_table_models_without_a_local_config() -> None:
-    from kitchen.adapters.local.tiny import TINY_MODELS
+    from kitchen.adapters.local.model.tiny import TINY_MODELS
 
     for name, spec in TINY_MODELS.items():  # the table says what the built-in model is
         assert KNOWN_MODELS[name][1] == spec.hidden_size, name

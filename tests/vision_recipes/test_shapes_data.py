@@ -105,7 +105,7 @@ def test_a_bad_row_is_one_line_naming_it(row: dict[str, object], expected: str) 
 def test_the_fake_counts_image_tokens_as_the_tiny_vlm_processor_does(size: tuple[int, int]) -> None:
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
-    from kitchen.adapters.local.tiny import TINY_IMAGE_PROCESSOR
+    from kitchen.adapters.local.model.tiny import TINY_IMAGE_PROCESSOR
 
     fake = FakeImageProcessor()
     real = Qwen2VLImageProcessorPil(**TINY_IMAGE_PROCESSOR)

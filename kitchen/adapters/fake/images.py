@@ -16,7 +16,7 @@ from typing import Any
 
 from tinker import types
 
-from kitchen.adapters.local.tiny import TINY_IMAGE_PROCESSOR
+from kitchen.adapters.local.model.tiny import TINY_IMAGE_PROCESSOR
 from kitchen.engine.errors import BackendError
 
 _TINY = TINY_IMAGE_PROCESSOR

@@ -8,8 +8,8 @@ import re
 # The tiny models' special tokens, so a renderer sees the same markers on the fake as on them.
 # Qwen3-VL's vision markers too, special tokens as in the tiny VLM's vocabulary, so the qwen3_vl
 # renderers frame an image on the fake as they do on it.
-from kitchen.adapters.local.tiny import VISION_TOKENS
-from kitchen.adapters.local.tiny_tokenizer import SPECIAL_TOKENS
+from kitchen.adapters.local.model.tiny import VISION_TOKENS
+from kitchen.adapters.local.model.tiny_tokenizer import SPECIAL_TOKENS
 
 
 class FakeTokenizer:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kitchen.adapters.local.resolve import kitchen_cache_dir, resolve_model
+from kitchen.adapters.local.model.locate import kitchen_cache_dir, resolve_model
 
 if TYPE_CHECKING:
     from kitchen.adapters.local.backend import LocalBackend

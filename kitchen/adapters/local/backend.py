@@ -13,29 +13,33 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from kitchen.adapters.local import checkpoints as ckpt
-from kitchen.adapters.local.compute_thread import ComputeThread
+from kitchen.adapters.local.clients import checkpoints as ckpt
+from kitchen.adapters.local.clients.sampling_client import LocalSamplingClient, model_eos_ids
+from kitchen.adapters.local.clients.training_client import LocalTrainingClient, next_model_id
 from kitchen.adapters.local.distributed.commands import (
     LoadBase,
     LoadSnapshot,
     OpenBackend,
     OpenClient,
 )
-from kitchen.adapters.local.distributed.executor import executor
+from kitchen.adapters.local.distributed.ranked_executor import executor
 from kitchen.adapters.local.executor import SOLO, Executor
-from kitchen.adapters.local.host import LoraSnapshot, ModelHost, load_host
-from kitchen.adapters.local.lora import LoraSpec
-from kitchen.adapters.local.quantization import (
+from kitchen.adapters.local.model.host import LoraSnapshot, ModelHost, load_host
+from kitchen.adapters.local.model.locate import resolve_model
+from kitchen.adapters.local.model.lora import LoraSpec
+from kitchen.adapters.local.model.quantization import (
     allow_bitsandbytes,
     check_device,
     hold_back_bitsandbytes,
 )
+from kitchen.adapters.local.model.settings import (
+    EngineSettings,
+    apply_num_threads,
+    choose_num_threads,
+)
 from kitchen.adapters.local.remote_samplers import RemoteSamplers, RemoteSamplersFactory
-from kitchen.adapters.local.resolve import resolve_model
-from kitchen.adapters.local.sampling_client import LocalSamplingClient, model_eos_ids
-from kitchen.adapters.local.settings import EngineSettings, apply_num_threads, choose_num_threads
-from kitchen.adapters.local.stability import StabilityRecords
-from kitchen.adapters.local.training_client import LocalTrainingClient, next_model_id
+from kitchen.adapters.local.sample.compute_thread import ComputeThread
+from kitchen.adapters.local.train.stability import StabilityRecords
 from kitchen.engine.errors import BackendError, ConfigError
 from kitchen.ports import BackendSettings
 
@@ -111,8 +115,9 @@ class LocalBackend:
         train_vision: bool = False,
         user_metadata: dict[str, str] | None = None,
     ) -> LocalTrainingClient:
-        """LoRA of `rank` on the selected modules; rank 0 means full fine-tuning of every weight.
-        `user_metadata` is accepted for SDK compatibility and not used."""
+        """A LoRA adapter of r = `rank` (the SDK's name) on the selected modules; `rank` 0 asks
+        for full fine-tuning of every weight (`lora` None from here on). `user_metadata` is
+        accepted for SDK compatibility and not used."""
         if rank < 0:
             raise ConfigError(
                 f"LoRA rank is {rank}; expected a positive rank, or 0 for full fine-tuning"
@@ -330,6 +335,6 @@ class LocalBackend:
 
 
 def snapshot_from(folder: Path, host: ModelHost, snapshot_id: int | None = None) -> LoraSnapshot:
-    """The LoRA adapter saved in `folder`, on `host`'s device (`snapshot_id`: rank 0's)."""
+    """The adapter saved in `folder`, on `host`'s device (`snapshot_id`: rank 0's)."""
     tensors = ckpt.load_lora_tensors(folder, host.device)
     return LoraSnapshot.of(ckpt.load_lora_config(folder), tensors, snapshot_id)

@@ -1,5 +1,5 @@
 """Where the engine's calls run: one process (SoloExecutor), or every rank of a --nproc N run
-(distributed/executor.py's RankedExecutor). The backend picks one when it starts and hands it to
+(distributed/ranked_executor.py's RankedExecutor). The backend picks one when it starts and hands it to
 its clients, which call it alike at any N and never ask how many processes there are."""
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ if TYPE_CHECKING:
 
     import numpy as np
 
-    from kitchen.adapters.local.compute_thread import ComputeThread
-    from kitchen.adapters.local.decode_batch import Spread
+    from kitchen.adapters.local.clients.sampling_client import LocalSamplingClient
     from kitchen.adapters.local.distributed.commands import Command
-    from kitchen.adapters.local.distributed.deal import Deal
-    from kitchen.adapters.local.host import LoraSnapshot, ModelHost
-    from kitchen.adapters.local.images import Expanded
-    from kitchen.adapters.local.sampling_client import LocalSamplingClient
+    from kitchen.adapters.local.model.host import LoraSnapshot, ModelHost
+    from kitchen.adapters.local.model.images import Expanded
+    from kitchen.adapters.local.sample.compute_thread import ComputeThread
+    from kitchen.adapters.local.sample.decode_batch import Spread
+    from kitchen.adapters.local.train.deal import Deal
 
 
 class Executor(Protocol):
@@ -92,7 +92,7 @@ class SoloExecutor:
         pass
 
     def deal(self, params: Sequence[Any], full: bool) -> Deal | None:
-        from kitchen.adapters.local.distributed.deal import Deal
+        from kitchen.adapters.local.train.deal import Deal
 
         # LoRA's passes' gradients summed apart, as N ranks sum them: the same numbers at any N.
         return None if full else Deal(None, params)
@@ -106,7 +106,7 @@ class SoloExecutor:
     def score(
         self, client: LocalSamplingClient, sequences: list[list[int] | Expanded]
     ) -> list[np.ndarray]:
-        from kitchen.adapters.local.forward import score_sequences
+        from kitchen.adapters.local.train.forward import score_sequences
 
         # A scoring pass does not repay merging a snapshot's weights.
         with client.weights(merge=False) as model:

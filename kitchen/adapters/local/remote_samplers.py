@@ -10,15 +10,16 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from kitchen.adapters.local.backend import LocalBackend
-    from kitchen.adapters.local.host import LoraSnapshot, ModelHost
-    from kitchen.adapters.local.sampling_client import LocalSamplingClient
+    from kitchen.adapters.local.clients.sampling_client import LocalSamplingClient
+    from kitchen.adapters.local.model.host import LoraSnapshot, ModelHost
 
 
 class RemoteSamplers(Protocol):
     """Another engine's samplers over the local engine's weights (the trainer stays local)."""
 
     def check_trainable(self, lora_rank: int, model_path: Path) -> None:
-        """Refuse, before anything loads, a LoRA rank (0: full fine-tuning) it cannot sample."""
+        """Refuse, before anything loads, a LoRA r (`lora_rank`; 0: full fine-tuning) it cannot
+        sample."""
 
     def start(self, host: ModelHost, max_lora_rank: int) -> None:
         """Start serving `host`'s base, without waiting (the trainer loads meanwhile)."""

@@ -1,6 +1,6 @@
 """Tinker's sampling requests as vLLM completions requests, and vLLM's answers as Tinker's types.
 
-Meaning kept from the local sampler (kitchen/adapters/local/sampling.py):
+Meaning kept from the local sampler (kitchen/adapters/local/sample/sampling.py):
 - a sampled token's logprob is log_softmax(logits / T) at the request's temperature (T <= 0,
   greedy: T = 1). The server runs with `--logprobs-mode processed_logprobs`, which reports the
   logprob after temperature, and also after top-k / top-p truncation: then it is renormalised over
@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from tinker import types
 
-from kitchen.adapters.local.seed_stream import seed_halves
+from kitchen.adapters.local.sample.seed_stream import seed_halves
 from kitchen.engine.errors import BackendError
 
 # The tokens of vLLM's `return_tokens_as_token_ids` answers: "token_id:123".

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kitchen.adapters.local.resolve import kitchen_cache_dir
+from kitchen.adapters.local.model.locate import kitchen_cache_dir
 from kitchen.adapters.vllm.pool import ServerPool
 from kitchen.adapters.vllm.sampling_client import VllmSamplingClient
 from kitchen.adapters.vllm.server import (
@@ -211,7 +211,7 @@ class VllmSamplers:
         return client
 
     def _load_snapshot(self, base: _Base, host: Any, snapshot: Any) -> tuple[str, Path]:
-        from kitchen.adapters.local import checkpoints as ckpt
+        from kitchen.adapters.local.clients import checkpoints as ckpt
 
         name = f"snapshot-{next(_snapshot_names)}"
         folder = ckpt.write_folder(

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from tinker import types
 
-from kitchen.adapters.local.seed_stream import RequestSeeds
+from kitchen.adapters.local.sample.seed_stream import RequestSeeds
 from kitchen.adapters.vllm.completions import check_honoured, completion_body, sample_sequences
 from kitchen.adapters.vllm.pool import ServerPool
 from kitchen.engine.errors import BackendError
@@ -191,7 +191,7 @@ def _emptied(seq: types.SampledSequence) -> types.SampledSequence:
 
 
 def _record(records: Any, prompt: list[int], sequences: list[types.SampledSequence]) -> None:
-    from kitchen.adapters.local.stability import SequenceRecord
+    from kitchen.adapters.local.train.stability import SequenceRecord
 
     shared = tuple(prompt)
     for seq in sequences:

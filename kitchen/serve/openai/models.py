@@ -221,7 +221,7 @@ class ModelCatalog:
         return list(dict.fromkeys([*loaded, *opened]))
 
     def _open(self, name: str) -> tuple[ServedModel, bool]:
-        from kitchen.adapters.local.checkpoints import META_FILE
+        from kitchen.adapters.local.clients.checkpoints import META_FILE
         from kitchen.engine.errors import KitchenError
 
         is_checkpoint = name.startswith("tinker://") or (Path(name) / META_FILE).is_file()

@@ -12,9 +12,9 @@ if TYPE_CHECKING:
 
     from tinker import types
 
-    from kitchen.adapters.local.decode_batch import Op
-    from kitchen.adapters.local.images import Expanded
-    from kitchen.adapters.local.lora import LoraSpec
+    from kitchen.adapters.local.model.images import Expanded
+    from kitchen.adapters.local.model.lora import LoraSpec
+    from kitchen.adapters.local.sample.decode_batch import Op
     from kitchen.ports import BackendSettings
 
 
@@ -121,7 +121,7 @@ class GatherWeights(Command):
 
 @dataclass(frozen=True)
 class TakeSnapshot(Command):
-    """This rank's copy of a training client's LoRA weights, under rank 0's `snapshot_id`."""
+    """This rank's copy of a training client's adapter weights, under rank 0's `snapshot_id`."""
 
     model_id: str
     snapshot_id: int
@@ -129,7 +129,7 @@ class TakeSnapshot(Command):
 
 @dataclass(frozen=True)
 class LoadSnapshot(Command):
-    """A LoRA adapter saved in `folder`, on the shared base, under rank 0's `snapshot_id`."""
+    """An adapter saved in `folder`, on the shared base, under rank 0's `snapshot_id`."""
 
     folder: str
     snapshot_id: int

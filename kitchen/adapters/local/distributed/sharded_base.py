@@ -1,19 +1,11 @@
 """The frozen base of a --nproc N run, sharded: `fully_shard` (FSDP2) on each decoder layer and at the
-root (the final norm), and the vocabulary-sized weight (the embedding, tied to the head in the
-models we run) by rows, block by block (`VocabShards`).
+root (the final norm), and the vocabulary-sized weight by rows, block by block (`VocabShards`), so
+no rank holds it whole between calls.
 
-Between calls every rank holds its shards and nothing else. Every call that computes with the base
-(a training call, a compute_logprobs batch, each forward of the decode batch) runs on every rank at
-once, within `call`: the root is whole for the call (logprobs.py calls the decoder and the head
-apart, so the root's own hooks never run), a decoder layer whole only while it computes (FSDP's
-hooks all-gather it before its forward and free it after, and again for its backward), and one
-block of the vocabulary only while a lookup or a product of the head uses it (vocab.py). Those
-all-gathers are collectives, so every rank must call the decoder the same number of times in each
-call (Deal deals the passes of training and scoring calls; ranks > 0 match each forward of the
-decode batch with one of their own, world.py), and the head too (TargetLogprobs(lockstep=True)).
-A base whose head or embedding is not a plain one (vocab.splits_vocab) keeps them in the root,
-whole for the span of each call.
-"""
+Within a call (`call`) a decoder layer is whole only while it computes, and a block of the
+vocabulary only while it is used. Those gathers are collectives, so every rank calls the decoder and
+the head the same number of times in a call: Deal deals training and scoring passes, and ranks > 0
+match each decode forward with one of their own. docs/adapters.md has the whole account."""
 
 from __future__ import annotations
 
@@ -21,15 +13,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from kitchen.adapters.local.vocab import split_head, splits_vocab, vocab_blocks
+from kitchen.adapters.local.model.vocab import split_head, splits_vocab, vocab_blocks
 
 
 class ShardedBase:
     """One base model sharded over the ranks of the run."""
 
     def __init__(self, model: Any, size: int) -> None:
-        """Every rank: shard `model` (a collective). Trainable parameters (LoRA) are left out of
-        FSDP: they stay whole on every rank and Deal sums their gradients."""
+        """Every rank: shard `model` (a collective). Trainable parameters (an adapter's) are left
+        out of FSDP: they stay whole on every rank and Deal sums their gradients."""
         import torch
         import torch.distributed as dist
         from torch.distributed.device_mesh import init_device_mesh

@@ -1,6 +1,6 @@
-"""A fully fine-tuned model (LoRA rank 0) of a --nproc N run, sharded with FSDP2 as it normally runs:
-`fully_shard` on each decoder layer and at the root (the embedding, final norm and head), every
-trained weight a shard (a DTensor) on each rank, its gradient and AdamW state too.
+"""A fully fine-tuned model (no adapter: `lora` None) of a --nproc N run, sharded with FSDP2 as it
+normally runs: `fully_shard` on each decoder layer and at the root (the embedding, final norm and
+head), every trained weight a shard (a DTensor) on each rank, its gradient and AdamW state too.
 
 Within a call the model is gathered as the frozen base is (sharded_base.py): the root whole for the
 call, a layer whole only while it computes. Gradients are FSDP's: each layer's backward

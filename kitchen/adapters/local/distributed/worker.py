@@ -58,7 +58,7 @@ class Rank:
 
 def _open_backend(here: Rank, c: OpenBackend) -> None:
     from kitchen.adapters.local.backend import LocalBackend
-    from kitchen.adapters.local.decode_batch import CacheRows
+    from kitchen.adapters.local.sample.decode_batch import CacheRows
 
     here.backend, here.clients, here.snapshots = LocalBackend(c.settings), {}, {}
     here.rows = CacheRows()
@@ -69,7 +69,7 @@ def _load_base(here: Rank, c: LoadBase) -> None:
 
 
 def _open_client(here: Rank, c: OpenClient) -> None:
-    from kitchen.adapters.local.training_client import LocalTrainingClient
+    from kitchen.adapters.local.clients.training_client import LocalTrainingClient
 
     if c.lora is None:  # full fine-tuning: a copy of its own, sharded
         host = here.backend.trained_host(c.base_model)
@@ -138,7 +138,7 @@ def _shadow_forward(here: Rank, c: ShadowForward) -> None:
 
 
 def _decode(here: Rank, c: Decode) -> None:
-    from kitchen.adapters.local.distributed.executor import decode_on_every_rank
+    from kitchen.adapters.local.distributed.ranked_executor import decode_on_every_rank
 
     host = here.base(c.base_model, c.quantization)
     ops = c.ops[here.world.rank - 1]
@@ -148,7 +148,7 @@ def _decode(here: Rank, c: Decode) -> None:
 
 
 def _score(here: Rank, c: Score) -> None:
-    from kitchen.adapters.local.distributed.executor import score_on_every_rank
+    from kitchen.adapters.local.distributed.ranked_executor import score_on_every_rank
 
     host = here.base(c.base_model, c.quantization)
     snapshot = here.snapshot(c.snapshot_id)
@@ -191,7 +191,7 @@ HANDLERS: dict[type[Command], Handler] = dict(
 
 def serve_calls(world: World) -> None:
     """Run rank 0's calls on this rank until it stops."""
-    from kitchen.adapters.local.distributed.launch import STOP_SIGNALS
+    from kitchen.adapters.local.distributed.relaunch import STOP_SIGNALS
 
     # torch.distributed.run hands a signal that stops it (Ctrl-C, SIGTERM) to every rank. Rank 0
     # ends as one process ends (a server finishes its running step, a run its call) and then says
@@ -222,7 +222,7 @@ def serve_calls(world: World) -> None:
 
 
 def main() -> None:
-    """A rank > 0 of a --nproc N run (kitchen/app/rank.py starts it instead of the command): it
+    """A rank > 0 of a --nproc N run (kitchen/app/rank_entry.py starts it instead of the command): it
     joins the group, runs rank 0's calls until rank 0 stops, and ends."""
     from kitchen.adapters.local.distributed.world import world
 

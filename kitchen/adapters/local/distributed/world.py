@@ -6,9 +6,9 @@ call each decoder layer, and each block of the vocabulary, is gathered only whil
 every call that computes with the base runs on every rank, in step: training and compute_logprobs
 calls deal their passes (deal.py), and each forward of rank 0's decode batch is matched by a
 `shadow_forward` on the others.
-LoRA parameters are plain tensors, whole on every rank; each micro-batch's gradient reaches every
-rank (Deal), so every rank's Adam takes the same step, and a sampler's LoRA snapshot is taken on
-every rank alike (`forget` lets ranks > 0 drop theirs once rank 0's is gone).
+An adapter's parameters are plain tensors, whole on every rank; each micro-batch's gradient
+reaches every rank (Deal), so every rank's Adam takes the same step, and a sampler's adapter
+snapshot is taken on every rank alike (`forget` lets ranks > 0 drop theirs once rank 0's is gone).
 
 A rank that stops answering without dying is found by the others: a collective within a call waits
 at most the timeout, and every other wait is watched through the ranks' heartbeats (Heartbeats).
@@ -36,14 +36,14 @@ if TYPE_CHECKING:
     from kitchen.adapters.local.distributed.sharded_base import ShardedBase
     from kitchen.adapters.local.distributed.sharded_model import ShardedModel
 
-# Set by launch.py in every rank's environment: the ranks of one run.
+# Set by relaunch.py in every rank's environment: the ranks of one run.
 ENV_FLAG = "KITCHEN_NPROC"
 # Seconds a collective within a call on the sharded base waits for the other ranks before the run fails.
 TIMEOUT_ENV = "KITCHEN_COLLECTIVE_TIMEOUT"
 DEFAULT_TIMEOUT_S = 600.0
 # The exit code of a rank that gave up on a stopped rank: it has named that rank in its own line.
 STALLED_EXIT = 3
-# Set by launch.py: the file a rank that gave up on a stopped rank writes, so that the launcher adds
+# Set by relaunch.py: the file a rank that gave up on a stopped rank writes, so that the launcher adds
 # no line of its own (the stopped rank it killed may be the failure the launcher sees first).
 STALL_FILE_ENV = "KITCHEN_STALL_FILE"
 BEAT_S = 1.0  # seconds between two heartbeats of a rank
@@ -318,7 +318,7 @@ class World:
         decode batch (decode_batch.filler_forward)."""
         import torch
 
-        from kitchen.adapters.local.decode_batch import filler_forward
+        from kitchen.adapters.local.sample.decode_batch import filler_forward
 
         with self.sharded_call(model), torch.no_grad():
             filler_forward(model)
@@ -331,7 +331,7 @@ class World:
         keeps for its next optim_step's metrics (`take_peaks`): no collective of its own."""
         import torch.distributed as dist
 
-        from kitchen.adapters.local.memory import peak_gib
+        from kitchen.adapters.local.train.memory import peak_gib
 
         peak = None if self.leader else peak_gib(self.device)
         out: list[Any] | None = [None] * self.size if self.leader else None

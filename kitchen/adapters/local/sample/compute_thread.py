@@ -1,29 +1,15 @@
 """The backend's one compute thread: it runs the decode batch (decode_batch.py) and, between its
 decode steps, every other torch call: training calls, model loads, checkpoint writes
-(`submit_call`, `run`). Each thread that runs torch ops gets its own OpenMP team, and once the teams
-outnumber the cores libgomp stops spinning between parallel regions; with a second team on 2 cores a
-SmolLM2 forward_backward ran 15-20% slower (CPU/wall 1.6 instead of 2.0).
+(`submit_call`, `run`). One thread, because each thread that runs torch ops gets its own OpenMP
+team, and more teams than cores slow every pass.
 
 Requests on other weights (another LoRA snapshot) wait until the batch drains; while one waits, no
 new request joins, so none starves. Other work runs between decode steps, in submission order.
-
-compute_logprobs requests are held back until one of them is looked at (result, await, done, a
-callback) or other work is submitted; then those on the same weights are scored together, in
-shared micro-batches (a DPO step's 32 reference scorings: one or two decoder passes instead of 32).
-Which requests share a batch so follows the caller's program order, never the compute thread's
-timing: a batch's composition moves the last bits of its results, and runs must repeat exactly
-(resume equals an uninterrupted run).
-
-Sample requests submitted from a running event loop are queued together at the end of the loop's
-iteration, so the requests of one iteration's tasks (an RL batch's groups, gathered) join the decode
-batch together, in submission order. Queued one at a time, the first group could start decoding
-alone and the second join it a step later, padded: the logprobs move in the last bits, and an RL
-step whose KL term starts at zero turns those bits into its update (rl_basic at --nproc 1 gave
-another adapter and 16 of 24 other tokens from its second batch on). A request submitted later
-(a multi-turn env's next turn) still joins whenever it arrives. A sample future looked at without
-awaiting (result, done, a callback) queues the requests at once; and should the loop block on one
-another way, the compute thread takes them after GATHER_GRACE_S.
-"""
+compute_logprobs requests on the same weights are scored together once one of them is looked at
+(or other work comes), and sample requests from a running event loop join the decode batch
+together at the end of the loop's iteration (or after GATHER_GRACE_S): both follow the caller's
+program order, never the thread's timing, since a batch's make-up moves the last bits of its
+results and runs must repeat exactly. docs/adapters.md has the measurements."""
 
 from __future__ import annotations
 
@@ -35,9 +21,9 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from kitchen.adapters.local.decode_batch import DecodeBatch, SampleJob
-from kitchen.adapters.local.images import Expanded
-from kitchen.adapters.local.sampling import Generated, PromptScores
+from kitchen.adapters.local.model.images import Expanded
+from kitchen.adapters.local.sample.decode_batch import DecodeBatch, SampleJob
+from kitchen.adapters.local.sample.sampling import Generated, PromptScores
 from kitchen.engine.errors import BackendError
 
 T = TypeVar("T")

@@ -10,17 +10,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kitchen.adapters.local.decode_batch import CacheRows, Op
 from kitchen.adapters.local.distributed.commands import Command, Decode, Score
-from kitchen.adapters.local.distributed.deal import Deal
 from kitchen.adapters.local.distributed.world import World
+from kitchen.adapters.local.sample.decode_batch import CacheRows, Op
+from kitchen.adapters.local.train.deal import Deal
 
 if TYPE_CHECKING:
-    from kitchen.adapters.local.compute_thread import ComputeThread
+    from kitchen.adapters.local.clients.sampling_client import LocalSamplingClient
     from kitchen.adapters.local.executor import Executor
-    from kitchen.adapters.local.host import LoraSnapshot, ModelHost
-    from kitchen.adapters.local.images import Expanded
-    from kitchen.adapters.local.sampling_client import LocalSamplingClient
+    from kitchen.adapters.local.model.host import LoraSnapshot, ModelHost
+    from kitchen.adapters.local.model.images import Expanded
+    from kitchen.adapters.local.sample.compute_thread import ComputeThread
 
 
 class RankedExecutor:
@@ -137,8 +137,8 @@ def score_on_every_rank(
     base with `snapshot`'s weights (this rank's copy; merged if rank 0's were, `merge`); the
     logprobs on rank 0, None elsewhere. Rank 0 sends the other ranks their `call` once its
     weights are in place."""
-    from kitchen.adapters.local.forward import score_sequences
-    from kitchen.adapters.local.sampling_client import snapshot_weights
+    from kitchen.adapters.local.clients.sampling_client import snapshot_weights
+    from kitchen.adapters.local.train.forward import score_sequences
 
     with snapshot_weights(host, snapshot, merge) as model:
         if call is not None:
@@ -161,7 +161,7 @@ def decode_on_every_rank(
     logits of its forward, if any, go to rank 0."""
     import torch
 
-    from kitchen.adapters.local.sampling_client import snapshot_weights
+    from kitchen.adapters.local.clients.sampling_client import snapshot_weights
 
     if not forward:
         rows.run(None, ops)

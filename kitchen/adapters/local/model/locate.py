@@ -91,7 +91,7 @@ def resolve_model(name: str) -> Path:
     if raw.startswith(("/", ".", "~")) or name.startswith("local://"):
         raise ConfigError(f"model folder {path} does not exist")
 
-    from kitchen.adapters.local.tiny import TINY_MODELS, build_tiny_model
+    from kitchen.adapters.local.model.tiny import TINY_MODELS, build_tiny_model
 
     key = raw.lower()
     if key in TINY_MODELS:
@@ -104,7 +104,7 @@ def resolve_model(name: str) -> Path:
         cached = _hub_snapshot(SMOLLM2_REPO, local_only=True)
         if cached is not None:
             return cached
-        from kitchen.adapters.local.gguf import convert_gguf_folder, smollm2_gguf_file
+        from kitchen.adapters.local.model.gguf import convert_gguf_folder, smollm2_gguf_file
 
         gguf_file = smollm2_gguf_file()
         return build_once(

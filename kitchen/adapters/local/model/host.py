@@ -20,13 +20,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kitchen.adapters.local.attention import sdpa_backends, sdpa_restricted, use_engine_attention
-from kitchen.adapters.local.context import extend_context
-from kitchen.adapters.local.lora import fuse_lora_forwards, load_adapter_weights
-from kitchen.adapters.local.quantization import prepare_quantized, quantization_config
-from kitchen.adapters.local.resolve import resolve_model
-from kitchen.adapters.local.settings import EngineSettings
-from kitchen.adapters.local.vocab import WholeRows, split_head, splits_vocab
+from kitchen.adapters.local.model.attention import (
+    sdpa_backends,
+    sdpa_restricted,
+    use_engine_attention,
+)
+from kitchen.adapters.local.model.context import extend_context
+from kitchen.adapters.local.model.locate import resolve_model
+from kitchen.adapters.local.model.lora import fuse_lora_forwards, load_adapter_weights
+from kitchen.adapters.local.model.quantization import prepare_quantized, quantization_config
+from kitchen.adapters.local.model.settings import EngineSettings
+from kitchen.adapters.local.model.vocab import WholeRows, split_head, splits_vocab
 from kitchen.engine.errors import BackendError
 
 _snapshot_ids = itertools.count(1)
@@ -172,7 +176,7 @@ class ModelHost:
 
         Under autocast a snapshot decodes with its decoder layers' LoRA delta merged into the base
         weights in the compute dtype, so a decode step runs no adapter ops there (a 32-row SmolLM2
-        step with rank-32 adapters: 109 -> 73 ms). The merge costs about 120 ms, repaid within a
+        step with r = 32 adapters: 109 -> 73 ms). The merge costs about 120 ms, repaid within a
         few decode steps but not by one scoring pass: with `merge` False (compute_logprobs) the
         merge is used only if it already holds this snapshot (`merges`). W + delta rounded to bf16
         is as close to the fp32 model as the unmerged bf16 adapter (docs/adapters.md)."""
@@ -212,7 +216,7 @@ class ModelHost:
         other than plain LoRA on Linear layers; or another snapshot's merge held and `build`
         False).
 
-        The head keeps its LoRA apart (a few products of rank r beside the vocabulary-sized one):
+        The head keeps its adapter apart (a few products of inner size r beside the vocabulary-sized one):
         merged, it would be a copy of a weight no rank of a --nproc N run holds whole. On such a
         sharded base a layer's weight is whole only while FSDP gathers it for a pass, so each
         forward merges it then, with the same products one process merges once: the same tokens

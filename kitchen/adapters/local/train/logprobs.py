@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from kitchen.adapters.local.attention import packed_pass
-from kitchen.adapters.local.batching import MicroBatch, left_padded_host, to_device
-from kitchen.adapters.local.vocab import head_gathers
+from kitchen.adapters.local.model.attention import packed_pass
+from kitchen.adapters.local.model.vocab import head_gathers
+from kitchen.adapters.local.train.batching import MicroBatch, left_padded_host, to_device
 
 # Positions per vocabulary chunk: the chunk's logits and fp32 log-softmax are all that exist at once
 # (49k vocabulary: about 300 MB at 512 with the tensors backward keeps), never a whole [T, V].

@@ -1,36 +1,37 @@
 """Which micro-batches of a training or scoring call each rank of a --nproc N run computes
-(`passes`), and the sum of their gradients on every rank (`own_grads`)."""
+(`passes`), and the sum of their gradients on every rank (`own_grads`). The pass reads the ranks
+through `Ranks` alone (distributed/world.py's World is one), so this room never imports them."""
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from kitchen.adapters.local.distributed.world import World
+
+class Ranks(Protocol):
+    """The processes of a --nproc N run as a deal uses them: this one's index among `size`."""
+
+    rank: int
+    size: int
+
+    @property
+    def leader(self) -> bool: ...
+
+    def gather(self, mine: Any) -> list[Any] | None: ...
 
 
 class Deal:
     """One call's share of the work on this rank: which micro-batches it runs, and the sum of the
-    gradients they leave in `params` (the client's LoRA tensors; none for a scoring call).
+    gradients they leave in `params` (the client's adapter tensors; none for a scoring call).
 
-    Each pass's gradient is summed apart, then added to the accumulated ones; in a --nproc N run
-    the ranks' passes of one round are added in rank order, on every rank (each rank broadcasts
-    its pass's gradient). The passes' order (`passes`) is the same at any N, so these are the same
-    additions in the same order as one process (`world` None) makes, and the sum is bit-identical
-    at any N. (Accumulating a pass's parts straight into the sum, as autograd does, adds in
-    another order wherever a parameter gets several parts in one pass: a shared-prefix pass calls
-    each layer twice. So would an all-reduce; and Adam turns the last bit of a near-zero gradient
-    into a step of the learning rate.)
+    Each pass's gradient is summed apart, then added in plan order on every rank, so the sum is
+    bit-identical at any N (docs/adapters.md says why autograd's order or an all-reduce would not
+    be). `sharded`: full fine-tuning at N > 1, whose gradients FSDP's reduce-scatters sum; a filler
+    pass then backpropagates zeros."""
 
-    `sharded`: the trained weights are FSDP's shards (full fine-tuning at N > 1,
-    sharded_model.py), whose gradients FSDP sums: each round's passes in one reduce-scatter, added
-    to the shards' gradients. Nothing is summed here then, and a filler pass must backpropagate
-    zeros (its gradient would be in the round's sum)."""
-
-    def __init__(self, world: World | None, params: Sequence[Any], sharded: bool = False) -> None:
-        self.world = world
+    def __init__(self, ranks: Ranks | None, params: Sequence[Any], sharded: bool = False) -> None:
+        self.ranks = ranks
         self.params = params
         self.sharded = sharded
         self._kept: list[list[bool]] = []  # per rank, per round: whether its pass is kept
@@ -38,11 +39,11 @@ class Deal:
 
     @property
     def distributed(self) -> bool:
-        return self.world is not None
+        return self.ranks is not None
 
     @property
     def leader(self) -> bool:
-        return self.world is None or self.world.leader
+        return self.ranks is None or self.ranks.leader
 
     def passes(self, kinds: Sequence[Hashable]) -> list[tuple[int, bool]]:
         """The passes this rank runs, in order, as (micro-batch index, kept): `kinds[i]` is
@@ -51,7 +52,7 @@ class Deal:
         order (longest first: an even deal in tokens), are dealt round by round, one to each rank;
         where a kind runs out before the last rank, the others run its last (smallest) micro-batch
         again and drop it (kept False)."""
-        size = 1 if self.world is None else self.world.size
+        size = 1 if self.ranks is None else self.ranks.size
         by_kind: dict[Hashable, list[int]] = {}
         for index, kind in enumerate(kinds):
             by_kind.setdefault(kind, []).append(index)
@@ -64,10 +65,10 @@ class Deal:
                     every[rank].append((indices[slot] if kept else indices[-1], kept))
         self._kept = [[kept for _, kept in mine] for mine in every]
         self._round = 0
-        return every[0 if self.world is None else self.world.rank]
+        return every[0 if self.ranks is None else self.ranks.rank]
 
     def gather(self, mine: Any) -> list[Any] | None:
-        return [mine] if self.world is None else self.world.gather(mine)
+        return [mine] if self.ranks is None else self.ranks.gather(mine)
 
     @contextmanager
     def own_grads(self, kept: bool = True) -> Iterator[None]:
@@ -85,7 +86,7 @@ class Deal:
             mine = [p.grad for p in self.params]
             for p, grad in zip(self.params, saved, strict=True):
                 p.grad = grad
-            if self.world is None:
+            if self.ranks is None:
                 if kept:
                     self._add(mine)
             else:
@@ -96,12 +97,12 @@ class Deal:
         import torch
         import torch.distributed as dist
 
-        assert self.world is not None
+        assert self.ranks is not None
         round_, self._round = self._round, self._round + 1
         for rank, kept in enumerate(self._kept):
             if not kept[round_]:
                 continue
-            if rank == self.world.rank:
+            if rank == self.ranks.rank:
                 parts = [
                     torch.zeros_like(p) if g is None else g
                     for p, g in zip(self.params, mine, strict=True)

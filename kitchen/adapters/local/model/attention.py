@@ -1,37 +1,13 @@
 """Which attention kernels the engine's passes use, per device.
 
-CPU under bf16 autocast: fp32. PyTorch's CPU flash attention is slow in bf16: on SmolLM2 shapes
-(11 rows x 9 heads x 45 tokens) forward + backward took 8.1 ms in bf16 against 2.3 ms in fp32, and
-casting q, k, v to fp32 around the fp32 kernel took 2.6 ms; at 512 tokens the two are within 5%. So
-under CPU autocast the engine runs attention on fp32 copies of the bf16 projections (more exact too)
-and hands bf16 back.
-
-CUDA: flash or memory-efficient SDPA, never cuDNN's. Since torch 2.10 with cuDNN > 9.15, SDPA on
-Hopper (sm90) and Blackwell (sm100) tries cuDNN's attention first, and cuDNN builds an execution
-graph for every new combination of shapes and strides it sees (tens of ms of host time each, forward
-and backward separately; cached after). The engine's passes change shape on nearly every call
-(micro-batches padded to their longest row, shared-prefix passes, one compute_logprobs per sequence),
-so they kept paying for builds: in a DPO run on an H100, 10.4 of ~15 s of the compute thread's
-forward work sat inside the SDPA call itself (py-spy, 2026-11-26), against ~1 s in the seven
-projections of every layer, in steps of 2.3-10.1 s where TRL's took 0.4. Flash and efficient
-kernels take any shape at launch cost. KITCHEN_CUDNN_ATTENTION=1 (or backend extra
-cudnn_attention) gives torch its own choice back, for fixed-shape work where cuDNN's faster kernels
-would pay.
-
-Packed (padding-free) passes: no mask. Given only restarting position ids, transformers builds a
-block-diagonal [T, T] mask for SDPA, which rules out flash kernels (on an H200 a mixed 8k batch ran
-3x slower than padded, in 38 GB instead of 29, 2026-11-27) and on a CPU makes attention cover the
-whole packed row (2.5x the per-row cost on SmolLM2 shapes). So a packed pass runs under PACKED, an
-attention name with no mask function, for which transformers builds no mask and reads nothing from
-the device; the engine passes the rows' layout as forward kwargs (packed_kwargs), and each layer's
-attention runs per row: torch's variable-length flash kernel on CUDA in 16 bits, else SDPA once per
-row (a CPU, fp32 on CUDA, a torch without the kernel), on splits of q, k and v (a split's backward
-is one cat; a slice's fills a zero tensor of the whole row, per datum, tensor and layer). One
-batched call over the datums right-padded to the longest (causal alone then keeps each datum to
-itself) was tried on the CPU and cost more: it computes the padding's attention (2.7x the per-datum
-work on an sl_basic batch of 29-96 tokens) to save calls that are a small share of a step (SDPA
-was 4% of a packed step's CPU time, the projections 65%).
-"""
+CPU under bf16 autocast: attention runs on fp32 copies of the bf16 projections, which is faster
+than PyTorch's CPU flash attention in bf16 (and more exact), and hands bf16 back. CUDA: flash or
+memory-efficient SDPA, never cuDNN's, which builds a graph for every new shape, and the engine's
+passes change shape on nearly every call (KITCHEN_CUDNN_ATTENTION=1 gives torch its choice back).
+Packed (padding-free) passes run under PACKED, an attention without a mask, so transformers builds
+no block-diagonal mask (which rules out flash kernels); each layer attends per row: torch's
+variable-length flash kernel on CUDA in 16 bits, else SDPA once per row. docs/adapters.md (the
+local engine's measurements) has the numbers behind each choice, with their dates."""
 
 from __future__ import annotations
 

@@ -8,11 +8,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kitchen.adapters.local.context import ROPE_SCALINGS
-from kitchen.adapters.local.memory import CHECKPOINTING
-from kitchen.adapters.local.quantization import QUANTIZATIONS
+from kitchen.adapters.local.model.context import ROPE_SCALINGS
+from kitchen.adapters.local.model.quantization import QUANTIZATIONS
 from kitchen.engine.errors import ConfigError
 from kitchen.ports import BackendSettings
+
+# --activation-checkpointing (memory.py applies it to a training pass).
+CHECKPOINTING = ("auto", "on", "off")
 
 # Padded tokens per forward/backward pass. On CPU small passes are faster and bound memory (DPO on
 # SmolLM2: 8.6 s -> 4.8 s per forward_backward and half the peak RSS at 256 vs 4096); GPUs want big ones.

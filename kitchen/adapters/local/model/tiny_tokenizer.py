@@ -2,7 +2,7 @@
 corpus, with the ChatML and Llama-3 special tokens so every chat renderer can run on a tiny model.
 
 `scripts/make_tiny_models.py` calls `write_tiny_tokenizer_files` to (re)write the committed files in
-`kitchen/adapters/local/tiny/`; a test checks that training again gives the same vocabulary.
+`kitchen/adapters/local/model/tiny/`; a test checks that training again gives the same vocabulary.
 """
 
 from __future__ import annotations

@@ -1,25 +1,11 @@
 """Datums -> micro-batches: token ids [B, T], targets [B, T] or [B, T, K], loss inputs [B, T].
 
-Sequences are right-padded; with a causal model padding after a sequence never changes its real
-positions, so no attention mask is needed (and SDPA keeps its fast causal path). Padded positions
-get target 0, weight 0, advantage 0, and `_mask` 0; every loss is multiplied by `_mask`.
-Data are sorted by length and packed up to `max_tokens` padded tokens per micro-batch.
-
-Padding-free (`packed`): the rows of a micro-batch are laid end to end in one row [1, T] instead,
-up to `max_tokens` real tokens, with position ids restarting at each row's start and the rows'
-layout (cumulative lengths) beside them; attention is confined to each row without a mask
-(attention.py: a variable-length kernel on CUDA, SDPA per row elsewhere). No position is
-padding. Rows that start with the same tokens (an RL group's samples of one prompt) form groups
-whose shared prefix the decoder runs once (logprobs.py), when that pushes fewer tokens through it
-(in a packed plan, at least PACKED_MIN_SAVING fewer: a group's passes cost more than their tokens);
-groups share micro-batches of their own.
-
-Images (a vision-language model, images.py): each image chunk becomes its run of image tokens, and
-a micro-batch holding any carries the forward's image arguments (`MicroBatch.images`). A request
-with images is neither packed nor run through shared prefixes: its micro-batches are padded rows,
-each a plain pass through the whole model (M-RoPE positions and the vision tower's features do
-not split at a prefix or restart within a packed row).
-"""
+Padded: rows right-padded (a causal model needs no mask then), sorted by length, up to
+`max_tokens` padded tokens per micro-batch; a padded position weighs 0 (`_mask`). Packed
+(`packed`, padding-free): a micro-batch's rows end to end in one row with restarting positions, up
+to `max_tokens` real tokens. Rows that start alike (an RL group's samples of one prompt) run their
+shared prefix once when that saves tokens. A request with images is neither packed nor run through
+shared prefixes. docs/adapters.md (the local engine's measurements) says why each."""
 
 from __future__ import annotations
 
@@ -30,8 +16,8 @@ from typing import Any
 import numpy as np
 from tinker import types
 
-from kitchen.adapters.local.attention import packed_kwargs
-from kitchen.adapters.local.images import Expanded, Vision, mrope_positions, text_only
+from kitchen.adapters.local.model.attention import packed_kwargs
+from kitchen.adapters.local.model.images import Expanded, Vision, mrope_positions, text_only
 from kitchen.engine.errors import BackendError
 
 # Rows sharing at least this many leading tokens may run them once; below it the saving is noise.

@@ -23,9 +23,8 @@ from typing import Any, Protocol, assert_never
 import numpy as np
 from tinker import types
 
-from kitchen.adapters.local.batching import image_arguments, left_padded, to_device
-from kitchen.adapters.local.images import Expanded, mrope_positions, vision_of
-from kitchen.adapters.local.sampling import (
+from kitchen.adapters.local.model.images import Expanded, mrope_positions, vision_of
+from kitchen.adapters.local.sample.sampling import (
     Generated,
     PromptAsks,
     PromptScores,
@@ -35,7 +34,8 @@ from kitchen.adapters.local.sampling import (
     sampled_logprobs,
     sampled_topk,
 )
-from kitchen.adapters.local.seed_stream import SeedStream
+from kitchen.adapters.local.sample.seed_stream import SeedStream
+from kitchen.adapters.local.train.batching import image_arguments, left_padded, to_device
 
 # Padded tokens one prefill forward takes: different prompts arriving together are prefilled in one
 # forward up to this many (4 RL prompts of 35-38 tokens x 8 samples, SmolLM2 in bf16 on 2 cores:

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from tinker import types
 
-from kitchen.adapters.local import checkpoints as ckpt
+from kitchen.adapters.local.clients import checkpoints as ckpt
+from kitchen.adapters.local.clients.sampling_client import LocalSamplingClient
 from kitchen.adapters.local.distributed.commands import (
     Backprop,
     CloseClient,
@@ -30,25 +31,24 @@ from kitchen.adapters.local.distributed.commands import (
     ScoreData,
     TakeSnapshot,
 )
-from kitchen.adapters.local.distributed.deal import Deal
-from kitchen.adapters.local.forward import (
-    backprop_gradients,
-    run_builtin_loss,
-    run_custom_loss,
-    score_data,
-)
-from kitchen.adapters.local.host import LoraSnapshot, ModelHost
-from kitchen.adapters.local.lora import (
+from kitchen.adapters.local.model.host import LoraSnapshot, ModelHost
+from kitchen.adapters.local.model.lora import (
     LoraSpec,
     adapter_parameters,
     load_adapter_weights,
     peft_config,
     snapshot_adapter,
 )
-from kitchen.adapters.local.memory import ActivationBudget, PaddingTally, peak_gib
-from kitchen.adapters.local.optimizer import adam_step, make_optimizer
-from kitchen.adapters.local.sampling_client import LocalSamplingClient
-from kitchen.adapters.local.stability import with_sampler_logprobs
+from kitchen.adapters.local.train.deal import Deal
+from kitchen.adapters.local.train.forward import (
+    backprop_gradients,
+    run_builtin_loss,
+    run_custom_loss,
+    score_data,
+)
+from kitchen.adapters.local.train.memory import ActivationBudget, PaddingTally, peak_gib
+from kitchen.adapters.local.train.optimizer import adam_step, make_optimizer
+from kitchen.adapters.local.train.stability import with_sampler_logprobs
 from kitchen.engine.errors import BackendError
 from kitchen.engine.futures import APIFuture
 from kitchen.ports import CustomLossFn
@@ -176,7 +176,7 @@ class LocalTrainingClient:
     def get_image_processor(self) -> Any:
         """The model's own image processor (renderers size image chunks with it); None for a
         text-only model."""
-        from kitchen.adapters.local.images import vision_of
+        from kitchen.adapters.local.model.images import vision_of
 
         vision = vision_of(self.host.base)
         return vision.processor if vision is not None else None

@@ -21,12 +21,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from kitchen.adapters.local.logprobs import LOGIT_CHUNK_TOKENS
+from kitchen.adapters.local.train.logprobs import LOGIT_CHUNK_TOKENS
 from kitchen.engine.errors import BackendError
 
 log = logging.getLogger(__name__)
-
-CHECKPOINTING = ("auto", "on", "off")
 
 # Bytes a training pass keeps per token and decoder layer for backward, in units of the model's
 # widths: fp32 for the residual stream (the weights are fp32 masters, so under autocast the

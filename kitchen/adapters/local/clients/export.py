@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kitchen.adapters.local import checkpoints as ckpt
-from kitchen.adapters.local.host import auto_model_class
-from kitchen.adapters.local.resolve import resolve_model
+from kitchen.adapters.local.clients import checkpoints as ckpt
+from kitchen.adapters.local.model.host import auto_model_class
+from kitchen.adapters.local.model.locate import resolve_model
 from kitchen.engine.errors import BackendError, ConfigError
 
 DTYPES = ("float32", "bfloat16", "float16")
@@ -151,7 +151,7 @@ def _base_weights(base_path: Path, quantization: str) -> Any:
     """The base model in fp32, as the engine held it: quantized and dequantized again for nf4."""
     import torch
 
-    from kitchen.adapters.local.quantization import quantization_config
+    from kitchen.adapters.local.model.quantization import quantization_config
 
     auto_class = _auto_class(base_path)
     quantized = quantization_config(quantization, "cpu")

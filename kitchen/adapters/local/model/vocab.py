@@ -81,7 +81,7 @@ def split_head(head: Any, rows: VocabRows) -> None:
 
 
 def head_gathers(head: Any) -> bool:
-    """Whether `head` (or the Linear that peft's LoRA on it wraps) gathers its blocks from the ranks
+    """Whether `head` (or the Linear that peft's adapter on it wraps) gathers its blocks from the ranks
     at every call (split_head with a --nproc N run's rows)."""
     base = head.get_base_layer() if hasattr(head, "get_base_layer") else head
     rows = getattr(base, "vocab_rows", None)

@@ -12,8 +12,8 @@ from typing import Any
 
 from kitchen.engine.errors import BackendError
 
-# Tinker's LoRA scale is independent of rank ("LoRA without regret": alpha = 32, scale alpha / r), so
-# one learning rate suits every rank.
+# Tinker's LoRA scale is independent of r ("LoRA without regret": alpha = 32, scale alpha / r), so
+# one learning rate suits every r.
 LORA_ALPHA = 32
 # Module names of vision towers (a part of the dotted path), and peft's regex excluding them.
 VISION_MODULES = frozenset({"visual", "vision_tower", "vision_model"})
@@ -140,8 +140,8 @@ def fuse_lora_forwards(model: Any) -> int:
 
     peft computes base(x) + B(A(x)) * scale: the scale multiplies, and the sum then adds, a tensor
     of the layer's full output width (for the unembedding, [tokens, vocabulary]), forward and
-    backward. Scaling the rank-wide A(x) instead and adding B's product inside one addmm gives the
-    same sum without those passes: a SmolLM2 LoRA SFT step (8 x 128 tokens, rank 16) took 3-8% less
+    backward. Scaling the r-wide A(x) instead and adding B's product inside one addmm gives the
+    same sum without those passes: a SmolLM2 LoRA SFT step (8 x 128 tokens, r = 16) took 3-8% less
     time in fp32 and in bf16."""
     import functools
 

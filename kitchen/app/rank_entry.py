@@ -10,7 +10,7 @@ import os
 import signal
 import sys
 
-from kitchen.adapters.local.distributed.launch import ARGV_ENV, LAUNCHER_ENV
+from kitchen.adapters.local.distributed.relaunch import ARGV_ENV, LAUNCHER_ENV
 
 
 def end_with_the_launcher() -> None:

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from kitchen.adapters.local.distributed.launch import Launch, relaunch, relaunched
+from kitchen.adapters.local.distributed.relaunch import Launch, relaunch, relaunched
 
 NprocOpt = Annotated[
     int, typer.Option("--nproc", min=1, help="Ranks on this machine (local engine)")
@@ -20,8 +20,8 @@ RdzvEndpointOpt = Annotated[
     str | None, typer.Option("--rdzv-endpoint", help="host:port where the machines meet")
 ]
 
-# What each rank runs: rank 0 the command again, the others rank 0's calls (kitchen/app/rank.py).
-ENTRY = "kitchen.app.rank"
+# What each rank runs: rank 0 the command again, the others rank 0's calls (kitchen/app/rank_entry.py).
+ENTRY = "kitchen.app.rank_entry"
 
 
 def start(ranks: Launch, argv: list[str] | None = None) -> int | None:

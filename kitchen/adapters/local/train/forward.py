@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from tinker import types
 
-from kitchen.adapters.local.batching import MicroBatch, plan_microbatches
-from kitchen.adapters.local.host import model_limits
-from kitchen.adapters.local.images import Expanded, vision_of
-from kitchen.adapters.local.logprobs import TargetLogprobs
-from kitchen.adapters.local.losses import loss_fn_named
-from kitchen.adapters.local.memory import (
+from kitchen.adapters.local.model.host import model_limits
+from kitchen.adapters.local.model.images import Expanded, vision_of
+from kitchen.adapters.local.train.batching import MicroBatch, plan_microbatches
+from kitchen.adapters.local.train.logprobs import TargetLogprobs
+from kitchen.adapters.local.train.loss_fns import loss_fn_named
+from kitchen.adapters.local.train.memory import (
     ActivationBudget,
     PaddingTally,
     activation_checkpointing,
@@ -37,7 +37,7 @@ from train_core.losses import (
 )
 
 if TYPE_CHECKING:
-    from kitchen.adapters.local.distributed.deal import Deal
+    from kitchen.adapters.local.train.deal import Deal
 
 OUTPUT_TYPE = "ArrayRecord"
 

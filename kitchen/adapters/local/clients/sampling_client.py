@@ -12,23 +12,23 @@ from typing import Any
 import numpy as np
 from tinker import types
 
-from kitchen.adapters.local.batching import check_token_ids
-from kitchen.adapters.local.compute_thread import ComputeThread, ScoreJob
-from kitchen.adapters.local.decode_batch import SampleJob, first_position
 from kitchen.adapters.local.distributed.commands import ShadowForward
 from kitchen.adapters.local.executor import SOLO, Executor
-from kitchen.adapters.local.host import LoraSnapshot, ModelHost
-from kitchen.adapters.local.images import Expanded, text_only, vision_of
-from kitchen.adapters.local.sampling import (
+from kitchen.adapters.local.model.host import LoraSnapshot, ModelHost
+from kitchen.adapters.local.model.images import Expanded, text_only, vision_of
+from kitchen.adapters.local.sample.compute_thread import ComputeThread, ScoreJob
+from kitchen.adapters.local.sample.decode_batch import SampleJob, first_position
+from kitchen.adapters.local.sample.sampling import (
     Generated,
     PromptAsks,
     PromptScores,
     StopRule,
     check_sampling_params,
 )
-from kitchen.adapters.local.seed_stream import RequestSeeds, SeedStream
-from kitchen.adapters.local.stability import SequenceRecord, StabilityRecords
-from kitchen.adapters.local.target_logprobs import target_answer, target_ids
+from kitchen.adapters.local.sample.seed_stream import RequestSeeds, SeedStream
+from kitchen.adapters.local.sample.target_logprobs import target_answer, target_ids
+from kitchen.adapters.local.train.batching import check_token_ids
+from kitchen.adapters.local.train.stability import SequenceRecord, StabilityRecords
 from kitchen.engine.errors import BackendError
 from kitchen.engine.futures import APIFuture, settle
 
@@ -45,7 +45,7 @@ class LocalSamplingClient:
     `ranks` computes each call (executor.py): this process, or, in a --nproc N run whose host's base
     is sharded, every rank: rank 0 decodes every request while each other rank runs a forward
     beside each of its decode batch's forwards, or (`spread`) every rank decodes a share of the
-    batch's rows (distributed/executor.py's RankShares); compute_logprobs batches are dealt to
+    batch's rows (distributed/ranked_executor.py's RankShares); compute_logprobs batches are dealt to
     the ranks (docs/distributed.md).
     """
 
@@ -299,7 +299,7 @@ class LocalSamplingClient:
     def _score(self, sequences: list[list[int] | Expanded]) -> list[np.ndarray]:
         """Logprobs of every token after the first of each sequence, in shared passes (on the
         compute thread; a scoring pass does not repay merging a snapshot's weights). In a
-        --nproc N run every rank scores its deal of the passes (distributed/executor.py)."""
+        --nproc N run every rank scores its deal of the passes (distributed/ranked_executor.py)."""
         return self.ranks.score(self, sequences)
 
     def eos_ids(self) -> set[int]:
