@@ -197,7 +197,7 @@ def open_policy(
         if model is None:
             raise ConfigError(f"--checkpoint {checkpoint}: name its base model with --model")
         return training.create_sampling_client(model_path=checkpoint), model, None
-    from kitchen.adapters.local.export import inspect_checkpoint
+    from kitchen.adapters.local.clients.export import inspect_checkpoint
 
     base = inspect_checkpoint(checkpoint).base_model
     return training.create_sampling_client(model_path=checkpoint), base, None

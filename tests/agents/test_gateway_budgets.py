@@ -88,7 +88,7 @@ class Scripted:
 def tokenizer():  # type: ignore[no-untyped-def]
     import transformers
 
-    from kitchen.adapters.local.resolve import resolve_model
+    from kitchen.adapters.local.model.locate import resolve_model
 
     return transformers.AutoTokenizer.from_pretrained(str(resolve_model("kitchen/tiny-llama")))
 

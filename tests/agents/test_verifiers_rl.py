@@ -183,7 +183,7 @@ def test_a_failed_model_call_fails_the_episode_in_one_line() -> None:
 def test_two_steps_train_on_the_gateways_records_byte_for_byte(
     monkeypatch: Any, tmp_path: Any, transport: str, mode: str
 ) -> None:
-    from kitchen.adapters.local.training_client import LocalTrainingClient
+    from kitchen.adapters.local.clients.training_client import LocalTrainingClient
     from kitchen.serve.gateway.gateway import Gateway
 
     taken = record_gateway_takes(monkeypatch)

@@ -137,7 +137,7 @@ def test_the_port_names_the_extras_every_sampling_client_takes() -> None:
     from tinker.lib.public_interfaces.sampling_client import SamplingClient as SdkClient
 
     from kitchen.adapters.fake.backend import FakeSamplingClient
-    from kitchen.adapters.local.sampling_client import LocalSamplingClient
+    from kitchen.adapters.local.clients.sampling_client import LocalSamplingClient
 
     port = inspect.signature(SamplingClient.sample).parameters
     for extra in ("topk_sample_logprobs", "target_prompt_logprobs", "prompt_alt_tokens_k"):

@@ -22,7 +22,7 @@ import math
 import numpy as np
 from tinker import types
 
-from kitchen.adapters.local.target_logprobs import target_answer, target_ids
+from kitchen.adapters.local.sample.target_logprobs import target_answer, target_ids
 from kitchen.engine.errors import BackendError
 
 

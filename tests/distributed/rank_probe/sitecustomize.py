@@ -13,7 +13,7 @@ from typing import Any
 
 
 def _install(path: str) -> None:
-    from kitchen.adapters.local.training_client import LocalTrainingClient
+    from kitchen.adapters.local.clients.training_client import LocalTrainingClient
     from kitchen.serve.gateway.gateway import Gateway
 
     lock = threading.Lock()  # the gateway takes from its HTTP server's threads
