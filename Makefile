@@ -39,6 +39,9 @@ $(STAMP): $(BIN)/python pyproject.toml | system-deps
 	# and mcp 2.0.0, and openai-agents 0.20.0 is the newest release that runs with them (0.24 needs
 	# openai>=3). bm25s is search_tool's retriever.
 	$(BIN)/pip install verifiers==0.4.0 openai-agents==0.20.0 bm25s==0.3.16
+	# textarena: text_arena's TicTacToe-v0 (--game textarena, its default), with the chess and nltk
+	# it imports pinned as they resolved beside the rest; its openai is the one above.
+	$(BIN)/pip install textarena==0.7.4 chess==1.11.2 nltk==3.10.4
 	# inspect-ai: the evaluator and `kitchen eval` tasks of docs/evaluation.md, over a Kitchen sampler.
 	$(BIN)/pip install inspect-ai==0.3.285
 	$(BIN)/pip install --no-deps 'lm-eval==0.4.13'

@@ -7,6 +7,7 @@ import asyncio
 
 import pytest
 
+from cookbook.envs import tictactoe_textarena
 from cookbook.envs.text_arena import (
     ILLEGAL_MOVE_REWARD,
     NotYourTurn,
@@ -22,7 +23,8 @@ from cookbook.envs.tictactoe import (
 from cookbook.recipes.text_arena import TextArenaConfig
 from kitchen.adapters.fake.tokenizer import FakeTokenizer
 from kitchen.app.cli import app
-from tests.agentic.helpers import cookbook_preset, dry_run, runner, two_steps
+from kitchen.app.resolve import resolve_config
+from tests.agentic.helpers import dry_run, runner, two_steps
 from train_core.completers import TokensWithLogprobs
 from train_core.renderers import get_renderer
 from train_core.rl import do_group_rollout
@@ -128,16 +130,28 @@ def test_against_an_opponent_the_policy_plays_both_sides_in_two_games():
     assert policy.asked_by == [0, 1] or policy.asked_by == [1, 0]
 
 
-def test_dry_runs_of_the_default_and_the_cookbook_preset():
-    dry_run("text_arena")
-    cfg = cookbook_preset("text_arena", TextArenaConfig)
+def test_dry_runs_of_the_builtin_game_and_the_cookbook_preset():
+    # the default game is textarena's (tests/agentic/test_text_arena_textarena.py runs it)
+    dry_run("text_arena", "--game", "builtin")
+    dry_run("text_arena", "--preset", "cookbook", "--game", "builtin")
+    cfg = resolve_config("text_arena", preset="cookbook", args=["--game", "builtin"]).config
+    assert isinstance(cfg, TextArenaConfig)
     assert (cfg.groups_per_batch, cfg.num_games, cfg.test_opponent) == (256, 20480, "base_model")
     result = runner.invoke(app, ["run", "text_arena", "--dry-run", "--group-size", "4"])
     assert result.exit_code == 2 and "2 players" in result.output
 
 
+def test_game_textarena_without_the_package_is_one_line_naming_the_makefile(monkeypatch):
+    monkeypatch.setattr(tictactoe_textarena, "find_spec", lambda name: None)
+    result = runner.invoke(app, ["run", "text_arena", "--backend", "fake", "--dry-run"])
+    assert result.exit_code != 0
+    (line,) = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert "game=textarena: the textarena package is not installed" in line
+    assert "Makefile" in line and "--game builtin" in line
+
+
 @pytest.mark.slow
 def test_two_steps_on_the_tiny_model(tmp_path):
     train = two_steps("text_arena", tmp_path, group_size=2, max_tokens=4, num_test_games=2,
-                      eval_every=1, test_opponent="base_model")  # fmt: skip
+                      eval_every=1, test_opponent="base_model", game="builtin")  # fmt: skip
     assert all(r["env/all/total_episodes"] == 4 for r in train)
