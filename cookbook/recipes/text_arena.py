@@ -18,7 +18,7 @@ from pydantic import Field, model_validator
 
 from cookbook.envs.text_arena import Opponent, TextArenaEnvs
 from cookbook.envs.tictactoe import MinimaxOpponent, RandomOpponent
-from cookbook.envs.tictactoe_games import GameName, new_game_factory
+from cookbook.envs.tictactoe_games import GameName
 from cookbook.recipes import SMOLLM2_RL
 from cookbook.recipes.on_backend import on_backend
 from kitchen.engine.graph import Workflow
@@ -73,7 +73,6 @@ class TextArena(Recipe[TextArenaConfig]):
     name = "text_arena"
 
     def workflow(self, cfg: TextArenaConfig) -> Workflow[RLState]:
-        new_game_factory(cfg.game)  # a missing textarena fails here, before the run starts
         envs = TextArenaEnvs(cfg.groups_per_batch, cfg.num_games, cfg.num_test_games,
                              partial(open_opponent, cfg), cfg.game)  # fmt: skip
         return on_backend(reinforcement(cfg, envs, self.name))

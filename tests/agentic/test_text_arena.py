@@ -23,8 +23,7 @@ from cookbook.envs.tictactoe import (
 from cookbook.recipes.text_arena import TextArenaConfig
 from kitchen.adapters.fake.tokenizer import FakeTokenizer
 from kitchen.app.cli import app
-from kitchen.app.resolve import resolve_config
-from tests.agentic.helpers import dry_run, runner, two_steps
+from tests.agentic.helpers import cookbook_preset, dry_run, runner, two_steps
 from train_core.completers import TokensWithLogprobs
 from train_core.renderers import get_renderer
 from train_core.rl import do_group_rollout
@@ -130,20 +129,19 @@ def test_against_an_opponent_the_policy_plays_both_sides_in_two_games():
     assert policy.asked_by == [0, 1] or policy.asked_by == [1, 0]
 
 
-def test_dry_runs_of_the_builtin_game_and_the_cookbook_preset():
-    # the default game is textarena's (tests/agentic/test_text_arena_textarena.py runs it)
-    dry_run("text_arena", "--game", "builtin")
-    dry_run("text_arena", "--preset", "cookbook", "--game", "builtin")
-    cfg = resolve_config("text_arena", preset="cookbook", args=["--game", "builtin"]).config
-    assert isinstance(cfg, TextArenaConfig)
+def test_dry_runs_of_the_default_and_the_cookbook_preset():
+    dry_run("text_arena")  # the game is made when the run starts: no package needed here
+    cfg = cookbook_preset("text_arena", TextArenaConfig)
     assert (cfg.groups_per_batch, cfg.num_games, cfg.test_opponent) == (256, 20480, "base_model")
+    assert cfg.game == "textarena" and TextArenaConfig().game == "textarena"
     result = runner.invoke(app, ["run", "text_arena", "--dry-run", "--group-size", "4"])
     assert result.exit_code == 2 and "2 players" in result.output
 
 
-def test_game_textarena_without_the_package_is_one_line_naming_the_makefile(monkeypatch):
+def test_a_run_of_game_textarena_without_the_package_stops_on_one_line(monkeypatch, tmp_path):
     monkeypatch.setattr(tictactoe_textarena, "find_spec", lambda name: None)
-    result = runner.invoke(app, ["run", "text_arena", "--backend", "fake", "--dry-run"])
+    result = runner.invoke(app, ["run", "text_arena", "--backend", "fake", "--no-progress",
+                                 "--log-dir", str(tmp_path / "run")])  # fmt: skip
     assert result.exit_code != 0
     (line,) = [ln for ln in result.output.splitlines() if ln.strip()]
     assert "game=textarena: the textarena package is not installed" in line

@@ -1,7 +1,7 @@
 """text_arena through the `textarena` package's TicTacToe-v0 (the recipe's default game): whole
 self-play games with scripted moves (a win, a draw, illegal moves at -2 where textarena itself
 would have asked again), the coordinator's alternation over textarena's turn, the opponents
-reading textarena's observation, `kitchen play`'s loop on it, and the recipe's runs."""
+reading textarena's observation, `kitchen play`'s loop on it, and a 2-step run."""
 
 from __future__ import annotations
 
@@ -28,8 +28,7 @@ from cookbook.envs.tictactoe import (
 )
 from cookbook.envs.tictactoe_games import GAMES
 from cookbook.envs.tictactoe_textarena import TextArenaTicTacToe
-from cookbook.recipes.text_arena import TextArenaConfig
-from tests.agentic.helpers import cookbook_preset, dry_run, two_steps
+from tests.agentic.helpers import two_steps
 from tests.agentic.test_text_arena import RENDERER, TOKENIZER
 from train_core.completers import TokensWithLogprobs
 from train_core.renderers.content import get_text_content
@@ -175,12 +174,6 @@ def test_kitchen_plays_loop_runs_a_textarena_game():
     assert game.won_by == 0 and game.board[:3] == ["O", "O", "O"]
     assert "You are Player 1 in Tic Tac Toe." in seen[0] and "in cell 0." in seen[0]
     assert "".join(shown).endswith("you win (rewards as the env gives them: you +1, the policy -1)\n")  # fmt: skip
-
-
-def test_the_default_and_cookbook_preset_dry_runs_play_textarena():
-    dry_run("text_arena")
-    cfg = cookbook_preset("text_arena", TextArenaConfig)
-    assert (cfg.game, cfg.groups_per_batch, cfg.test_opponent) == ("textarena", 256, "base_model")
 
 
 @pytest.mark.slow
