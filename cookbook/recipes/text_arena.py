@@ -5,8 +5,9 @@ draw 0, an illegal move -2 and the game over). Test games are against `--test-op
 random, minimax (perfect play) or base_model (the frozen base policy).
 
 `--game textarena` (the default, the cookbook's) plays textarena's TicTacToe-v0, its observation
-and move parsing; `--game builtin` plays cookbook/envs/tictactoe.py, which needs no package. Locally: SmolLM2-135M-Instruct. `--preset cookbook`: Qwen3.5-4B through Tinker, 256 games
-per step (the cookbook's 512 players), LR 3e-5, 64 tokens, tested against the base model.
+and move parsing; `--game builtin` plays cookbook/envs/tictactoe.py, which needs no package.
+Locally: SmolLM2-135M-Instruct. `--preset cookbook`: Qwen3.5-4B through Tinker, 256 games per
+step (the cookbook's 512 players), LR 3e-5, 64 tokens, tested against the base model.
 """
 
 from __future__ import annotations
