@@ -176,6 +176,22 @@ def test_kitchen_plays_loop_runs_a_textarena_game():
     assert "".join(shown).endswith("you win (rewards as the env gives them: you +1, the policy -1)\n")  # fmt: skip
 
 
+def test_kitchen_play_text_arena_plays_textarena_by_default_against_tiny_llama():
+    from typer.testing import CliRunner
+
+    from kitchen.app.cli import app
+    from kitchen.engine.plugins import ENVS
+    from tests.play.test_play_text_arena import PERSON_MOVES
+
+    assert ENVS.get("text_arena")().game == "textarena"
+    typed = "\n".join(PERSON_MOVES) + "\n"
+    result = CliRunner().invoke(app, ["play", "text_arena", "--model", "kitchen/tiny-llama"], input=typed)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("You play O (player 0); the policy plays X.")
+    assert "your move> you (O): [4]\npolicy (X): " in result.output
+    assert result.output.splitlines()[-1].startswith("game over: ")
+
+
 @pytest.mark.slow
 def test_two_steps_on_the_tiny_model_through_textarena(tmp_path):
     train = two_steps("text_arena", tmp_path, group_size=2, max_tokens=4, num_test_games=2,
