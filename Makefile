@@ -40,6 +40,9 @@ $(STAMP): $(BIN)/python pyproject.toml | system-deps
 	# openai>=3). bm25s is search_tool's retriever. uv: verifiers' own null/bash harnesses run their
 	# program as a uv script (verifiers_rl's default harness, kitchen-chat, needs none).
 	$(BIN)/pip install verifiers==0.4.0 openai-agents==0.20.0 bm25s==0.3.16 uv==0.9.5
+	# textarena: text_arena's TicTacToe-v0 (--game textarena, its default), with the chess and nltk
+	# it imports pinned as they resolved beside the rest; its openai is the one above.
+	$(BIN)/pip install textarena==0.7.4 chess==1.11.2 nltk==3.10.4
 	# inspect-ai: the evaluator and `kitchen eval` tasks of docs/evaluation.md, over a Kitchen sampler.
 	$(BIN)/pip install inspect-ai==0.3.285
 	$(BIN)/pip install --no-deps 'lm-eval==0.4.13'

@@ -16,6 +16,7 @@ from typing import Any
 from tinker import types
 
 from cookbook.envs.tictactoe import TicTacToe
+from cookbook.envs.tictactoe_games import GameName, TwoPlayerGame, new_game_factory
 from train_core.renderers.content import get_text_content
 from train_core.renderers.types import Message
 from train_core.rl.types import (
@@ -40,8 +41,8 @@ class NotYourTurn(RuntimeError):
 class TwoPlayerCoordinator:
     """One shared game; `wait_turn(p)` returns when it is p's turn or the game is over."""
 
-    def __init__(self, game: TicTacToe | None = None) -> None:
-        self.game = game or TicTacToe()
+    def __init__(self, game: TwoPlayerGame | None = None) -> None:
+        self.game: TwoPlayerGame = game or TicTacToe()
         self.changed = asyncio.Condition()
         self.history: list[int] = []
 
@@ -70,7 +71,7 @@ async def opponent_moves(opponent: Opponent, coordinator: TwoPlayerCoordinator, 
     return reply
 
 
-def player_reward(game: TicTacToe, player: int) -> float:
+def player_reward(game: TwoPlayerGame, player: int) -> float:
     """`player`'s reward for a finished game: ILLEGAL_MOVE_REWARD for an illegal move (the other
     player 0), else the outcome."""
     if game.illegal_player is not None:
@@ -90,7 +91,7 @@ class TwoPlayerEnv(Env):
     moves: int = 0
 
     @property
-    def game(self) -> TicTacToe:
+    def game(self) -> TwoPlayerGame:
         return self.coordinator.game
 
     def _observation(self) -> Observation:
@@ -135,17 +136,20 @@ class TwoPlayerEnv(Env):
 @dataclass(frozen=True)
 class TwoPlayerGroupBuilder(EnvGroupBuilder):
     """Self-play (`opponent` None): the two players of one game. Otherwise two games against
-    the opponent, the policy as player 0 in one and player 1 in the other."""
+    the opponent, the policy as player 0 in one and player 1 in the other. `new_game` is where
+    the games come from (cookbook/envs/tictactoe_games.py)."""
 
     renderer: Any
     opponent: Opponent | None = None
     tag: str = "tictactoe"
+    new_game: Callable[[], TwoPlayerGame] = TicTacToe
 
     async def make_envs(self) -> Sequence[Env]:
         if self.opponent is None:
-            shared = TwoPlayerCoordinator()
+            shared = TwoPlayerCoordinator(self.new_game())
             return [TwoPlayerEnv(p, shared, self.renderer) for p in (0, 1)]
-        return [TwoPlayerEnv(p, TwoPlayerCoordinator(), self.renderer, self.opponent) for p in (0, 1)]  # fmt: skip
+        return [TwoPlayerEnv(p, TwoPlayerCoordinator(self.new_game()), self.renderer, self.opponent)
+                for p in (0, 1)]  # fmt: skip
 
     def logging_tags(self) -> list[str]:
         return [self.tag]
@@ -169,21 +173,24 @@ class GamesDataset(RLDataset):
 
 @dataclass(frozen=True)
 class TextArenaEnvs:
-    """RLDatasetFactory: self-play training games, and test games against
-    `open_opponent(backend, policy_renderer)` (none when `test_games` is 0)."""
+    """RLDatasetFactory: self-play training games of `game` (a GAMES name), and test games
+    against `open_opponent(backend, policy_renderer)` (none when `test_games` is 0)."""
 
     games_per_batch: int
     num_games: int
     test_games: int = 0
     open_opponent: Callable[[Any, Any], Opponent] | None = field(default=None, repr=False)
+    game: GameName = "builtin"
 
     def __call__(
         self, ctx: RLEnvContext, backend: Any = None
     ) -> tuple[GamesDataset, GamesDataset | None]:
-        train = GamesDataset(TwoPlayerGroupBuilder(ctx.renderer), self.num_games, self.games_per_batch)  # fmt: skip
+        new_game = new_game_factory(self.game)
+        selfplay = TwoPlayerGroupBuilder(ctx.renderer, new_game=new_game)
+        train = GamesDataset(selfplay, self.num_games, self.games_per_batch)
         if not self.test_games or self.open_opponent is None:
             return train, None
         versus = TwoPlayerGroupBuilder(
-            ctx.renderer, self.open_opponent(backend, ctx.renderer), "versus"
+            ctx.renderer, self.open_opponent(backend, ctx.renderer), "versus", new_game
         )
         return train, GamesDataset(versus, self.test_games, self.test_games)

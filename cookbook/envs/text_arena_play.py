@@ -1,8 +1,9 @@
 """A person against a policy at tic-tac-toe: `kitchen play text_arena`. The person types a cell
 (`4` or `[4]`); a reply that is not an empty cell is asked again with a one-line reason, since a
 person's typo is not a move. The policy moves as in training (cookbook/envs/text_arena.py): it
-sees its player's observation, and a reply whose first `[N]` is not an empty cell ends the game,
--2 to it.
+sees its player's observation, and a reply the game refuses ends the game, -2 to it. The game is
+textarena's TicTacToe-v0 (`--game textarena`, the default, as the recipe's) or the built-in one
+(`--game builtin`); play the one the policy trained on.
 
 `TicTacToeVersus` is the `kitchen.envs` entry: its fields are the options
 (`kitchen play text_arena --play-as X`), and `kitchen play` hands its `versus` method a sampling
@@ -18,12 +19,13 @@ from typing import Any, Literal
 
 from cookbook.envs.text_arena import Opponent, TwoPlayerCoordinator, opponent_moves, player_reward
 from cookbook.envs.tictactoe import SYMBOLS, TicTacToe, board_text
+from cookbook.envs.tictactoe_games import GameName, TwoPlayerGame, new_game_factory
 from train_core.completers import TinkerMessageCompleter
 
 _CELL = re.compile(r"\[?\s*(\d+)\s*\]?")
 
 
-def ask_cell(game: TicTacToe, read: Callable[[str], str], write: Callable[[str], None]) -> int:
+def ask_cell(game: TwoPlayerGame, read: Callable[[str], str], write: Callable[[str], None]) -> int:
     """The person's move: asked again, with the reason on one line, until it is an empty cell."""
     while True:
         text = read("your move> ").strip()
@@ -37,7 +39,7 @@ def ask_cell(game: TicTacToe, read: Callable[[str], str], write: Callable[[str],
             return int(match.group(1))
 
 
-def outcome_line(game: TicTacToe, person: int) -> str:
+def outcome_line(game: TwoPlayerGame, person: int) -> str:
     """How the game ended, in words and in the rewards the env gives each side."""
     policy = 1 - person
     if game.illegal_player == policy:
@@ -58,10 +60,11 @@ async def play_game(
     read: Callable[[str], str],
     write: Callable[[str], None],
     person: int = 0,
-) -> TicTacToe:
-    """One game, `person` (0: O, moving first; 1: X) at the terminal against `policy`; returns
-    the finished game."""
-    coordinator = TwoPlayerCoordinator()
+    new_game: Callable[[], TwoPlayerGame] = TicTacToe,
+) -> TwoPlayerGame:
+    """One game of `new_game`, `person` (0: O, moving first; 1: X) at the terminal against
+    `policy`; returns the finished game."""
+    coordinator = TwoPlayerCoordinator(new_game())
     game, other = coordinator.game, 1 - person
     write(f"You play {SYMBOLS[person]} (player {person}); the policy plays {SYMBOLS[other]}. "
           "O moves first.\n")  # fmt: skip
@@ -83,6 +86,7 @@ class TicTacToeVersus:
     """`kitchen play text_arena`: you against the policy; the options are these fields."""
 
     play_as: Literal["O", "X"] = "O"
+    game: GameName = "textarena"  # as the recipe's --game
     max_tokens: int = 8  # the recipe's tokens per move
     temperature: float = 0.0  # greedy, as the recipe's test games (eval_temperature)
 
@@ -92,9 +96,10 @@ class TicTacToeVersus:
         context: Any,
         read: Callable[[str], str],
         write: Callable[[str], None],
-    ) -> TicTacToe:
+    ) -> TwoPlayerGame:
         """A game against `sampling_client` in `context.renderer`, the policy's chat format."""
+        new_game = new_game_factory(self.game)
         policy = TinkerMessageCompleter(
             sampling_client, context.renderer, self.max_tokens, temperature=self.temperature
         )
-        return await play_game(policy, read, write, SYMBOLS.index(self.play_as))
+        return await play_game(policy, read, write, SYMBOLS.index(self.play_as), new_game)

@@ -1,6 +1,7 @@
-"""Tic-tac-toe, built in (the `textarena` package is not installed here): the game, the text a
-player sees, and the opponents a trained policy is tested against (random, minimax). Moves are
-written `[N]` for a cell 0..8; a reply with no legal `[N]` is an illegal move.
+"""Tic-tac-toe, built in (the game when the `textarena` package is not installed, and the one
+tests play without it): the game, the text a player sees, and the opponents a trained policy is
+tested against (random, minimax; they read textarena's observation too). Moves are written `[N]`
+for a cell 0..8; a reply with no legal `[N]` is an illegal move.
 
 tinker-cookbook 0.6.1's text_arena plays TextArena's TicTacToe-v0: player 0 is O and moves
 first; a win is +1, a loss -1, a draw 0.
@@ -90,10 +91,12 @@ class TicTacToe:
 
 
 def board_from_observation(text: str) -> tuple[list[str], str]:
-    """The board (' ' for empty) and the player's symbol, read back from `observation`."""
-    symbol = "O" if "as 'O'" in text else "X"
-    section = text.split("Current Board:\n", 1)[1].split("\nAvailable Moves:")[0]
-    cells = [c.strip() for row in section.split("\n---------\n") for c in row.split("|")]
+    """The board (' ' for empty) and the player's symbol, read back from `observation` or from
+    textarena's (whose running log holds every board so far: the last is the current one)."""
+    symbol = "O" if "as 'O'" in text or "you will be 'O'" in text else "X"
+    section = text.rsplit("Current Board:\n", 1)[1].split("\nAvailable Moves:")[0]
+    rows = [row for row in section.splitlines() if "|" in row]
+    cells = [c.strip() for row in rows for c in row.split("|")]
     return [c if c in SYMBOLS else " " for c in cells], symbol
 
 

@@ -4,9 +4,10 @@ envs alternate through a coordinator, and both players' trajectories train (win 
 draw 0, an illegal move -2 and the game over). Test games are against `--test-opponent`:
 random, minimax (perfect play) or base_model (the frozen base policy).
 
-The game is built in (cookbook/envs/tictactoe.py): the `textarena` package is not installed
-here. Locally: SmolLM2-135M-Instruct. `--preset cookbook`: Qwen3.5-4B through Tinker, 256 games
-per step (the cookbook's 512 players), LR 3e-5, 64 tokens, tested against the base model.
+`--game textarena` (the default, the cookbook's) plays textarena's TicTacToe-v0, its observation
+and move parsing; `--game builtin` plays cookbook/envs/tictactoe.py, which needs no package.
+Locally: SmolLM2-135M-Instruct. `--preset cookbook`: Qwen3.5-4B through Tinker, 256 games per
+step (the cookbook's 512 players), LR 3e-5, 64 tokens, tested against the base model.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pydantic import Field, model_validator
 
 from cookbook.envs.text_arena import Opponent, TextArenaEnvs
 from cookbook.envs.tictactoe import MinimaxOpponent, RandomOpponent
+from cookbook.envs.tictactoe_games import GameName
 from cookbook.recipes import SMOLLM2_RL
 from cookbook.recipes.on_backend import on_backend
 from kitchen.engine.graph import Workflow
@@ -39,6 +41,11 @@ class TextArenaConfig(RLConfig):
     num_games: int = Field(1024, ge=1, description="Self-play training games (2 players each)")
     num_test_games: int = Field(
         0, ge=0, description="Test games against --test-opponent every eval_every steps (0 = none)"
+    )
+    game: GameName = Field(
+        "textarena",
+        description="textarena (its TicTacToe-v0, the cookbook's; `make install` installs it) "
+        "| builtin (cookbook/envs/tictactoe.py, no package)",
     )
     test_opponent: OpponentName = Field(
         "minimax",
@@ -68,5 +75,5 @@ class TextArena(Recipe[TextArenaConfig]):
 
     def workflow(self, cfg: TextArenaConfig) -> Workflow[RLState]:
         envs = TextArenaEnvs(cfg.groups_per_batch, cfg.num_games, cfg.num_test_games,
-                             partial(open_opponent, cfg))  # fmt: skip
+                             partial(open_opponent, cfg), cfg.game)  # fmt: skip
         return on_backend(reinforcement(cfg, envs, self.name))

@@ -7,6 +7,7 @@ import asyncio
 
 import pytest
 
+from cookbook.envs import tictactoe_textarena
 from cookbook.envs.text_arena import (
     ILLEGAL_MOVE_REWARD,
     NotYourTurn,
@@ -129,15 +130,26 @@ def test_against_an_opponent_the_policy_plays_both_sides_in_two_games():
 
 
 def test_dry_runs_of_the_default_and_the_cookbook_preset():
-    dry_run("text_arena")
+    dry_run("text_arena")  # the game is made when the run starts: no package needed here
     cfg = cookbook_preset("text_arena", TextArenaConfig)
     assert (cfg.groups_per_batch, cfg.num_games, cfg.test_opponent) == (256, 20480, "base_model")
+    assert cfg.game == "textarena" and TextArenaConfig().game == "textarena"
     result = runner.invoke(app, ["run", "text_arena", "--dry-run", "--group-size", "4"])
     assert result.exit_code == 2 and "2 players" in result.output
+
+
+def test_a_run_of_game_textarena_without_the_package_stops_on_one_line(monkeypatch, tmp_path):
+    monkeypatch.setattr(tictactoe_textarena, "find_spec", lambda name: None)
+    result = runner.invoke(app, ["run", "text_arena", "--backend", "fake", "--no-progress",
+                                 "--log-dir", str(tmp_path / "run")])  # fmt: skip
+    assert result.exit_code != 0
+    (line,) = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert "game=textarena: the textarena package is not installed" in line
+    assert "Makefile" in line and "--game builtin" in line
 
 
 @pytest.mark.slow
 def test_two_steps_on_the_tiny_model(tmp_path):
     train = two_steps("text_arena", tmp_path, group_size=2, max_tokens=4, num_test_games=2,
-                      eval_every=1, test_opponent="base_model")  # fmt: skip
+                      eval_every=1, test_opponent="base_model", game="builtin")  # fmt: skip
     assert all(r["env/all/total_episodes"] == 4 for r in train)

@@ -163,7 +163,9 @@ def replayed(output: str, person: int = 0) -> TicTacToe:
 
 def play_at_the_cli(*args: str) -> str:
     result = CliRunner().invoke(
-        app, ["play", "text_arena", *args], input="\n".join(PERSON_MOVES) + "\n"
+        app,
+        ["play", "text_arena", "--game", "builtin", *args],
+        input="\n".join(PERSON_MOVES) + "\n",
     )
     assert result.exit_code == 0, result.output
     return result.output
@@ -186,7 +188,7 @@ def test_a_whole_game_against_tiny_llama_from_scripted_stdin():
 def test_a_whole_game_against_a_trained_runs_checkpoint(tmp_path):
     from tests.agentic.helpers import two_steps
 
-    two_steps("text_arena", tmp_path / "run")  # its final checkpoint
+    two_steps("text_arena", tmp_path / "run", game="builtin")  # its final checkpoint
     output = play_at_the_cli("--checkpoint", str(tmp_path / "run"), "--temperature", "1")
     assert_a_whole_game(output)
 
@@ -194,7 +196,9 @@ def test_a_whole_game_against_a_trained_runs_checkpoint(tmp_path):
 @pytest.mark.slow  # launches a process
 @needs_tmux
 def test_a_game_in_a_terminal_under_tmux(tmp_path: Path):
-    pane = Pane(f"{KITCHEN} play text_arena --model kitchen/tiny-llama; echo EXIT=$?; sleep 60")
+    pane = Pane(
+        f"{KITCHEN} play text_arena --game builtin --model kitchen/tiny-llama; echo EXIT=$?; sleep 60"
+    )
     try:
         for n, cell in enumerate(PERSON_MOVES, start=1):
             text = pane.wait_for(lambda t, n=n: "EXIT=" in t or t.count("your move>") >= n)

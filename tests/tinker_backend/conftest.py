@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from importlib.util import find_spec
 from pathlib import Path
 
 import httpx
@@ -121,6 +122,12 @@ SHRINK = {
     "math_groups_per_batch": 1,
     "chat_groups_per_batch": 1,
 }
+
+
+# text_arena's default game is the textarena package's (the Makefile installs it); without it,
+# its built-in one
+if find_spec("textarena") is None:
+    SHRINK["game"] = "builtin"
 
 
 def run_two_steps(recipe: str, base_url: str, log_dir: Path) -> Result:
