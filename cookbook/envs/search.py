@@ -115,7 +115,11 @@ def search_env(task: SearchTask, tools: Sequence[Tool], renderer: RendererLike,
     async def reward(messages: list[Message]) -> tuple[float, dict[str, float]]:
         last = next((m for m in reversed(messages) if m["role"] == "assistant"), None)
         text = "" if last is None else get_text_content(last)
-        return answer_reward(text, task.answers, settings.format_coef)
+        reward, metrics = answer_reward(text, task.answers, settings.format_coef)
+        # Logged at the episode's end only, so its env/all mean is calls per episode (the
+        # per-turn `tool_calls` averages over the turns that called a tool).
+        metrics["tool_calls_per_episode"] = float(sum(m["role"] == "tool" for m in messages))
+        return reward, metrics
 
     return agent_tool_env(
         renderer,

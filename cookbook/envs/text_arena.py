@@ -20,6 +20,7 @@ from cookbook.envs.tictactoe_games import GameName, TwoPlayerGame, new_game_fact
 from train_core.renderers.content import get_text_content
 from train_core.renderers.types import Message
 from train_core.rl.types import (
+    PARSE_ERROR_MASKED_METRIC_KEY,
     Action,
     ActionExtra,
     Env,
@@ -116,8 +117,12 @@ class TwoPlayerEnv(Env):
 
     async def step(self, action: Action, *, extra: ActionExtra | None = None) -> StepResult:
         stop = self.renderer.get_stop_sequences()
-        if self.game.done:  # the other player ended the game while this one was sampling
-            return StepResult(0.0, True, types.ModelInput.empty(), stop)
+        if self.game.done:
+            # The other player's first move ended the game (illegal) before this one moved: the
+            # reply it sampled is no move, and trained at reward 0 it would get the group's
+            # positive advantage (tinker-cookbook trains it so). Masked, it trains nothing.
+            masked = {PARSE_ERROR_MASKED_METRIC_KEY: 1.0}
+            return StepResult(0.0, True, types.ModelInput.empty(), stop, masked)
         message, _ = self.renderer.parse_response(action)
         self.moves += 1
         legal = await self.coordinator.move(self.player, get_text_content(message))

@@ -21,6 +21,7 @@ from tests.agentic.helpers import cookbook_preset, dry_run, two_steps
 from train_core.completers import TokensWithLogprobs
 from train_core.renderers import get_renderer
 from train_core.rl import do_group_rollout
+from train_core.rl.metrics import trajectory_metrics
 from train_core.rl.types import RLEnvContext
 from train_core.tool_use import ToolInput
 
@@ -114,11 +115,33 @@ def test_a_policy_that_searches_scores_1():
     rewards, groups = rewards_on_the_test_split(Searcher())
     assert rewards == [1.0] * 60
     assert all(len(g.trajectories_G[0].transitions) == 2 for g in groups)  # one search, one answer
+    assert trajectory_metrics(groups)["tool_calls_per_episode"] == 1.0
+
+
+class SearchesTwice(Searcher):
+    """Searches the question twice, then answers as Searcher does."""
+
+    async def __call__(self, model_input, stop, *, max_tokens=None):  # type: ignore[no-untyped-def]
+        shown = TOKENIZER.decode(model_input.to_ints())
+        if shown.count("<|im_start|>tool") == 1:
+            question = shown.rsplit("Query: ", 1)[1].split("\n")[0]
+            call = {"name": "search", "arguments": {"query_list": [question]}}
+            tokens = TOKENIZER.encode(f"<tool_call>\n{json.dumps(call)}\n</tool_call><|im_end|>")
+            return TokensWithLogprobs(tokens, [-0.1] * len(tokens))
+        return await super().__call__(model_input, stop, max_tokens=max_tokens)
+
+
+def test_tool_calls_per_episode_counts_every_search_of_an_episode():
+    rewards, groups = rewards_on_the_test_split(SearchesTwice())
+    metrics = trajectory_metrics(groups)
+    assert rewards == [1.0] * 60
+    assert (metrics["tool_calls_per_episode"], metrics["tool_calls"]) == (2.0, 1.0)
 
 
 def test_a_policy_that_answers_blind_scores_0():
-    rewards, _ = rewards_on_the_test_split(Blind())
+    rewards, groups = rewards_on_the_test_split(Blind())
     assert rewards == [0.0] * 60
+    assert trajectory_metrics(groups)["tool_calls_per_episode"] == 0.0
 
 
 def test_bm25_finds_the_passage_naming_the_subject_and_the_tool_formats_results():

@@ -26,7 +26,8 @@ from kitchen.app.cli import app
 from tests.agentic.helpers import cookbook_preset, dry_run, runner, two_steps
 from train_core.completers import TokensWithLogprobs
 from train_core.renderers import get_renderer
-from train_core.rl import do_group_rollout
+from train_core.rl import compute_advantages, do_group_rollout
+from train_core.rl.data import trajectory_to_data
 
 TOKENIZER = FakeTokenizer()
 RENDERER = get_renderer("chatml", TOKENIZER)
@@ -77,6 +78,18 @@ def test_an_illegal_move_ends_the_game_with_the_penalty_for_its_player_only(bad)
     group, _ = self_play(["[4]", bad])  # X replies without a move, or on O's cell
     assert group.get_total_rewards() == [0.0, ILLEGAL_MOVE_REWARD]
     assert group.trajectories_G[1].transitions[-1].metrics["illegal"] == 1.0
+
+
+def test_the_reply_of_a_player_whose_game_ended_before_its_first_move_trains_nothing():
+    group, _ = self_play(["I pick the middle", "[4]"])  # O's illegal move ends the game at once
+    assert group.get_total_rewards() == [ILLEGAL_MOVE_REWARD, 0.0]
+    advantages = compute_advantages([group])[0]
+    assert advantages.tolist() == [-1.0, 1.0]  # the group mean alone would reward X's reply
+    (o_move,), (x_reply,) = (trajectory_to_data(t, float(a))
+                             for t, a in zip(group.trajectories_G, advantages, strict=True))  # fmt: skip
+    assert sum(o_move.loss_fn_inputs["mask"].data) > 0
+    assert sum(x_reply.loss_fn_inputs["mask"].data) == 0.0
+    assert set(x_reply.loss_fn_inputs["advantages"].data) == {0.0}
 
 
 def test_the_coordinator_refuses_a_move_out_of_turn():
