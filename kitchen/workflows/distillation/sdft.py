@@ -1,9 +1,11 @@
-"""SDFT, as tinker-cookbook 0.6.1's distillation/sdft.py with topk > 0 (forward KL over the
-teacher's top K): each iteration the student answers its batch of questions with its current
+"""SDFT, as tinker-cookbook 0.6.1's distillation/sdft.py (by default topk > 0, reverse off: the
+forward KL over the teacher's top K; `reverse` and topk = 0 pick the other rows of train_core's
+SDFT_OBJECTIVES): each iteration the student answers its batch of questions with its current
 weights; the frozen base model, shown each question with its golden answer as a demonstration,
 reads the student's answer (`topk_prompt_logprobs`), and the student takes a cross_entropy step
 towards the teacher's renormalized top-K distribution at each of its answer tokens. The rewards
-are all 0. Held out: `test/teacher_ce` on the test demonstrations' golden answers."""
+are all 0. With `teacher_sync_every` N, the teacher takes the student's weights every N steps.
+Held out: `test/teacher_ce` on the test demonstrations' golden answers."""
 
 from __future__ import annotations
 
@@ -19,15 +21,21 @@ from kitchen.workflows.distillation.soft_targets import (
     SDFTTargets,
     SoftTargetStep,
 )
-from kitchen.workflows.distillation.stages import InitTeachers
+from kitchen.workflows.distillation.stages import InitTeachers, SyncTeacher
 from kitchen.workflows.distillation.state import SDFTState
 from kitchen.workflows.distillation.workflow import student_renderer_name
 from kitchen.workflows.reinforcement.rollout import DoRollouts, WriteRollouts
 from kitchen.workflows.reinforcement.stages import ComputeAdvantages, RefreshSampler
 from kitchen.workflows.reinforcement.workflow import rollout_sampling, save, setup
+from train_core.distillation.sdft_objectives import sdft_objective
 from train_core.distillation.soft_ce import SoftCrossEntropyEvaluator
 from train_core.distillation.teacher import TeacherSpec
 from train_core.rl.types import RLDatasetFactory
+
+
+# The held-out teacher-student cross-entropy's K when training uses none (topk = 0): the
+# cookbook's default K, so the measure stays comparable across objectives.
+HELD_OUT_TOPK = 20
 
 
 def sdft(
@@ -36,15 +44,17 @@ def sdft(
     """`make_dataset` builds the question envs; each group builder carries `question` and
     `golden_answer` (the demonstration the teacher sees)."""
     start = start_point(cfg, cfg.checkpoint.load_path)
+    objective = sdft_objective(cfg.topk, cfg.reverse)
     targets = SDFTTargets(
         topk=cfg.topk,
+        objective=objective,
         skip_first_n_tokens=cfg.skip_first_n_tokens,
         max_context_length=cfg.max_context_length,
         system_prompt=cfg.teacher_system_prompt,
         demo_template=cfg.demo_template,
     )
     held_out = Evaluate(evaluator=SoftCrossEntropyEvaluator(), into=None)
-    evaluate = bool(cfg.evaluation.every)
+    evaluate, sync = bool(cfg.evaluation.every), bool(cfg.teacher_sync_every)
     body = [
         RefreshSampler(),
         *optional(evaluate, When(Every.before_step(cfg.evaluation.every), [held_out])),
@@ -56,7 +66,11 @@ def sdft(
             learning_rate=cfg.optimizer.learning_rate,
             num_substeps=cfg.num_substeps,
             lr_schedule=cfg.optimizer.schedule,
+            objective=objective,
         ),
+        # after step i when (i + 1) % N == 0, as the cookbook's (a resumed run restarts from the
+        # frozen base until the next sync, as the cookbook's does)
+        *optional(sync, When(Every(cfg.teacher_sync_every, "step"), [SyncTeacher()])),
         LogSDFTStep(),
         *save(cfg),
     ]
@@ -69,7 +83,7 @@ def sdft(
         nodes=[
             *setup(cfg, make_dataset, start),
             InitTeachers(specs=(teacher,), student_renderer=renderer),
-            SDFTHeldOut(sdft=targets),
+            SDFTHeldOut(sdft=targets, topk=cfg.topk or HELD_OUT_TOPK),
             Loop("iteration", "n_batches", "batch_idx", steps=True, body=body),
             *optional(evaluate, Evaluate(evaluator=SoftCrossEntropyEvaluator(), report=True)),
             SaveFinal(),
