@@ -1,5 +1,6 @@
 """sdft: self-distillation fine-tuning, the model as its own teacher seeing the demonstration
-(tinker-cookbook's recipes/sdft and distillation/sdft.py, top-K forward KL).
+(tinker-cookbook's recipes/sdft and distillation/sdft.py: top-K forward KL by default, reverse KL
+over the top K with reverse, per-token importance sampling with topk=0).
 
 Locally: SmolLM2-135M-Instruct on the bundled Pip conversations: the question is the first user
 turn, the golden answer the assistant's reply; the student answers the question alone, its frozen

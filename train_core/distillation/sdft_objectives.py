@@ -167,7 +167,9 @@ SDFT_OBJECTIVES: dict[str, SDFTObjective] = {
 def sdft_objective(topk: int, reverse: bool) -> str:
     """The objective the cookbook's (topk, reverse) select; reverse needs a top K to run over."""
     if topk == 0 and reverse:
-        raise ValueError("reverse=True needs topk > 0: the reverse KL runs over the teacher's top K")
+        raise ValueError(
+            "reverse=True needs topk > 0: the reverse KL runs over the teacher's top K"
+        )
     if topk == 0:
         return "per_token"
     return "reverse" if reverse else "forward"

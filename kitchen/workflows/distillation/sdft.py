@@ -32,7 +32,6 @@ from train_core.distillation.soft_ce import SoftCrossEntropyEvaluator
 from train_core.distillation.teacher import TeacherSpec
 from train_core.rl.types import RLDatasetFactory
 
-
 # The held-out teacher-student cross-entropy's K when training uses none (topk = 0): the
 # cookbook's default K, so the measure stays comparable across objectives.
 HELD_OUT_TOPK = 20
