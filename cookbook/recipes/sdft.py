@@ -20,10 +20,10 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from cookbook.datasets.catalog import convert_rows, load_chat
 from cookbook.datasets.demonstrations import DEMONSTRATION_SETS, carve_demonstrations
@@ -32,6 +32,7 @@ from cookbook.recipes import SMOLLM2
 from kitchen.engine.errors import ConfigError, DataError
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
+from kitchen.workflows.common.evaluate import Scheduled
 from kitchen.workflows.distillation.config import SDFTWorkflowConfig
 from kitchen.workflows.distillation.sdft import sdft
 from kitchen.workflows.distillation.state import SDFTState
@@ -162,6 +163,28 @@ class SDFTConfig(SDFTWorkflowConfig):
         "bundled",
         description="With --dataset sciknoweval | toolalpaca: bundled (a few offline rows in the hub's shape) | hub (hicai-zju/SciKnowEval, tangqiaoyu/ToolAlpaca) | a local file of such rows",
     )
+    inline_benchmarks: list[str] = Field(
+        default_factory=list,
+        description="Sampled benchmarks run every infrequent_eval_every steps and at the end (test/NAME/pass@k): gsm8k | math500, the benchmarks of kitchen eval --harness benchmark; comma-separated on the command line",
+    )
+    benchmark_source: Literal["bundled", "hub"] = Field(
+        "bundled", description="inline_benchmarks: their bundled slices | their hub sets"
+    )
+    benchmark_limit: int | None = Field(
+        None, gt=0, description="inline_benchmarks: at most N problems each (None = all)"
+    )
+    benchmark_samples: int = Field(
+        1, ge=1, description="inline_benchmarks: answers per problem (pass@1 and pass@N)"
+    )
+
+    @field_validator("inline_benchmarks", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: Any) -> Any:
+        items = [value] if isinstance(value, str) else value
+        if isinstance(items, list) and all(isinstance(v, str) for v in items):
+            return [n.strip() for v in items for n in v.split(",") if n.strip()]
+        return value
+
     sciknoweval_domain: str = Field(
         "Chemistry",
         description="With --dataset sciknoweval: the domain kept (the cookbook's default)",
@@ -182,4 +205,17 @@ class SDFT(Recipe[SDFTConfig]):
         make = Demonstrations(cfg.dataset, cfg.test_dataset, cfg.groups_per_batch, cfg.group_size,
                               cfg.seed, cfg.num_test_demos, cfg.demo_source,
                               cfg.sciknoweval_domain)  # fmt: skip
-        return sdft(cfg, make, self.name)
+        if not cfg.inline_benchmarks:
+            return sdft(cfg, make, self.name)
+        from cookbook.evals.inline_benchmarks import InlineBenchmark, LoadBenchmarks
+
+        names = tuple(cfg.inline_benchmarks)
+        n = cfg.benchmark_samples
+        inline = [
+            Scheduled(InlineBenchmark(benchmark=b, num_samples=n, ks=tuple(sorted({1, n})),
+                                      max_tokens=cfg.max_tokens),
+                      cfg.evaluation.infrequent_every, name=b)
+            for b in names
+        ]  # fmt: skip
+        load = LoadBenchmarks(names=names, source=cfg.benchmark_source, limit=cfg.benchmark_limit)
+        return sdft(cfg, make, self.name, inline, [load])

@@ -9,9 +9,11 @@ Held out: `test/teacher_ce` on the test demonstrations' golden answers."""
 
 from __future__ import annotations
 
-from kitchen.engine.graph import Every, Loop, When, Workflow
+from collections.abc import Sequence
+
+from kitchen.engine.graph import Every, Loop, Node, When, Workflow
 from kitchen.workflows.common.checkpoint import SaveFinal
-from kitchen.workflows.common.evaluate import Evaluate
+from kitchen.workflows.common.evaluate import Evaluate, Scheduled
 from kitchen.workflows.common.parts import optional
 from kitchen.workflows.common.start import registration_nodes, start_point
 from kitchen.workflows.distillation.config import SDFTWorkflowConfig
@@ -37,11 +39,23 @@ from train_core.rl.types import RLDatasetFactory
 HELD_OUT_TOPK = 20
 
 
+def inline_eval(s: Scheduled) -> Evaluate:
+    """A scheduled evaluator's in-loop stage, on the sampler the step's rollouts use (the
+    weights the step starts from); its metrics are the step's own (into=None)."""
+    return Evaluate(evaluator=s.evaluator, name=s.stage_name, into=None, sampler="sampling_client")
+
+
 def sdft(
-    cfg: SDFTWorkflowConfig, make_dataset: RLDatasetFactory, recipe: str = "sdft"
+    cfg: SDFTWorkflowConfig,
+    make_dataset: RLDatasetFactory,
+    recipe: str = "sdft",
+    inline: Sequence[Scheduled] = (),
+    prepare: Sequence[Node] = (),
 ) -> Workflow[SDFTState]:
     """`make_dataset` builds the question envs; each group builder carries `question` and
-    `golden_answer` (the demonstration the teacher sees)."""
+    `golden_answer` (the demonstration the teacher sees). `inline`: evaluators at their own
+    cadence (before steps 0, every, ...; and at the end), on the weights the step starts from;
+    `prepare`: stages run once before the loop that they need (e.g. loading their problems)."""
     start = start_point(cfg, cfg.checkpoint.load_path)
     objective = sdft_objective(cfg.topk, cfg.reverse)
     targets = SDFTTargets(
@@ -57,6 +71,7 @@ def sdft(
     body = [
         RefreshSampler(),
         *optional(evaluate, When(Every.before_step(cfg.evaluation.every), [held_out])),
+        *(When(Every.before_step(s.every), [inline_eval(s)]) for s in inline if s.every > 0),
         DoRollouts(sampling=rollout_sampling(cfg)),
         ComputeAdvantages(estimator="group_mean"),
         WriteRollouts(),
@@ -83,8 +98,14 @@ def sdft(
             *setup(cfg, make_dataset, start),
             InitTeachers(specs=(teacher,), student_renderer=renderer),
             SDFTHeldOut(sdft=targets, topk=cfg.topk or HELD_OUT_TOPK),
+            *prepare,
             Loop("iteration", "n_batches", "batch_idx", steps=True, body=body),
             *optional(evaluate, Evaluate(evaluator=SoftCrossEntropyEvaluator(), report=True)),
+            *(
+                Evaluate(evaluator=s.evaluator, name=s.stage_name, report=True)
+                for s in inline
+                if s.at_end
+            ),
             SaveFinal(),
             *registration_nodes(cfg, recipe, start),
         ],
