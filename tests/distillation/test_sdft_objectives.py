@@ -205,8 +205,10 @@ def test_two_steps_of_each_other_objective_on_tiny_llama(tmp_path, objective) ->
     assert result.steps == 2
     trained = [m for m in result.metrics if "optim/lr" in m]
     assert len(trained) == 2
-    if objective["topk"]:
+    if objective["topk"]:  # the custom loss ran on [N, K] logprobs, over non-empty slots
         assert all(np.isfinite(m["train_teacher_ce"]) for m in trained)
+        assert all(m["sdft/reverse_kl_positions"] > 0 for m in trained)
+        assert all(np.isfinite(m["sdft/reverse_kl_mean"]) for m in trained)
     else:  # the advantages are teacher - student logprobs of the sampled tokens: not all 0
         assert all(np.isfinite(m["sdft/mean_advantage"]) for m in trained)
         assert any(m["sdft/mean_advantage"] != 0.0 for m in trained)
