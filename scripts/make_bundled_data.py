@@ -23,6 +23,7 @@ from bundled_data.chat import make_chat
 from bundled_data.code import make_code
 from bundled_data.competition_math import make_deepmath, make_hendrycks_math, make_polaris
 from bundled_data.decisions import make_decisions
+from bundled_data.demonstrations import make_sciknoweval, make_toolalpaca
 from bundled_data.distill import TEACHER_SYSTEM_PROMPT, make_prompts
 from bundled_data.long_chat import make_long_chat
 from bundled_data.math import make_math
@@ -89,6 +90,15 @@ def build(out: Path) -> dict[str, dict]:
                       'Chance questions with known odds (a die above k: yes/no; a marble\'s colour '
                       'from a bag of counts): {"question", "choices": [[label, description]], '
                       '"answer": a drawn outcome, "probs": the true odds}'),
+        "sciknoweval": ("sciknoweval", {"train": make_sciknoweval()},
+                        'Science questions, hicai-zju/SciKnowEval row shape: {"question", '
+                        '"choices": {"label", "text"}, "answerKey", "domain", "details": {"level"}, '
+                        '"type"}; 10 Chemistry and 2 Physics L3 MCQs, an L2 and a true/false row '
+                        "the SDFT loader skips"),
+        "toolalpaca": ("toolalpaca", {"train": make_toolalpaca()},
+                       'Tool-use demonstrations, tangqiaoyu/ToolAlpaca row shape: {"instruction", '
+                       '"output"}: an API, its function and a user question; a Thought / Action / '
+                       "Action Input call"),
     }  # fmt: skip
     index: dict[str, dict] = {}
     for name, (shape, splits, description) in datasets.items():

@@ -31,6 +31,7 @@ from cookbook.datasets.competition_math import (
     hendrycks_math_row,
     polaris_row,
 )
+from cookbook.datasets.demonstrations import sciknoweval_row, toolalpaca_row
 from cookbook.datasets.images import image_label_row
 from cookbook.datasets.math import gsm8k_row
 from cookbook.datasets.sharegpt import sharegpt_row
@@ -58,6 +59,9 @@ KNOWN: dict[str, KnownDataset] = {
         KnownDataset("HuggingFaceH4/no_robots", "chat", no_robots_row, "test"),
         KnownDataset("allenai/tulu-3-sft-mixture", "chat", tulu3_row, None),
         KnownDataset("open-thoughts/OpenThoughts3-1.2M", "chat", sharegpt_row, None),
+        # SDFT's demonstration sets, one (question, golden answer) conversation a row
+        KnownDataset("hicai-zju/SciKnowEval", "chat", sciknoweval_row, None),
+        KnownDataset("tangqiaoyu/ToolAlpaca", "chat", toolalpaca_row, None),
         KnownDataset("Anthropic/hh-rlhf", "comparison", hh_rlhf_row, "test"),
         KnownDataset("nvidia/HelpSteer3:preference", "comparison", helpsteer3_row, "validation"),
         KnownDataset(

@@ -104,7 +104,23 @@ class OffPolicyDistillationWorkflowConfig(SupervisedConfig):
 class SDFTWorkflowConfig(RLLoopConfig):
     """SDFT: the student samples, its frozen base with the demonstration scores every token."""
 
-    topk: int = Field(20, ge=1, description="K: the teacher's most likely tokens per position")
+    topk: int = Field(
+        20,
+        ge=0,
+        description="K: the teacher's most likely tokens per position; 0 = the per-token "
+        "importance-sampling estimate (advantage: teacher logprob - student logprob)",
+    )
+    reverse: bool = Field(
+        False,
+        description="Train the reverse KL over the teacher's top K (a custom loss) instead of "
+        "the forward KL (cross_entropy); needs topk > 0",
+    )
+    teacher_sync_every: int = Field(
+        0,
+        ge=0,
+        description="Every N steps the teacher takes the student's current weights (after the "
+        "step); 0 = never: the frozen base model teaches throughout",
+    )
     skip_first_n_tokens: int = Field(
         3,
         ge=0,
@@ -126,3 +142,9 @@ class SDFTWorkflowConfig(RLLoopConfig):
         description="The teacher's user turn, with {question} and {golden_answer}; empty = the "
         "cookbook's DEFAULT_DEMO_TEMPLATE",
     )
+
+    @model_validator(mode="after")
+    def _reverse_over_a_top_k(self) -> SDFTWorkflowConfig:
+        if self.reverse and self.topk == 0:
+            raise ValueError("reverse=True needs topk > 0: the reverse KL runs over the top K")
+        return self

@@ -83,6 +83,7 @@ class SDFTTargets:
     builder; train_core.distillation.build_topk_distillation_datums)."""
 
     topk: int = 20
+    objective: str = "forward"  # a row of train_core's SDFT_OBJECTIVES: its datum builder
     skip_first_n_tokens: int = 3
     max_context_length: int = 32768
     system_prompt: str | None = None
@@ -102,13 +103,13 @@ class SDFTTargets:
         ]
 
     async def __call__(self, ctx: Context[Any]) -> Metrics | None:
-        from train_core.distillation.topk import build_topk_distillation_datums
+        from train_core.distillation.sdft_objectives import SDFT_OBJECTIVES
         from train_core.rl import assemble_training_data
 
         state = ctx.state
         data_D, meta_D = assemble_training_data(state.trajectory_groups, state.advantages)
         prompts_P = self.teacher_prompts(state.env_group_builders, state.renderer)
-        state.soft_data, metrics = await build_topk_distillation_datums(
+        state.soft_data, metrics = await SDFT_OBJECTIVES[self.objective].build(
             data_D, meta_D, state.teachers[0].client, prompts_P, self.topk,
             self.max_context_length, len(state.tokenizer), self.skip_first_n_tokens,
         )  # fmt: skip
@@ -123,6 +124,7 @@ class SDFTHeldOut:
     prompt. Scored by SoftCrossEntropyEvaluator as `test/teacher_ce`."""
 
     sdft: SDFTTargets
+    topk: int = 20  # the held-out K, fixed whatever the objective (topk = 0 has none)
     name: str = "sdft_held_out"
     phase: ClassVar[str] = "reference"
     reads: frozenset[str] = frozenset({"test_dataset", "teachers", "renderer", "tokenizer"})
@@ -145,44 +147,55 @@ class SDFTHeldOut:
         s = self.sdft
         state.test_data, _ = await build_topk_distillation_datums(
             data_D, meta_D, state.teachers[0].client, s.teacher_prompts(builders, state.renderer),
-            s.topk, s.max_context_length, len(state.tokenizer), s.skip_first_n_tokens,
+            self.topk, s.max_context_length, len(state.tokenizer), s.skip_first_n_tokens,
         )  # fmt: skip
         return None
 
 
 @dataclass(frozen=True, kw_only=True)
 class SoftTargetStep:
-    """forward_backward(cross_entropy) on `soft_data` in `num_substeps` contiguous parts, an
-    optim_step after each, at this step's scheduled learning rate; `train_teacher_ce` of the
-    first pass (the weights before the step)."""
+    """The objective's loss (train_core's SDFT_OBJECTIVES: cross_entropy by default) on
+    `soft_data` in `num_substeps` contiguous parts, an optim_step after each, at this step's
+    scheduled learning rate; on top-K datums, `train_teacher_ce` of the first pass (the weights
+    before the step)."""
 
     learning_rate: float
     num_substeps: int = 1
     lr_schedule: str = "constant"
+    objective: str = "forward"
     name: str = "soft_target_step"
     reads: frozenset[str] = frozenset({"training_client", "soft_data", "total_steps"})
     writes: frozenset[str] = frozenset()
 
     async def __call__(self, ctx: Context[Any]) -> Metrics | None:
+        from train_core.distillation.sdft_objectives import SDFT_OBJECTIVES
         from train_core.distillation.soft_ce import soft_cross_entropy
+        from train_core.rl import datum_for_loss
         from train_core.scoring import forward_logprobs
 
         state, client = ctx.state, ctx.state.training_client
+        objective = SDFT_OBJECTIVES[self.objective]
         lr = lr_at(state.step, state.total_steps, self.learning_rate, self.lr_schedule)
         chunks = [c for c in split_into(state.soft_data, self.num_substeps) if c]
         pending = []
         for chunk in chunks:
             update = Update(ctx.clock, client)
-            update.forward_backward(client.forward_backward, chunk, "cross_entropy")
+            if isinstance(objective.loss, str):
+                trained = [datum_for_loss(d, objective.loss) for d in chunk]
+                update.forward_backward(client.forward_backward, trained, objective.loss)
+            else:
+                update.forward_backward(client.forward_backward_custom, chunk, objective.loss)
             pending.append(update.optim_step(AdamSettings().params(lr)))
         logprobs_D: list[Any] = []
+        loss_metrics: dict[str, float] = {}
         for future in pending:
             (output,) = (await future).passes
             logprobs_D.extend(forward_logprobs(output))
-        return {
-            "optim/lr": lr,
-            "train_teacher_ce": soft_cross_entropy(logprobs_D, state.soft_data),
-        }
+            loss_metrics.update({f"sdft/{k}": float(v) for k, v in (output.metrics or {}).items() if k.startswith(("reverse_kl", "student_entropy"))})  # fmt: skip
+        metrics: dict[str, Any] = {"optim/lr": lr, **loss_metrics}
+        if objective.soft_targets:
+            metrics["train_teacher_ce"] = soft_cross_entropy(logprobs_D, state.soft_data)
+        return metrics
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -56,6 +56,24 @@ class InitTeachers:
         return None
 
 
+@dataclass(frozen=True, kw_only=True)
+class SyncTeacher:
+    """Teacher `teacher` takes the student's weights as they are now (a sampler on them), its
+    tokenizer and chat format unchanged: SDFT's periodic hard sync of the self-teacher."""
+
+    teacher: int = 0
+    name: str = "sync_teacher"
+    reads: frozenset[str] = frozenset({"training_client", "teachers"})
+    writes: frozenset[str] = frozenset({"teachers"})
+
+    def __call__(self, ctx: Context[Any]) -> Metrics | None:
+        teachers = list(ctx.state.teachers)
+        client = ctx.state.training_client.save_weights_and_get_sampling_client()
+        teachers[self.teacher] = dataclasses.replace(teachers[self.teacher], client=client)
+        ctx.state.teachers = teachers
+        return {"sdft/teacher_synced_at_step": float(ctx.state.step)}
+
+
 # What a stage that reads this step's rollouts against the teachers takes from the RL state.
 TEACHER_STEP_READS = frozenset(
     {"trajectory_groups", "advantages", "env_group_builders", "teachers", "renderer", "tokenizer"}

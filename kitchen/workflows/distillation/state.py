@@ -37,3 +37,4 @@ class SDFTState(DistillationState):
 
     soft_data: list[Any] | None = Field(None, description="This step's top-K soft-target datums")
     test_data: list[Any] | None = Field(None, description="Held-out demonstrations, soft targets")
+    benchmarks: Handle[dict[str, Any]]  # inline benchmarks' problems and graders, by name
