@@ -6,39 +6,15 @@ warmup_steps W > 0 ramps (s + 1)/W for s < W, so the first step already moves th
 runs the chosen decay over the remaining S - W steps. W = 0 reproduces 0.6.1 exactly. A step at
 or past S (a run resumed with fewer steps than it had) keeps the last step's rate, never a
 negative one.
-
-S is the run's length as 0.6.1 counts it (`schedule_steps`): the steps its data makes (batches
-times epochs), capped by `max_steps`, so a run cut short by max_steps decays over the steps it
-runs, and one without max_steps is unchanged.
 """
 
 from __future__ import annotations
 
-import logging
 import math
 from typing import Literal, get_args
 
-logger = logging.getLogger(__name__)
-
 LRSchedule = Literal["linear", "cosine", "constant"]
 LR_SCHEDULES: tuple[str, ...] = get_args(LRSchedule)
-
-
-def schedule_steps(data_steps: int, max_steps: int | None) -> int:
-    """The steps S a run's schedule (and its progress) spans: `data_steps`, capped by
-    `max_steps` as 0.6.1 caps them; a max_steps past the data warns, as 0.6.1 does, since the run
-    stops when its data ends."""
-    if max_steps is None:
-        return data_steps
-    if max_steps > data_steps:
-        logger.warning(
-            "max_steps=%d exceeds the %d steps the data makes (batches x epochs); training "
-            "stops after %d steps",
-            max_steps,
-            data_steps,
-            data_steps,
-        )
-    return min(data_steps, max_steps)
 
 
 def compute_schedule_lr_multiplier(lr_schedule: str, step: int, total_steps: int) -> float:

@@ -198,8 +198,7 @@ def run(
         typer.Option(
             "--max-steps",
             min=1,
-            help="Stop after this many training steps, and decay the LR schedule over them, as "
-            "tinker-cookbook's max_steps; also the key max_steps=",
+            help="Stop after this many training steps; also the key max_steps=",
         ),
     ] = None,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress bar")] = False,

@@ -69,13 +69,7 @@ def test_resume_continues_where_it_stopped_without_replay_or_skip(data, tmp_path
     a, b = _train_records(tmp_path / "a"), _train_records(tmp_path / "b")
     assert [r["step"] for r in b] == list(range(6))  # each step exactly once
     assert [r["train_mean_nll"] for r in a] == [r["train_mean_nll"] for r in b]
-    # max_steps=3 is that run's length, as tinker-cookbook's max_steps: its schedule decays over
-    # 3 steps; the resumed run's steps are the uninterrupted run's.
-    lr = a[0]["learning_rate"]
-    assert [r["learning_rate"] for r in b[:3]] == pytest.approx(
-        [lr * (1 - s / 3) for s in range(3)]
-    )
-    assert [r["learning_rate"] for r in a[3:]] == [r["learning_rate"] for r in b[3:]]
+    assert [r["learning_rate"] for r in a] == [r["learning_rate"] for r in b]
     assert straight.loss_fns.count("cross_entropy") == 6
     # the interrupted run saved after step 2 (checkpoint) and 3 (final); resume restarted from the final record
     assert resumed.loss_fns.count("cross_entropy") == 6

@@ -14,7 +14,7 @@ from kitchen.workflows.common.train_step import AdamSettings, Update
 from kitchen.workflows.distillation.stages import TEACHER_STEP_READS
 from kitchen.workflows.reinforcement.train import split_into
 from kitchen.workflows.supervised.stages import CrossEntropyLoss
-from train_core.schedules import lr_at, schedule_steps
+from train_core.schedules import lr_at
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -262,7 +262,7 @@ class ComposeSources:
         composite = CompositeDataset.from_weights(sources, self.weights, self.batch_size, self.seed)
         ctx.state.composite = composite
         ctx.state.n_batches = len(composite)
-        ctx.state.total_steps = schedule_steps(len(composite) * self.num_epochs, ctx.max_steps)
+        ctx.state.total_steps = len(composite) * self.num_epochs
         return {f"composite/{name}_per_batch": s.per_batch for name, s in zip([n for n, _, _ in sources], composite.sources, strict=True)}  # fmt: skip
 
 

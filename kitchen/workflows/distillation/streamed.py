@@ -15,7 +15,6 @@ from typing import Any
 from kitchen.engine.errors import ConfigError, DataError
 from kitchen.engine.stage import Context, Metrics
 from kitchen.workflows.common.setup import RowConverter
-from train_core.schedules import schedule_steps
 
 
 @dataclass
@@ -62,7 +61,7 @@ class OpenRowStream:
         rows = stream(self.source, self.split, **(shuffle if self.shuffle_buffer > 1 else {}))
         ctx.state.row_stream = RowCursor(rows)
         ctx.state.n_batches = self.max_rows // self.batch_size
-        ctx.state.total_steps = schedule_steps(ctx.state.n_batches, ctx.max_steps)
+        ctx.state.total_steps = ctx.state.n_batches
         return None
 
 

@@ -25,7 +25,6 @@ from train_core.preference import (
     build_dpo_data,
     make_dpo_loss_fn,
 )
-from train_core.schedules import schedule_steps
 from train_core.scoring import score_full_sequences
 
 
@@ -89,7 +88,7 @@ class BuildPreferenceDataset:
             )
         state.train_data, state.n_pairs = train, n_pairs
         state.n_batches = max(n_pairs // self.batch_size, 1)
-        state.total_steps = schedule_steps(state.n_batches * self.num_epochs, ctx.max_steps)
+        state.total_steps = state.n_batches * self.num_epochs
         ctx.logger.info(
             "%d pairs (%d truncated, dropped %s): %d batches/epoch x %d epochs",
             n_pairs,

@@ -16,7 +16,6 @@ import numpy as np
 from kitchen.engine.errors import DataError
 from kitchen.engine.stage import Context, Metrics
 from train_core.rl.types import RLDatasetFactory, RLEnvContext
-from train_core.schedules import schedule_steps
 
 # The env contracts live in train_core.rl.types; envs that import them from here still can.
 
@@ -46,8 +45,7 @@ class BuildRLDataset:
             raise DataError(f"RL dataset {type(train).__name__} has no batches")
         n = len(train) if self.num_batches is None else min(len(train), self.num_batches)
         ctx.state.dataset, ctx.state.test_dataset = train, test
-        ctx.state.n_batches = n
-        ctx.state.total_steps = schedule_steps(n, ctx.max_steps)
+        ctx.state.n_batches = ctx.state.total_steps = n
         ctx.logger.info("RL dataset: %d iterations (%d batches available)", n, len(train))
         return None
 

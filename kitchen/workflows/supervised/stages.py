@@ -12,7 +12,6 @@ from tinker import types
 from kitchen.engine.errors import DataError
 from kitchen.engine.futures import APIFuture
 from kitchen.engine.stage import Context, Metrics
-from train_core.schedules import schedule_steps
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,7 +52,7 @@ class TokenizeConversations:
         test = state.test_conversations if self.with_test else None
         state.test_data = self._datums(test, state.renderer) if test else None
         state.n_batches = len(train) // self.batch_size
-        state.total_steps = schedule_steps(state.n_batches * self.num_epochs, ctx.max_steps)
+        state.total_steps = state.n_batches * self.num_epochs
         ctx.logger.info(
             "%d train datums, %d batches/epoch x %d epochs",
             len(train),
