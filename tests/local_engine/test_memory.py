@@ -22,6 +22,7 @@ from kitchen.adapters.local.model.lora import adapter_parameters
 from kitchen.adapters.local.model.settings import EngineSettings
 from kitchen.adapters.local.train import batching, memory
 from kitchen.adapters.local.train.forward import run_builtin_loss, run_custom_loss
+from kitchen.adapters.local.train.pass_settings import PassSettings
 from kitchen.engine.errors import BackendError, ConfigError
 from kitchen.ports import BackendSettings
 from tests.helpers import engine_device, engine_generator, local_backend
@@ -69,7 +70,7 @@ def counting_layer_calls(model: Any) -> Iterator[list[int]]:
 def run(client: Any, data: list[types.Datum], loss_fn: str, **options: Any) -> tuple[Any, Any]:
     """The engine's output and the gradients it left (taken off the parameters)."""
     with client.host.use(client.adapter) as model:
-        out = run_builtin_loss(model, data, loss_fn, None, 512, backward=True, **options)
+        out = run_builtin_loss(model, data, loss_fn, None, True, PassSettings(512, **options))
     return out, grads_of(client)
 
 
@@ -221,7 +222,7 @@ def test_packed_dpo_equals_padded(backend: Any) -> None:
     outs = {}
     for packed in (False, True):
         with client.host.use(client.adapter) as model:
-            out = run_custom_loss(model, data, loss, 512, packed=packed)
+            out = run_custom_loss(model, data, loss, PassSettings(512, packed=packed))
         outs[packed] = (out, grads_of(client))
     assert_same(outs[True], outs[False], tol=1e-5)
     client.close()
@@ -495,7 +496,7 @@ def test_a_row_longer_than_the_micro_batch_budget_trains_or_is_refused_before_an
     long_row = [(list(range(3, 43)), [7, 8, 9])]  # 42 tokens through the decoder, budget 16
     data = rl_data("cross_entropy", long_row, seed=4)
     with client.host.use(client.adapter) as model:
-        alone = run_builtin_loss(model, data, "cross_entropy", None, 16, backward=True)
+        alone = run_builtin_loss(model, data, "cross_entropy", None, True, PassSettings(16))
     assert_same((alone, grads_of(client)), run(client, data, "cross_entropy"))
 
     monkeypatch.setattr(memory, "free_memory", lambda device: 1000)
@@ -504,7 +505,7 @@ def test_a_row_longer_than_the_micro_batch_budget_trains_or_is_refused_before_an
         counting_layer_calls(model) as calls,
         pytest.raises(BackendError) as refused,
     ):
-        run_builtin_loss(model, data, "cross_entropy", None, 16, True, checkpointing="auto")
+        run_builtin_loss(model, data, "cross_entropy", None, True, PassSettings(16, "auto"))
     message = str(refused.value)
     assert calls[0] == 0 and "\n" not in message
     assert "a pass of 42 tokens" in message and "the budget is" in message

@@ -13,6 +13,7 @@ from tinker import types
 from kitchen.adapters.local.model.lora import adapter_parameters
 from kitchen.adapters.local.train import batching
 from kitchen.adapters.local.train.forward import run_custom_loss
+from kitchen.adapters.local.train.pass_settings import PassSettings
 from tests.helpers import engine_generator
 
 from .conftest import TINY, take_grads
@@ -87,7 +88,7 @@ def test_shared_prefix_custom_loss_equals_unshared(backend: Any, monkeypatch: An
             if not results:
                 for p in adapter_parameters(model, client.adapter).values():
                     p.data.normal_(0.0, 0.05, generator=generator)
-            out = run_custom_loss(model, data, loss, microbatch_tokens=512)
+            out = run_custom_loss(model, data, loss, PassSettings(512))
         results.append((out, take_grads(client)))
     (shared, shared_grads), (plain, plain_grads) = results
     for a, b in zip(shared.loss_fn_outputs, plain.loss_fn_outputs, strict=True):

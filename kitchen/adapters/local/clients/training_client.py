@@ -39,7 +39,6 @@ from kitchen.adapters.local.model.lora import (
     peft_config,
     snapshot_adapter,
 )
-from kitchen.adapters.local.train.deal import Deal
 from kitchen.adapters.local.train.forward import (
     backprop_gradients,
     run_builtin_loss,
@@ -48,6 +47,7 @@ from kitchen.adapters.local.train.forward import (
 )
 from kitchen.adapters.local.train.memory import ActivationBudget, PaddingTally, peak_gib
 from kitchen.adapters.local.train.optimizer import adam_step, make_optimizer
+from kitchen.adapters.local.train.pass_settings import PassSettings
 from kitchen.adapters.local.train.stability import with_sampler_logprobs
 from kitchen.engine.errors import BackendError
 from kitchen.engine.futures import APIFuture
@@ -96,7 +96,14 @@ class LocalTrainingClient:
             self._params = [p for p in host.base.parameters() if p.requires_grad]
         self._optimizer = make_optimizer(self._params)
         self._padding = PaddingTally()  # of the forward_backward calls since the last optim_step
-        self._budget = ActivationBudget(host.device)  # read once, at the first training pass
+        settings = backend.settings
+        self._passes = PassSettings(
+            settings.microbatch_tokens,
+            settings.activation_checkpointing,
+            settings.packing,
+            ActivationBudget(host.device),  # read once, at the first training pass
+            self._padding,
+        )
 
     # -- training ---------------------------------------------------------------------------------
 
@@ -242,20 +249,7 @@ class LocalTrainingClient:
     ) -> types.ForwardBackwardOutput:
         self.ranks.tell(RunLoss(self.model_id, data, loss_fn, config, backward))
         with self.host.use(self.adapter) as model, self._sharded_call():
-            settings = self.backend.settings
-            out = run_builtin_loss(
-                model,
-                data,
-                loss_fn,
-                config,
-                settings.microbatch_tokens,
-                backward,
-                settings.activation_checkpointing,
-                settings.packing,
-                self._padding,
-                share=self._deal(),
-                budget=self._budget,
-            )
+            out = run_builtin_loss(model, data, loss_fn, config, backward, self._dealt())
         if backward:
             self._zero_missing_grads()
         return out
@@ -271,11 +265,11 @@ class LocalTrainingClient:
                 if p.grad is None:
                     p.grad = torch.zeros_like(p)
 
-    def _deal(self) -> Deal | None:
-        """LoRA's passes' gradients summed apart (as --nproc N sums them: the same numbers at any
-        N); full fine-tuning's straight into the sum (apart, they would need the model's size
-        again), by FSDP's reduce-scatters at N > 1."""
-        return self.ranks.deal(self._params, full=self.adapter is None)
+    def _dealt(self) -> PassSettings:
+        """The pass settings of one call, with its deal: LoRA's passes' gradients summed apart (as
+        --nproc N sums them: the same numbers at any N); full fine-tuning's straight into the sum
+        (apart, they would need the model's size again), by FSDP's reduce-scatters at N > 1."""
+        return self._passes.dealt(self.ranks.deal(self._params, full=self.adapter is None))
 
     @property
     def _sharded_full(self) -> bool:
@@ -290,19 +284,13 @@ class LocalTrainingClient:
         self, data: list[types.Datum], loss_fn: CustomLossFn
     ) -> types.ForwardBackwardOutput:
         with self.host.use(self.adapter) as model:
-            settings = self.backend.settings
             out = run_custom_loss(
                 model,
                 data,
                 loss_fn,
-                settings.microbatch_tokens,
-                settings.activation_checkpointing,
-                settings.packing,
-                self._padding,
+                self._dealt(),
                 # At N > 1 every rank scores and backpropagates its deal; rank 0 runs the loss.
                 backprop=self._backprop_everywhere(data) if self.ranks.size > 1 else None,
-                share=self._deal(),
-                budget=self._budget,
                 score=(lambda: self._score_data(data)) if self.ranks.size > 1 else None,
             )
         self._zero_missing_grads()
@@ -312,11 +300,9 @@ class LocalTrainingClient:
         """Every rank: its deal of scoring a custom loss's data on the sharded base; the logprobs
         per datum on rank 0."""
         self.ranks.tell(ScoreData(self.model_id, data))
-        deal = self._deal()
-        assert deal is not None
-        settings = self.backend.settings
+        settings = self._dealt()
         with self.host.use(self.adapter) as model, self._sharded_call():
-            return score_data(model, data, settings.microbatch_tokens, settings.packing, deal)
+            return score_data(model, data, settings)
 
     def _backprop_everywhere(self, data: list[types.Datum]) -> Callable[[list[Any]], None]:
         """Rank 0's custom loss gradient (per datum) pushed through the model by every rank."""
@@ -328,20 +314,9 @@ class LocalTrainingClient:
 
     def _backprop(self, data: list[types.Datum], grads: list[Any]) -> None:
         self.ranks.tell(Backprop(self.model_id, data, grads))
-        settings = self.backend.settings
-        deal = self._deal()
-        assert deal is not None
+        settings = self._dealt()
         with self.host.use(self.adapter) as model, self._sharded_call():
-            backprop_gradients(
-                model,
-                data,
-                grads,
-                settings.microbatch_tokens,
-                settings.activation_checkpointing,
-                settings.packing,
-                deal,
-                self._budget,
-            )
+            backprop_gradients(model, data, grads, settings)
         self._zero_missing_grads()  # as rank 0 does after its custom call
 
     def _optim_step(self, adam_params: types.AdamParams) -> types.OptimStepResponse:
