@@ -30,7 +30,7 @@ from train_core.preference.dpo import make_dpo_loss_fn
 
 from .conftest import TINY, take_grads
 from .test_builtin_grads import rl_data
-from .test_shared_prefix import GROUPS, group_data
+from .test_shared_prefix import CPU, GROUPS, WEIGHTS, group_data
 
 # Rows of mixed lengths, as an SFT batch has: padded, the short ones carry most of a pass's padding.
 # No two share a prefix, so none runs as a shared-prefix group.
@@ -134,7 +134,9 @@ def test_checkpointing_gradients_equal_plain_in_shared_prefix_passes(
     plain = run(client, data, loss_fn, checkpointing="off")
     with client.host.use(client.adapter) as model, counting_layer_calls(model) as calls:
         recomputed = run(client, data, loss_fn, checkpointing="on")
-        plan = batching.plan_microbatches(data, (), (), {}, 512, engine_device())
+        plan = batching.plan_microbatches(
+            data, batching.TARGETS_ONLY, 512, batching.BatchTarget(engine_device())
+        )
     assert any(mb.shared for mb in plan)
     assert calls[0] > 2  # the prefix and the rows' pass, each run again in backward
     assert_same(recomputed, plain)
@@ -170,7 +172,7 @@ def test_packed_equals_padded(backend: Any, loss_fn: str) -> None:
 def test_packed_plan_lays_rows_end_to_end_with_positions_restarting() -> None:
     data = rl_data("cross_entropy", MIXED)
     lengths = [len(d.model_input.to_ints()) for d in data]
-    plan = batching.plan_microbatches(data, ("weights",), (), {}, 64, "cpu", packed=True)
+    plan = batching.plan_microbatches(data, WEIGHTS, 64, CPU, packed=True)
     assert all(mb.host_tokens.shape[0] == 1 for mb in plan)
     assert all(mb.host_tokens.size <= 64 for mb in plan if len(mb.indices) > 1)
     assert sorted(i for mb in plan for i in mb.indices) == list(range(len(data)))
@@ -182,7 +184,7 @@ def test_packed_plan_lays_rows_end_to_end_with_positions_restarting() -> None:
             np.testing.assert_array_equal(
                 mb.host_tokens[0, start : start + n], data[i].model_input.to_ints()
             )
-    padded = batching.plan_microbatches(data, ("weights",), (), {}, 64, "cpu")
+    padded = batching.plan_microbatches(data, WEIGHTS, 64, CPU)
     tally_packed, tally_padded = memory.PaddingTally(), memory.PaddingTally()
     tally_packed.add(plan)
     tally_padded.add(padded)
@@ -206,7 +208,7 @@ def test_packed_plans_keep_only_groups_that_save_more_than_their_passes_cost() -
         [3, 4],
     ]
     for packed, kept in ((False, [[0, 1, 2], [3, 4]]), (True, [[0, 1, 2]])):
-        plan = batching.plan_microbatches(data, ("weights",), (), {}, 512, "cpu", packed=packed)
+        plan = batching.plan_microbatches(data, WEIGHTS, 512, CPU, packed=packed)
         grouped = [sorted(mb.indices[r] for r in rows) for mb in plan for rows, _ in mb.shared]
         assert sorted(grouped) == kept
     packed_rows = [mb for mb in plan if mb.position_ids is not None]
@@ -278,7 +280,7 @@ def test_packed_passes_build_no_mask_and_attend_per_datum(backend: Any) -> None:
 
 
 def plan_of(data: list[types.Datum], packed: bool) -> list[batching.MicroBatch]:
-    return batching.plan_microbatches(data, (), (), {}, 512, "cpu", packed=packed)
+    return batching.plan_microbatches(data, batching.TARGETS_ONLY, 512, CPU, packed=packed)
 
 
 def varlen_stand_in(signature: str, calls: list[dict[str, Any]]) -> Any:

@@ -19,6 +19,8 @@ from tests.helpers import engine_generator
 from .conftest import TINY, take_grads
 from .test_builtin_grads import assert_builtin_equals_one_graph, assert_grads_close, rl_data
 
+WEIGHTS = batching.LossInputs(("weights",))  # a loss reading per-token weights
+CPU = batching.BatchTarget("cpu")
 PROMPT = list(range(30, 50))  # 20 tokens: above MIN_SHARED_PREFIX
 GROUPS = [
     (PROMPT, [[123, 44, 9], [300, 2, 71, 5, 6], [12, 13]]),
@@ -65,10 +67,10 @@ def test_shared_prefix_gradients_equal_one_graph(backend: Any, loss_fn: str, gro
 
 def test_several_groups_share_one_micro_batch_within_the_budget() -> None:
     data = group_data("cross_entropy", SEVERAL["padded"])
-    plan = batching.plan_microbatches(data, ("weights",), (), {}, 512, "cpu")
+    plan = batching.plan_microbatches(data, WEIGHTS, 512, CPU)
     assert [sorted(len(rows) for rows, _ in mb.shared) for mb in plan] == [[2, 2, 3]]
     assert sorted(prefix for _, prefix in plan[0].shared) == [18, 19, 20]
-    split = batching.plan_microbatches(data, ("weights",), (), {}, 60, "cpu")
+    split = batching.plan_microbatches(data, WEIGHTS, 60, CPU)
     assert len(split) > 1 and all(mb.shared for mb in split)  # the budget splits the groups
 
 

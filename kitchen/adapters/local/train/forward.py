@@ -16,7 +16,13 @@ from tinker import types
 
 from kitchen.adapters.local.model.host import model_limits
 from kitchen.adapters.local.model.images import Expanded, vision_of
-from kitchen.adapters.local.train.batching import MicroBatch, plan_microbatches
+from kitchen.adapters.local.train.batching import (
+    TARGETS_ONLY,
+    BatchTarget,
+    LossInputs,
+    MicroBatch,
+    plan_microbatches,
+)
 from kitchen.adapters.local.train.logprobs import TargetLogprobs
 from kitchen.adapters.local.train.loss_fns import loss_fn_named
 from kitchen.adapters.local.train.memory import activation_checkpointing, plan_checkpointing
@@ -71,16 +77,9 @@ def run_builtin_loss(
     # Data without per-token thresholds get the batch-wide ones (loss_fn_config, else the default).
     low, high = clip_thresholds({}, config)
     fills = {"clip_low_threshold": float(low), "clip_high_threshold": float(high)}
+    inputs = LossInputs(required, optional, fills)
     batches = plan_microbatches(
-        data,
-        required,
-        optional,
-        fills,
-        settings.microbatch_tokens,
-        _device(model),
-        *model_limits(model),
-        packed=settings.packed,
-        vision=vision_of(model),
+        data, inputs, settings.microbatch_tokens, _target(model), packed=settings.packed
     )
     if loss_fn != "cross_entropy" and any(mb.targets.dim() != 2 for mb in batches):
         raise BackendError(
@@ -318,16 +317,14 @@ def _plan_scored(
 ) -> list[MicroBatch]:
     """The micro-batches of data scored with target tokens only (a custom loss's)."""
     return plan_microbatches(
-        data,
-        (),
-        (),
-        {},
-        settings.microbatch_tokens,
-        _device(model),
-        *model_limits(model),
-        packed=settings.packed,
-        vision=vision_of(model),
+        data, TARGETS_ONLY, settings.microbatch_tokens, _target(model), packed=settings.packed
     )
+
+
+def _target(model: Any) -> BatchTarget:
+    """`model` as its micro-batches are planned for: its device, the ids and length it takes,
+    its image side."""
+    return BatchTarget(_device(model), *model_limits(model), vision=vision_of(model))
 
 
 def score_sequences(
@@ -361,9 +358,8 @@ def score_sequences(
     # The last token is never an image's (a prompt ends in text), so dropping it keeps the images.
     inputs = [Expanded(expanded_N[i].tokens[:-1], expanded_N[i].images) for i in scored]
     vision = vision_of(model) if any(e.images for e in inputs) else None
-    batches = plan_microbatches(
-        data, (), (), {}, microbatch_tokens, _device(model), vision=vision, expanded=inputs
-    )
+    target = BatchTarget(_device(model), vision=vision)
+    batches = plan_microbatches(data, TARGETS_ONLY, microbatch_tokens, target, expanded=inputs)
     lps = _score(model, batches, share)
     if lps is None:
         return None
