@@ -54,7 +54,7 @@ from kitchen.engine.futures import APIFuture
 from kitchen.ports import CustomLossFn
 
 if TYPE_CHECKING:
-    from kitchen.adapters.local.backend import LocalBackend
+    from kitchen.adapters.local.clients.engine import Engine
 
 T = TypeVar("T")
 _client_ids = itertools.count(1)
@@ -69,14 +69,14 @@ class LocalTrainingClient:
 
     def __init__(
         self,
-        backend: LocalBackend,
+        engine: Engine,
         host: ModelHost,
         lora: LoraSpec | None,
         seed: int,
         model_id: str | None = None,
     ) -> None:
-        self.backend = backend
-        self.ranks = backend.ranks  # where each call computes (executor.py)
+        self.engine = engine  # the backend that made it, as its clients see it (engine.py)
+        self.ranks = engine.ranks  # where each call computes (executor.py)
         self.host = host
         self.lora = lora
         self.seed = seed
@@ -96,7 +96,7 @@ class LocalTrainingClient:
             self._params = [p for p in host.base.parameters() if p.requires_grad]
         self._optimizer = make_optimizer(self._params)
         self._padding = PaddingTally()  # of the forward_backward calls since the last optim_step
-        settings = backend.settings
+        settings = engine.settings
         self._passes = PassSettings(
             settings.microbatch_tokens,
             settings.activation_checkpointing,
@@ -168,12 +168,12 @@ class LocalTrainingClient:
         return await self._submit(self._snapshot_sampler)
 
     def create_sampling_client(self, model_path: str) -> LocalSamplingClient:
-        return self.backend.create_sampling_client(model_path=model_path)
+        return self.engine.create_sampling_client(model_path=model_path)
 
     def create_reference_sampling_client(self) -> LocalSamplingClient:
         """The base model's sampler: with LoRA it shares this client's base weights, adapters off.
         Use it for reference logprobs (DPO, KL penalties) without a second model in memory."""
-        return self.backend.create_sampling_client(base_model=self.host.model_name)
+        return self.engine.create_sampling_client(base_model=self.host.model_name)
 
     # -- info -------------------------------------------------------------------------------------
 
@@ -191,7 +191,7 @@ class LocalTrainingClient:
     @property
     def dtype_name(self) -> str:
         """The compute dtype forward and backward passes run in (weights and Adam state are fp32)."""
-        return self.backend.dtype_name
+        return self.engine.dtype_name
 
     def get_info(self) -> types.GetInfoResponse:
         name = self.host.model_name
@@ -213,7 +213,7 @@ class LocalTrainingClient:
         if cancel_queued:
             for future in queued:
                 future.cancel()  # the running call (if any) finishes
-        if not self.backend.compute.on_thread():
+        if not self.engine.compute.on_thread():
             wait(queued)
         if self.adapter is not None:
             self.host.remove_adapter(self.adapter)
@@ -221,13 +221,13 @@ class LocalTrainingClient:
             self.ranks.release(self.host.base)
         closed, self._closed = self._closed, True  # a server closes it with its session and at exit
         if not closed:
-            self.ranks.tell_from(self.backend.compute, CloseClient(self.model_id))
+            self.ranks.tell_from(self.engine.compute, CloseClient(self.model_id))
 
-    # -- work run on the backend's compute thread --------------------------------------------------
+    # -- work run on the engine's compute thread --------------------------------------------------
 
     def _submit(self, fn: Callable[..., T], *args: Any) -> APIFuture[T]:
         with self._queue_lock:
-            future = self.backend.compute.submit_call(lambda: fn(*args))
+            future = self.engine.compute.submit_call(lambda: fn(*args))
             self._queued = [f for f in self._queued if not f.done()] + [future]
         return APIFuture(future)
 
@@ -237,7 +237,7 @@ class LocalTrainingClient:
         """`_run_loss`, with stable_reinforce's inputs read from the sampler's records first:
         they are rank 0's alone, so the data goes to the other ranks with them."""
         if loss_fn == "stable_reinforce":
-            data = with_sampler_logprobs(data, self.backend.stability)
+            data = with_sampler_logprobs(data, self.engine.stability)
         return self._run_loss(data, loss_fn, *rest)
 
     def _run_loss(
@@ -359,7 +359,7 @@ class LocalTrainingClient:
                 ckpt.save_optimizer(folder, self._optimizer)
             self._meta("state").write(folder)
 
-        dest = ckpt.checkpoint_folder(self.backend.settings.checkpoint_root, "state", name)
+        dest = ckpt.checkpoint_folder(self.engine.settings.checkpoint_root, "state", name)
         return types.SaveWeightsResponse(path=str(ckpt.write_folder(dest, fill)))
 
     def _save_sharded(self, folder: str) -> None:
@@ -432,9 +432,7 @@ class LocalTrainingClient:
             if self.adapter is not None:
                 self._write_weights(folder)
             elif self._sharded_full:  # gathered on rank 0, the folder one process writes
-                self.backend.host_with(self.host, self._whole_weights()).base.save_pretrained(
-                    folder
-                )
+                self.engine.host_with(self.host, self._whole_weights()).base.save_pretrained(folder)
             else:
                 with self.host.lock:
                     self.host.base.save_pretrained(folder)
@@ -442,7 +440,7 @@ class LocalTrainingClient:
                 self.host.tokenizer.save_pretrained(folder)
             self._meta("sampler").write(folder)
 
-        dest = ckpt.checkpoint_folder(self.backend.settings.checkpoint_root, "sampler", name)
+        dest = ckpt.checkpoint_folder(self.engine.settings.checkpoint_root, "sampler", name)
         return types.SaveWeightsForSamplerResponse(path=str(ckpt.write_folder(dest, fill)))
 
     def _snapshot_sampler(self) -> LocalSamplingClient:
@@ -450,13 +448,13 @@ class LocalTrainingClient:
             snapshot = self.snapshot()
             # every rank samples from it (its copy of the same weights)
             self.ranks.share(snapshot, TakeSnapshot(self.model_id, snapshot.snapshot_id))
-            return self.backend.sampling_client_for(self.host, snapshot)
+            return self.engine.sampling_client_for(self.host, snapshot)
         if self._sharded_full:
             # Rank 0 holds the weights whole and samples alone, as one process does.
-            copy = self.backend.host_with(self.host, self._whole_weights())
+            copy = self.engine.host_with(self.host, self._whole_weights())
         else:
-            copy = self.backend.copy_host(self.host)
-        return self.backend.sampling_client_for(copy, None)
+            copy = self.engine.copy_host(self.host)
+        return self.engine.sampling_client_for(copy, None)
 
     def _whole_weights(self) -> dict[str, Any]:
         """Every rank (full fine-tuning at N > 1): the whole weights on rank 0's CPU, gathered one
