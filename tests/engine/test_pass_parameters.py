@@ -10,6 +10,7 @@ MAX_PARAMETERS = 6
 TRAINING_PASS = (
     "kitchen/adapters/local/train",
     "kitchen/adapters/local/clients/training_client.py",
+    "kitchen/adapters/local/clients/training_passes.py",
 )
 
 
@@ -54,6 +55,7 @@ def test_the_scan_finds_a_long_signature(tmp_path):
     (tmp_path / "kitchen/adapters/local/clients/training_client.py").write_text(
         "async def step(a, b, c, d, e, f, *, g):\n    pass\n"
     )
+    (tmp_path / "kitchen/adapters/local/clients/training_passes.py").write_text("")
     assert long_signatures(tmp_path) == [
         "kitchen/adapters/local/train/forward.py:1 run(7)",
         "kitchen/adapters/local/train/forward.py:4 call(7)",

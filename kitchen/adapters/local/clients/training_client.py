@@ -8,7 +8,6 @@ awaiting batch N, as tinker-cookbook's loops do.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import threading
 from collections.abc import Callable, Mapping
@@ -20,15 +19,13 @@ from tinker import types
 
 from kitchen.adapters.local.clients import checkpoints as ckpt
 from kitchen.adapters.local.clients.sampling_client import LocalSamplingClient
+from kitchen.adapters.local.clients.training_passes import TrainingPasses
 from kitchen.adapters.local.distributed.commands import (
-    Backprop,
     CloseClient,
     GatherWeights,
     LoadState,
     OptimStep,
-    RunLoss,
     SaveSharded,
-    ScoreData,
     TakeSnapshot,
 )
 from kitchen.adapters.local.model.host import LoraSnapshot, ModelHost
@@ -38,12 +35,6 @@ from kitchen.adapters.local.model.lora import (
     load_adapter_weights,
     peft_config,
     snapshot_adapter,
-)
-from kitchen.adapters.local.train.forward import (
-    backprop_gradients,
-    run_builtin_loss,
-    run_custom_loss,
-    score_data,
 )
 from kitchen.adapters.local.train.memory import ActivationBudget, PaddingTally, peak_gib
 from kitchen.adapters.local.train.optimizer import adam_step, make_optimizer
@@ -97,12 +88,16 @@ class LocalTrainingClient:
         self._optimizer = make_optimizer(self._params)
         self._padding = PaddingTally()  # of the forward_backward calls since the last optim_step
         settings = engine.settings
-        self._passes = PassSettings(
+        pass_settings = PassSettings(
             settings.microbatch_tokens,
             settings.activation_checkpointing,
             settings.packing,
             ActivationBudget(host.device),  # read once, at the first training pass
             self._padding,
+        )
+        # The loss calls: here, and by command on the ranks > 0 (worker.py).
+        self.passes = TrainingPasses(
+            host, self.adapter, self._params, self.ranks, pass_settings, self.model_id
         )
 
     # -- training ---------------------------------------------------------------------------------
@@ -129,7 +124,7 @@ class LocalTrainingClient:
         self, data: list[types.Datum], loss_fn: CustomLossFn
     ) -> APIFuture[types.ForwardBackwardOutput]:
         """`loss_fn(data, logprobs_per_datum) -> (loss, metrics)` on logprobs with gradients; backprop."""
-        return self._submit(self._run_custom, list(data), loss_fn)
+        return self._submit(self.passes.run_custom, list(data), loss_fn)
 
     def optim_step(self, adam_params: types.AdamParams) -> APIFuture[types.OptimStepResponse]:
         return self._submit(self._optim_step, adam_params)
@@ -234,90 +229,17 @@ class LocalTrainingClient:
     def _run_builtin(
         self, data: list[types.Datum], loss_fn: str, *rest: Any
     ) -> types.ForwardBackwardOutput:
-        """`_run_loss`, with stable_reinforce's inputs read from the sampler's records first:
-        they are rank 0's alone, so the data goes to the other ranks with them."""
+        """The loss call (TrainingPasses.run_loss), with stable_reinforce's inputs read from the
+        sampler's records first: they are rank 0's alone, so the data goes to the other ranks with
+        them."""
         if loss_fn == "stable_reinforce":
             data = with_sampler_logprobs(data, self.engine.stability)
-        return self._run_loss(data, loss_fn, *rest)
-
-    def _run_loss(
-        self,
-        data: list[types.Datum],
-        loss_fn: str,
-        config: Mapping[str, float] | None,
-        backward: bool,
-    ) -> types.ForwardBackwardOutput:
-        self.ranks.tell(RunLoss(self.model_id, data, loss_fn, config, backward))
-        with self.host.use(self.adapter) as model, self._sharded_call():
-            out = run_builtin_loss(model, data, loss_fn, config, backward, self._dealt())
-        if backward:
-            self._zero_missing_grads()
-        return out
-
-    def _zero_missing_grads(self) -> None:
-        """Positions without a gradient are skipped, so a batch with none (every advantage 0) leaves
-        no grad at all; it gets zeros, as a backward through the whole graph gave, so the next
-        optim_step still advances Adam's moments and state for every parameter."""
-        import torch
-
-        for group in self._optimizer.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
-                    p.grad = torch.zeros_like(p)
-
-    def _dealt(self) -> PassSettings:
-        """The pass settings of one call, with its deal: LoRA's passes' gradients summed apart (as
-        --nproc N sums them: the same numbers at any N); full fine-tuning's straight into the sum
-        (apart, they would need the model's size again), by FSDP's reduce-scatters at N > 1."""
-        return self._passes.dealt(self.ranks.deal(self._params, full=self.adapter is None))
+        return self.passes.run_loss(data, loss_fn, *rest)
 
     @property
     def _sharded_full(self) -> bool:
         """Full fine-tuning at N > 1: the weights and the optimizer state are FSDP's shards."""
         return self.adapter is None and self.host.sharded
-
-    def _sharded_call(self) -> contextlib.AbstractContextManager[None]:
-        """Every rank's span of one training call on the base."""
-        return self.ranks.sharded_call(self.host.base)
-
-    def _run_custom(
-        self, data: list[types.Datum], loss_fn: CustomLossFn
-    ) -> types.ForwardBackwardOutput:
-        with self.host.use(self.adapter) as model:
-            out = run_custom_loss(
-                model,
-                data,
-                loss_fn,
-                self._dealt(),
-                # At N > 1 every rank scores and backpropagates its deal; rank 0 runs the loss.
-                backprop=self._backprop_everywhere(data) if self.ranks.size > 1 else None,
-                score=(lambda: self._score_data(data)) if self.ranks.size > 1 else None,
-            )
-        self._zero_missing_grads()
-        return out
-
-    def _score_data(self, data: list[types.Datum]) -> list[Any] | None:
-        """Every rank: its deal of scoring a custom loss's data on the sharded base; the logprobs
-        per datum on rank 0."""
-        self.ranks.tell(ScoreData(self.model_id, data))
-        settings = self._dealt()
-        with self.host.use(self.adapter) as model, self._sharded_call():
-            return score_data(model, data, settings)
-
-    def _backprop_everywhere(self, data: list[types.Datum]) -> Callable[[list[Any]], None]:
-        """Rank 0's custom loss gradient (per datum) pushed through the model by every rank."""
-
-        def backprop(grads: list[Any]) -> None:
-            self._backprop(data, [None if g is None else g.numpy() for g in grads])
-
-        return backprop
-
-    def _backprop(self, data: list[types.Datum], grads: list[Any]) -> None:
-        self.ranks.tell(Backprop(self.model_id, data, grads))
-        settings = self._dealt()
-        with self.host.use(self.adapter) as model, self._sharded_call():
-            backprop_gradients(model, data, grads, settings)
-        self._zero_missing_grads()  # as rank 0 does after its custom call
 
     def _optim_step(self, adam_params: types.AdamParams) -> types.OptimStepResponse:
         self.ranks.tell(OptimStep(self.model_id, adam_params))
