@@ -223,7 +223,7 @@ def compare_packing(args: argparse.Namespace) -> None:
     FLOPs of each layout (no clock), the process's CPU seconds (time other processes take on the
     cores is not counted, but what they do to caches and clocks is) and wall seconds."""
     from kitchen.adapters.local import create_local_backend
-    from kitchen.adapters.local.train.batching import plan_microbatches
+    from kitchen.adapters.local.train.batching import TARGETS_ONLY, BatchTarget, plan_microbatches
     from kitchen.ports import BackendSettings
 
     batches = sft_batches(args.sft_steps, args.model)
@@ -248,7 +248,9 @@ def compare_packing(args: argparse.Namespace) -> None:
     for step, data in enumerate(batches):
         losses = {}
         for packing, client in clients.items():
-            plan = plan_microbatches(data, (), (), {}, budget, "cpu", packed=packing == "on")
+            plan = plan_microbatches(
+                data, TARGETS_ONLY, budget, BatchTarget("cpu"), packed=packing == "on"
+            )
             work = pass_work(host.base.config, plan)
             start, start_cpu = time.perf_counter(), time.process_time()
             losses[packing] = client.forward_backward(data, "cross_entropy").result().metrics

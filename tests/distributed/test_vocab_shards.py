@@ -146,13 +146,14 @@ def _calls(model: Any, deal: Any, data: Any, grads: Any, sequences: Any, ids: An
         run_builtin_loss,
         score_sequences,
     )
+    from kitchen.adapters.local.train.pass_settings import PassSettings
 
-    out = run_builtin_loss(model, data, "cross_entropy", None, 41, True, share=deal)
+    out = run_builtin_loss(model, data, "cross_entropy", None, True, PassSettings(41, share=deal))
     got = [out.metrics, [o["logprobs"].tolist() for o in out.loss_fn_outputs]]
     got += [p.grad.clone() for p in deal.params]
     for p in deal.params:
         p.grad = None
-    backprop_gradients(model, data, grads, 41, "off", False, deal)
+    backprop_gradients(model, data, grads, PassSettings(41, share=deal))
     got += [p.grad.clone() for p in deal.params]
     scored = score_sequences(model, sequences, 41, share=Deal(deal.ranks, []))
     got += [None if scored is None else [s.tolist() for s in scored]]

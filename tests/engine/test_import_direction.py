@@ -101,7 +101,8 @@ def test_the_local_engine_imports_no_other_adapter():
 
 def _room(module: str) -> str | None:
     """The room of the local engine a module is in: its sub-package ("model", "train", ...), or
-    "front" for the files at the top (the backend, the executor); None outside the engine."""
+    "front" for the files at the top (the backend, the remote samplers' seam); None outside the
+    engine."""
     parts = module.split(".")
     if parts[:3] != ["kitchen", "adapters", "local"]:
         return None
@@ -112,17 +113,13 @@ def _room(module: str) -> str | None:
 # and the floors below it. The model (loading and holding it) is the ground floor; the training
 # pass and sampling build on it (sampling on the pass's batching); the ranks of a --nproc N run
 # (their commands, their world, the sharded base) run both; the clients run the pass and sampling
-# and tell the ranks each call; the front (the backend, the executor, the remote samplers' seam)
-# opens it all. docs/architecture.md draws these rooms.
+# and tell the ranks each call through the executor they call; the front (the backend, the remote
+# samplers' seam) opens it all. docs/architecture.md draws these rooms.
 FLOORS = ("model", "train", "sample", "distributed", "clients", "front")
-# The imports that still run up a floor, all among the top three, and all but one for a type or
-# inside a function: the clients and the executor name each other's types, and the ranks > 0 open
-# a backend and its clients. The list may only shrink: the clients
-# as a thin facade over a narrow engine context (docs/architecture.md) removes them.
+# The imports that still run up a floor, all from the ranks to the clients and the top: a rank > 0
+# opens a backend and its clients (worker.py), and the ranked executor scores and decodes with a
+# sampling client's weights. The list may only shrink.
 UPWARD_KNOWN = {
-    "kitchen/adapters/local/clients/sampling_client.py -> kitchen.adapters.local.executor",
-    "kitchen/adapters/local/clients/training_client.py -> kitchen.adapters.local.backend",
-    "kitchen/adapters/local/distributed/ranked_executor.py -> kitchen.adapters.local.executor",
     "kitchen/adapters/local/distributed/ranked_executor.py"
     " -> kitchen.adapters.local.clients.sampling_client",
     "kitchen/adapters/local/distributed/worker.py -> kitchen.adapters.local.backend",

@@ -15,6 +15,7 @@ from tinker import types
 from kitchen.adapters.local.model.lora import adapter_parameters
 from kitchen.adapters.local.train import logprobs
 from kitchen.adapters.local.train.forward import run_builtin_loss
+from kitchen.adapters.local.train.pass_settings import PassSettings
 from tests.helpers import engine_device, engine_generator
 from train_core.losses import LOSSES
 
@@ -92,7 +93,7 @@ def assert_builtin_equals_one_graph(
             p.data.normal_(0.0, 0.05, generator=generator)
         want_loss, magnitude, want_lp = one_graph(model, data, loss_fn)
         want = take_grads(client)
-        out = run_builtin_loss(model, data, loss_fn, None, microbatch_tokens, backward=True)
+        out = run_builtin_loss(model, data, loss_fn, None, True, PassSettings(microbatch_tokens))
     # Summed in another order: dro's terms of ~6 cancel to ~0.05, so the rounding follows them.
     assert out.metrics["loss:sum"] == pytest.approx(want_loss, rel=1e-5, abs=1e-6 * magnitude)
     for o, w in zip(out.loss_fn_outputs, want_lp, strict=True):

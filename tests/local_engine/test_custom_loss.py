@@ -52,7 +52,9 @@ def test_linearised_custom_loss_equals_one_graph(backend: Any, monkeypatch: Any)
     expected, expected_loss = one_graph_grads(client, data)
     # Tiny micro-batches and vocabulary chunks, so both splits are exercised.
     monkeypatch.setattr(logprobs, "LOGIT_CHUNK_TOKENS", 5)
-    monkeypatch.setattr(backend, "settings", replace(backend.settings, microbatch_tokens=20))
+    monkeypatch.setattr(
+        client.passes, "settings", replace(client.passes.settings, microbatch_tokens=20)
+    )
     out = client.forward_backward_custom(data, pair_loss).result()
     got = take_grads(client)
     assert out.metrics["loss:sum"] == pytest.approx(expected_loss, rel=1e-5)

@@ -23,6 +23,7 @@ from tinker import types
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from kitchen.adapters.local.train.forward import run_builtin_loss
+from kitchen.adapters.local.train.pass_settings import PassSettings
 
 from .conftest import TINY, take_grads
 from .test_builtin_grads import rl_data
@@ -172,7 +173,7 @@ def test_a_training_pass_reads_nothing_back_from_the_device_until_it_is_done(
     client = backend.create_lora_training_client(TINY, rank=4, seed=1)
     reads = EngineDeviceReads()
     with client.host.use(client.adapter) as model, torch.enable_grad(), reads:
-        run_builtin_loss(model, data, loss_fn, None, microbatch_tokens=24, backward=True)
+        run_builtin_loss(model, data, loss_fn, None, True, PassSettings(24))
     assert not reads.sites, f"engine code waiting on the device: {reads.sites}"
 
 

@@ -22,6 +22,7 @@ from kitchen.adapters.local.model.lora import adapter_parameters
 from kitchen.adapters.local.model.settings import EngineSettings
 from kitchen.adapters.local.train import batching, memory
 from kitchen.adapters.local.train.forward import run_builtin_loss, run_custom_loss
+from kitchen.adapters.local.train.pass_settings import PassSettings
 from kitchen.engine.errors import BackendError, ConfigError
 from kitchen.ports import BackendSettings
 from tests.helpers import engine_device, engine_generator, local_backend
@@ -29,7 +30,7 @@ from train_core.preference.dpo import make_dpo_loss_fn
 
 from .conftest import TINY, take_grads
 from .test_builtin_grads import rl_data
-from .test_shared_prefix import GROUPS, group_data
+from .test_shared_prefix import CPU, GROUPS, WEIGHTS, group_data
 
 # Rows of mixed lengths, as an SFT batch has: padded, the short ones carry most of a pass's padding.
 # No two share a prefix, so none runs as a shared-prefix group.
@@ -69,7 +70,7 @@ def counting_layer_calls(model: Any) -> Iterator[list[int]]:
 def run(client: Any, data: list[types.Datum], loss_fn: str, **options: Any) -> tuple[Any, Any]:
     """The engine's output and the gradients it left (taken off the parameters)."""
     with client.host.use(client.adapter) as model:
-        out = run_builtin_loss(model, data, loss_fn, None, 512, backward=True, **options)
+        out = run_builtin_loss(model, data, loss_fn, None, True, PassSettings(512, **options))
     return out, grads_of(client)
 
 
@@ -133,7 +134,9 @@ def test_checkpointing_gradients_equal_plain_in_shared_prefix_passes(
     plain = run(client, data, loss_fn, checkpointing="off")
     with client.host.use(client.adapter) as model, counting_layer_calls(model) as calls:
         recomputed = run(client, data, loss_fn, checkpointing="on")
-        plan = batching.plan_microbatches(data, (), (), {}, 512, engine_device())
+        plan = batching.plan_microbatches(
+            data, batching.TARGETS_ONLY, 512, batching.BatchTarget(engine_device())
+        )
     assert any(mb.shared for mb in plan)
     assert calls[0] > 2  # the prefix and the rows' pass, each run again in backward
     assert_same(recomputed, plain)
@@ -169,7 +172,7 @@ def test_packed_equals_padded(backend: Any, loss_fn: str) -> None:
 def test_packed_plan_lays_rows_end_to_end_with_positions_restarting() -> None:
     data = rl_data("cross_entropy", MIXED)
     lengths = [len(d.model_input.to_ints()) for d in data]
-    plan = batching.plan_microbatches(data, ("weights",), (), {}, 64, "cpu", packed=True)
+    plan = batching.plan_microbatches(data, WEIGHTS, 64, CPU, packed=True)
     assert all(mb.host_tokens.shape[0] == 1 for mb in plan)
     assert all(mb.host_tokens.size <= 64 for mb in plan if len(mb.indices) > 1)
     assert sorted(i for mb in plan for i in mb.indices) == list(range(len(data)))
@@ -181,7 +184,7 @@ def test_packed_plan_lays_rows_end_to_end_with_positions_restarting() -> None:
             np.testing.assert_array_equal(
                 mb.host_tokens[0, start : start + n], data[i].model_input.to_ints()
             )
-    padded = batching.plan_microbatches(data, ("weights",), (), {}, 64, "cpu")
+    padded = batching.plan_microbatches(data, WEIGHTS, 64, CPU)
     tally_packed, tally_padded = memory.PaddingTally(), memory.PaddingTally()
     tally_packed.add(plan)
     tally_padded.add(padded)
@@ -205,7 +208,7 @@ def test_packed_plans_keep_only_groups_that_save_more_than_their_passes_cost() -
         [3, 4],
     ]
     for packed, kept in ((False, [[0, 1, 2], [3, 4]]), (True, [[0, 1, 2]])):
-        plan = batching.plan_microbatches(data, ("weights",), (), {}, 512, "cpu", packed=packed)
+        plan = batching.plan_microbatches(data, WEIGHTS, 512, CPU, packed=packed)
         grouped = [sorted(mb.indices[r] for r in rows) for mb in plan for rows, _ in mb.shared]
         assert sorted(grouped) == kept
     packed_rows = [mb for mb in plan if mb.position_ids is not None]
@@ -221,7 +224,7 @@ def test_packed_dpo_equals_padded(backend: Any) -> None:
     outs = {}
     for packed in (False, True):
         with client.host.use(client.adapter) as model:
-            out = run_custom_loss(model, data, loss, 512, packed=packed)
+            out = run_custom_loss(model, data, loss, PassSettings(512, packed=packed))
         outs[packed] = (out, grads_of(client))
     assert_same(outs[True], outs[False], tol=1e-5)
     client.close()
@@ -277,7 +280,7 @@ def test_packed_passes_build_no_mask_and_attend_per_datum(backend: Any) -> None:
 
 
 def plan_of(data: list[types.Datum], packed: bool) -> list[batching.MicroBatch]:
-    return batching.plan_microbatches(data, (), (), {}, 512, "cpu", packed=packed)
+    return batching.plan_microbatches(data, batching.TARGETS_ONLY, 512, CPU, packed=packed)
 
 
 def varlen_stand_in(signature: str, calls: list[dict[str, Any]]) -> Any:
@@ -495,7 +498,7 @@ def test_a_row_longer_than_the_micro_batch_budget_trains_or_is_refused_before_an
     long_row = [(list(range(3, 43)), [7, 8, 9])]  # 42 tokens through the decoder, budget 16
     data = rl_data("cross_entropy", long_row, seed=4)
     with client.host.use(client.adapter) as model:
-        alone = run_builtin_loss(model, data, "cross_entropy", None, 16, backward=True)
+        alone = run_builtin_loss(model, data, "cross_entropy", None, True, PassSettings(16))
     assert_same((alone, grads_of(client)), run(client, data, "cross_entropy"))
 
     monkeypatch.setattr(memory, "free_memory", lambda device: 1000)
@@ -504,7 +507,7 @@ def test_a_row_longer_than_the_micro_batch_budget_trains_or_is_refused_before_an
         counting_layer_calls(model) as calls,
         pytest.raises(BackendError) as refused,
     ):
-        run_builtin_loss(model, data, "cross_entropy", None, 16, True, checkpointing="auto")
+        run_builtin_loss(model, data, "cross_entropy", None, True, PassSettings(16, "auto"))
     message = str(refused.value)
     assert calls[0] == 0 and "\n" not in message
     assert "a pass of 42 tokens" in message and "the budget is" in message

@@ -13,11 +13,14 @@ from tinker import types
 from kitchen.adapters.local.model.lora import adapter_parameters
 from kitchen.adapters.local.train import batching
 from kitchen.adapters.local.train.forward import run_custom_loss
+from kitchen.adapters.local.train.pass_settings import PassSettings
 from tests.helpers import engine_generator
 
 from .conftest import TINY, take_grads
 from .test_builtin_grads import assert_builtin_equals_one_graph, assert_grads_close, rl_data
 
+WEIGHTS = batching.LossInputs(("weights",))  # a loss reading per-token weights
+CPU = batching.BatchTarget("cpu")
 PROMPT = list(range(30, 50))  # 20 tokens: above MIN_SHARED_PREFIX
 GROUPS = [
     (PROMPT, [[123, 44, 9], [300, 2, 71, 5, 6], [12, 13]]),
@@ -64,10 +67,10 @@ def test_shared_prefix_gradients_equal_one_graph(backend: Any, loss_fn: str, gro
 
 def test_several_groups_share_one_micro_batch_within_the_budget() -> None:
     data = group_data("cross_entropy", SEVERAL["padded"])
-    plan = batching.plan_microbatches(data, ("weights",), (), {}, 512, "cpu")
+    plan = batching.plan_microbatches(data, WEIGHTS, 512, CPU)
     assert [sorted(len(rows) for rows, _ in mb.shared) for mb in plan] == [[2, 2, 3]]
     assert sorted(prefix for _, prefix in plan[0].shared) == [18, 19, 20]
-    split = batching.plan_microbatches(data, ("weights",), (), {}, 60, "cpu")
+    split = batching.plan_microbatches(data, WEIGHTS, 60, CPU)
     assert len(split) > 1 and all(mb.shared for mb in split)  # the budget splits the groups
 
 
@@ -87,7 +90,7 @@ def test_shared_prefix_custom_loss_equals_unshared(backend: Any, monkeypatch: An
             if not results:
                 for p in adapter_parameters(model, client.adapter).values():
                     p.data.normal_(0.0, 0.05, generator=generator)
-            out = run_custom_loss(model, data, loss, microbatch_tokens=512)
+            out = run_custom_loss(model, data, loss, PassSettings(512))
         results.append((out, take_grads(client)))
     (shared, shared_grads), (plain, plain_grads) = results
     for a, b in zip(shared.loss_fn_outputs, plain.loss_fn_outputs, strict=True):

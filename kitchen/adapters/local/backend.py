@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kitchen.adapters.local.clients import checkpoints as ckpt
+from kitchen.adapters.local.clients.executor import SOLO, Executor
 from kitchen.adapters.local.clients.sampling_client import LocalSamplingClient, model_eos_ids
 from kitchen.adapters.local.clients.training_client import LocalTrainingClient, next_model_id
 from kitchen.adapters.local.distributed.commands import (
@@ -22,8 +23,7 @@ from kitchen.adapters.local.distributed.commands import (
     OpenBackend,
     OpenClient,
 )
-from kitchen.adapters.local.distributed.ranked_executor import executor
-from kitchen.adapters.local.executor import SOLO, Executor
+from kitchen.adapters.local.distributed.ranked_executor import ranked_executor
 from kitchen.adapters.local.model.host import LoraSnapshot, ModelHost, load_host
 from kitchen.adapters.local.model.locate import resolve_model
 from kitchen.adapters.local.model.lora import LoraSpec
@@ -332,6 +332,12 @@ class LocalBackend:
             ckpt.load_full_state(folder, host.base)
         host.freeze()
         return self.sampling_client_for(host, None, model_path=str(folder))
+
+
+def executor() -> Executor:
+    """This process's executor: ranked when launched with --nproc > 1, else solo."""
+    ranked = ranked_executor()
+    return SOLO if ranked is None else ranked
 
 
 def snapshot_from(folder: Path, host: ModelHost, snapshot_id: int | None = None) -> LoraSnapshot:

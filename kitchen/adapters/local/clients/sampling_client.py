@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 from tinker import types
 
+from kitchen.adapters.local.clients.executor import SOLO, Executor
 from kitchen.adapters.local.distributed.commands import ShadowForward
-from kitchen.adapters.local.executor import SOLO, Executor
 from kitchen.adapters.local.model.host import LoraSnapshot, ModelHost
 from kitchen.adapters.local.model.images import Expanded, text_only, vision_of
 from kitchen.adapters.local.sample.compute_thread import ComputeThread, ScoreJob

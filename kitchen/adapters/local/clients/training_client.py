@@ -8,7 +8,6 @@ awaiting batch N, as tinker-cookbook's loops do.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import threading
 from collections.abc import Callable, Mapping
@@ -20,15 +19,13 @@ from tinker import types
 
 from kitchen.adapters.local.clients import checkpoints as ckpt
 from kitchen.adapters.local.clients.sampling_client import LocalSamplingClient
+from kitchen.adapters.local.clients.training_passes import TrainingPasses
 from kitchen.adapters.local.distributed.commands import (
-    Backprop,
     CloseClient,
     GatherWeights,
     LoadState,
     OptimStep,
-    RunLoss,
     SaveSharded,
-    ScoreData,
     TakeSnapshot,
 )
 from kitchen.adapters.local.model.host import LoraSnapshot, ModelHost
@@ -39,22 +36,16 @@ from kitchen.adapters.local.model.lora import (
     peft_config,
     snapshot_adapter,
 )
-from kitchen.adapters.local.train.deal import Deal
-from kitchen.adapters.local.train.forward import (
-    backprop_gradients,
-    run_builtin_loss,
-    run_custom_loss,
-    score_data,
-)
 from kitchen.adapters.local.train.memory import ActivationBudget, PaddingTally, peak_gib
 from kitchen.adapters.local.train.optimizer import adam_step, make_optimizer
+from kitchen.adapters.local.train.pass_settings import PassSettings
 from kitchen.adapters.local.train.stability import with_sampler_logprobs
 from kitchen.engine.errors import BackendError
 from kitchen.engine.futures import APIFuture
 from kitchen.ports import CustomLossFn
 
 if TYPE_CHECKING:
-    from kitchen.adapters.local.backend import LocalBackend
+    from kitchen.adapters.local.clients.engine import Engine
 
 T = TypeVar("T")
 _client_ids = itertools.count(1)
@@ -69,14 +60,14 @@ class LocalTrainingClient:
 
     def __init__(
         self,
-        backend: LocalBackend,
+        engine: Engine,
         host: ModelHost,
         lora: LoraSpec | None,
         seed: int,
         model_id: str | None = None,
     ) -> None:
-        self.backend = backend
-        self.ranks = backend.ranks  # where each call computes (executor.py)
+        self.engine = engine  # the backend that made it, as its clients see it (engine.py)
+        self.ranks = engine.ranks  # where each call computes (executor.py)
         self.host = host
         self.lora = lora
         self.seed = seed
@@ -96,7 +87,18 @@ class LocalTrainingClient:
             self._params = [p for p in host.base.parameters() if p.requires_grad]
         self._optimizer = make_optimizer(self._params)
         self._padding = PaddingTally()  # of the forward_backward calls since the last optim_step
-        self._budget = ActivationBudget(host.device)  # read once, at the first training pass
+        settings = engine.settings
+        pass_settings = PassSettings(
+            settings.microbatch_tokens,
+            settings.activation_checkpointing,
+            settings.packing,
+            ActivationBudget(host.device),  # read once, at the first training pass
+            self._padding,
+        )
+        # The loss calls: here, and by command on the ranks > 0 (worker.py).
+        self.passes = TrainingPasses(
+            host, self.adapter, self._params, self.ranks, pass_settings, self.model_id
+        )
 
     # -- training ---------------------------------------------------------------------------------
 
@@ -122,7 +124,7 @@ class LocalTrainingClient:
         self, data: list[types.Datum], loss_fn: CustomLossFn
     ) -> APIFuture[types.ForwardBackwardOutput]:
         """`loss_fn(data, logprobs_per_datum) -> (loss, metrics)` on logprobs with gradients; backprop."""
-        return self._submit(self._run_custom, list(data), loss_fn)
+        return self._submit(self.passes.run_custom, list(data), loss_fn)
 
     def optim_step(self, adam_params: types.AdamParams) -> APIFuture[types.OptimStepResponse]:
         return self._submit(self._optim_step, adam_params)
@@ -161,12 +163,12 @@ class LocalTrainingClient:
         return await self._submit(self._snapshot_sampler)
 
     def create_sampling_client(self, model_path: str) -> LocalSamplingClient:
-        return self.backend.create_sampling_client(model_path=model_path)
+        return self.engine.create_sampling_client(model_path=model_path)
 
     def create_reference_sampling_client(self) -> LocalSamplingClient:
         """The base model's sampler: with LoRA it shares this client's base weights, adapters off.
         Use it for reference logprobs (DPO, KL penalties) without a second model in memory."""
-        return self.backend.create_sampling_client(base_model=self.host.model_name)
+        return self.engine.create_sampling_client(base_model=self.host.model_name)
 
     # -- info -------------------------------------------------------------------------------------
 
@@ -184,7 +186,7 @@ class LocalTrainingClient:
     @property
     def dtype_name(self) -> str:
         """The compute dtype forward and backward passes run in (weights and Adam state are fp32)."""
-        return self.backend.dtype_name
+        return self.engine.dtype_name
 
     def get_info(self) -> types.GetInfoResponse:
         name = self.host.model_name
@@ -206,7 +208,7 @@ class LocalTrainingClient:
         if cancel_queued:
             for future in queued:
                 future.cancel()  # the running call (if any) finishes
-        if not self.backend.compute.on_thread():
+        if not self.engine.compute.on_thread():
             wait(queued)
         if self.adapter is not None:
             self.host.remove_adapter(self.adapter)
@@ -214,135 +216,30 @@ class LocalTrainingClient:
             self.ranks.release(self.host.base)
         closed, self._closed = self._closed, True  # a server closes it with its session and at exit
         if not closed:
-            self.ranks.tell_from(self.backend.compute, CloseClient(self.model_id))
+            self.ranks.tell_from(self.engine.compute, CloseClient(self.model_id))
 
-    # -- work run on the backend's compute thread --------------------------------------------------
+    # -- work run on the engine's compute thread --------------------------------------------------
 
     def _submit(self, fn: Callable[..., T], *args: Any) -> APIFuture[T]:
         with self._queue_lock:
-            future = self.backend.compute.submit_call(lambda: fn(*args))
+            future = self.engine.compute.submit_call(lambda: fn(*args))
             self._queued = [f for f in self._queued if not f.done()] + [future]
         return APIFuture(future)
 
     def _run_builtin(
         self, data: list[types.Datum], loss_fn: str, *rest: Any
     ) -> types.ForwardBackwardOutput:
-        """`_run_loss`, with stable_reinforce's inputs read from the sampler's records first:
-        they are rank 0's alone, so the data goes to the other ranks with them."""
+        """The loss call (TrainingPasses.run_loss), with stable_reinforce's inputs read from the
+        sampler's records first: they are rank 0's alone, so the data goes to the other ranks with
+        them."""
         if loss_fn == "stable_reinforce":
-            data = with_sampler_logprobs(data, self.backend.stability)
-        return self._run_loss(data, loss_fn, *rest)
-
-    def _run_loss(
-        self,
-        data: list[types.Datum],
-        loss_fn: str,
-        config: Mapping[str, float] | None,
-        backward: bool,
-    ) -> types.ForwardBackwardOutput:
-        self.ranks.tell(RunLoss(self.model_id, data, loss_fn, config, backward))
-        with self.host.use(self.adapter) as model, self._sharded_call():
-            settings = self.backend.settings
-            out = run_builtin_loss(
-                model,
-                data,
-                loss_fn,
-                config,
-                settings.microbatch_tokens,
-                backward,
-                settings.activation_checkpointing,
-                settings.packing,
-                self._padding,
-                share=self._deal(),
-                budget=self._budget,
-            )
-        if backward:
-            self._zero_missing_grads()
-        return out
-
-    def _zero_missing_grads(self) -> None:
-        """Positions without a gradient are skipped, so a batch with none (every advantage 0) leaves
-        no grad at all; it gets zeros, as a backward through the whole graph gave, so the next
-        optim_step still advances Adam's moments and state for every parameter."""
-        import torch
-
-        for group in self._optimizer.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
-                    p.grad = torch.zeros_like(p)
-
-    def _deal(self) -> Deal | None:
-        """LoRA's passes' gradients summed apart (as --nproc N sums them: the same numbers at any
-        N); full fine-tuning's straight into the sum (apart, they would need the model's size
-        again), by FSDP's reduce-scatters at N > 1."""
-        return self.ranks.deal(self._params, full=self.adapter is None)
+            data = with_sampler_logprobs(data, self.engine.stability)
+        return self.passes.run_loss(data, loss_fn, *rest)
 
     @property
     def _sharded_full(self) -> bool:
         """Full fine-tuning at N > 1: the weights and the optimizer state are FSDP's shards."""
         return self.adapter is None and self.host.sharded
-
-    def _sharded_call(self) -> contextlib.AbstractContextManager[None]:
-        """Every rank's span of one training call on the base."""
-        return self.ranks.sharded_call(self.host.base)
-
-    def _run_custom(
-        self, data: list[types.Datum], loss_fn: CustomLossFn
-    ) -> types.ForwardBackwardOutput:
-        with self.host.use(self.adapter) as model:
-            settings = self.backend.settings
-            out = run_custom_loss(
-                model,
-                data,
-                loss_fn,
-                settings.microbatch_tokens,
-                settings.activation_checkpointing,
-                settings.packing,
-                self._padding,
-                # At N > 1 every rank scores and backpropagates its deal; rank 0 runs the loss.
-                backprop=self._backprop_everywhere(data) if self.ranks.size > 1 else None,
-                share=self._deal(),
-                budget=self._budget,
-                score=(lambda: self._score_data(data)) if self.ranks.size > 1 else None,
-            )
-        self._zero_missing_grads()
-        return out
-
-    def _score_data(self, data: list[types.Datum]) -> list[Any] | None:
-        """Every rank: its deal of scoring a custom loss's data on the sharded base; the logprobs
-        per datum on rank 0."""
-        self.ranks.tell(ScoreData(self.model_id, data))
-        deal = self._deal()
-        assert deal is not None
-        settings = self.backend.settings
-        with self.host.use(self.adapter) as model, self._sharded_call():
-            return score_data(model, data, settings.microbatch_tokens, settings.packing, deal)
-
-    def _backprop_everywhere(self, data: list[types.Datum]) -> Callable[[list[Any]], None]:
-        """Rank 0's custom loss gradient (per datum) pushed through the model by every rank."""
-
-        def backprop(grads: list[Any]) -> None:
-            self._backprop(data, [None if g is None else g.numpy() for g in grads])
-
-        return backprop
-
-    def _backprop(self, data: list[types.Datum], grads: list[Any]) -> None:
-        self.ranks.tell(Backprop(self.model_id, data, grads))
-        settings = self.backend.settings
-        deal = self._deal()
-        assert deal is not None
-        with self.host.use(self.adapter) as model, self._sharded_call():
-            backprop_gradients(
-                model,
-                data,
-                grads,
-                settings.microbatch_tokens,
-                settings.activation_checkpointing,
-                settings.packing,
-                deal,
-                self._budget,
-            )
-        self._zero_missing_grads()  # as rank 0 does after its custom call
 
     def _optim_step(self, adam_params: types.AdamParams) -> types.OptimStepResponse:
         self.ranks.tell(OptimStep(self.model_id, adam_params))
@@ -384,7 +281,7 @@ class LocalTrainingClient:
                 ckpt.save_optimizer(folder, self._optimizer)
             self._meta("state").write(folder)
 
-        dest = ckpt.checkpoint_folder(self.backend.settings.checkpoint_root, "state", name)
+        dest = ckpt.checkpoint_folder(self.engine.settings.checkpoint_root, "state", name)
         return types.SaveWeightsResponse(path=str(ckpt.write_folder(dest, fill)))
 
     def _save_sharded(self, folder: str) -> None:
@@ -457,9 +354,7 @@ class LocalTrainingClient:
             if self.adapter is not None:
                 self._write_weights(folder)
             elif self._sharded_full:  # gathered on rank 0, the folder one process writes
-                self.backend.host_with(self.host, self._whole_weights()).base.save_pretrained(
-                    folder
-                )
+                self.engine.host_with(self.host, self._whole_weights()).base.save_pretrained(folder)
             else:
                 with self.host.lock:
                     self.host.base.save_pretrained(folder)
@@ -467,7 +362,7 @@ class LocalTrainingClient:
                 self.host.tokenizer.save_pretrained(folder)
             self._meta("sampler").write(folder)
 
-        dest = ckpt.checkpoint_folder(self.backend.settings.checkpoint_root, "sampler", name)
+        dest = ckpt.checkpoint_folder(self.engine.settings.checkpoint_root, "sampler", name)
         return types.SaveWeightsForSamplerResponse(path=str(ckpt.write_folder(dest, fill)))
 
     def _snapshot_sampler(self) -> LocalSamplingClient:
@@ -475,13 +370,13 @@ class LocalTrainingClient:
             snapshot = self.snapshot()
             # every rank samples from it (its copy of the same weights)
             self.ranks.share(snapshot, TakeSnapshot(self.model_id, snapshot.snapshot_id))
-            return self.backend.sampling_client_for(self.host, snapshot)
+            return self.engine.sampling_client_for(self.host, snapshot)
         if self._sharded_full:
             # Rank 0 holds the weights whole and samples alone, as one process does.
-            copy = self.backend.host_with(self.host, self._whole_weights())
+            copy = self.engine.host_with(self.host, self._whole_weights())
         else:
-            copy = self.backend.copy_host(self.host)
-        return self.backend.sampling_client_for(copy, None)
+            copy = self.engine.copy_host(self.host)
+        return self.engine.sampling_client_for(copy, None)
 
     def _whole_weights(self) -> dict[str, Any]:
         """Every rank (full fine-tuning at N > 1): the whole weights on rank 0's CPU, gathered one

@@ -1,4 +1,4 @@
-"""The executor of a --nproc N run (kitchen/adapters/local/executor.py has the protocol and N = 1):
+"""The executor of a --nproc N run (clients/executor.py has the protocol and N = 1):
 rank 0 tells the other ranks each call before running its own part, every call on the base runs
 in step on all of them, and the base is held as shards."""
 
@@ -17,7 +17,6 @@ from kitchen.adapters.local.train.deal import Deal
 
 if TYPE_CHECKING:
     from kitchen.adapters.local.clients.sampling_client import LocalSamplingClient
-    from kitchen.adapters.local.executor import Executor
     from kitchen.adapters.local.model.host import LoraSnapshot, ModelHost
     from kitchen.adapters.local.model.images import Expanded
     from kitchen.adapters.local.sample.compute_thread import ComputeThread
@@ -175,10 +174,9 @@ def decode_on_every_rank(
         world.gather(None if logits is None else logits.cpu().numpy())
 
 
-def executor() -> Executor:
-    """This process's executor: ranked when launched with --nproc > 1, else solo."""
+def ranked_executor() -> RankedExecutor | None:
+    """This process's executor when launched with --nproc > 1 (None: one process, solo)."""
     from kitchen.adapters.local.distributed.world import world
-    from kitchen.adapters.local.executor import SOLO
 
     here = world()
-    return SOLO if here is None else RankedExecutor(here)
+    return None if here is None else RankedExecutor(here)

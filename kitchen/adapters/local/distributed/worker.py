@@ -84,17 +84,17 @@ def _close_client(here: Rank, c: CloseClient) -> None:
 
 def _run_loss(here: Rank, c: RunLoss) -> None:
     with refused_alike(here.world):
-        here.clients[c.model_id]._run_loss(c.data, c.loss_fn, c.config, c.backward)
+        here.clients[c.model_id].passes.run_loss(c.data, c.loss_fn, c.config, c.backward)
 
 
 def _score_data(here: Rank, c: ScoreData) -> None:
     with refused_alike(here.world):
-        here.clients[c.model_id]._score_data(c.data)
+        here.clients[c.model_id].passes.score_data(c.data)
 
 
 def _backprop(here: Rank, c: Backprop) -> None:
     with refused_alike(here.world):
-        here.clients[c.model_id]._backprop(c.data, c.grads)
+        here.clients[c.model_id].passes.backprop(c.data, c.grads)
 
 
 def _optim_step(here: Rank, c: OptimStep) -> None:

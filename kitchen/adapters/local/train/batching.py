@@ -98,25 +98,44 @@ def _array(datum: types.Datum, key: str, index: int) -> np.ndarray:
     return np.asarray(value.to_numpy())
 
 
+@dataclass(frozen=True)
+class LossInputs:
+    """What a loss reads of each datum besides target_tokens: `keys`, in every datum; `optional`,
+    used where present and `fills[key]` elsewhere."""
+
+    keys: Sequence[str] = ()
+    optional: Sequence[str] = ()
+    fills: Mapping[str, float] = field(default_factory=dict)
+
+
+TARGETS_ONLY = LossInputs()
+
+
+@dataclass(frozen=True)
+class BatchTarget:
+    """The model the micro-batches are for: its `device`; with `vocab_size` and `max_context`,
+    token ids and lengths it cannot take are refused with the reason; `vision`: its image side
+    (None: a text model, which refuses image chunks)."""
+
+    device: Any
+    vocab_size: int | None = None
+    max_context: int | None = None
+    vision: Vision | None = None
+
+
 def plan_microbatches(
     data: Sequence[types.Datum],
-    input_keys: Sequence[str],
-    optional_keys: Sequence[str],
-    fill_values: Mapping[str, float],
+    inputs: LossInputs,
     max_tokens: int,
-    device: Any,
-    vocab_size: int | None = None,
-    max_context: int | None = None,
+    target: BatchTarget,
     packed: bool = False,
-    vision: Vision | None = None,
     expanded: Sequence[Expanded] | None = None,
 ) -> list[MicroBatch]:
-    """Validate `data` and pack it. `input_keys` must be in every datum (besides target_tokens);
-    `optional_keys` are used where present, `fill_values[key]` elsewhere. With `vocab_size` and
-    `max_context`, token ids and lengths the model cannot take are refused with the reason.
+    """Validate `data` and pack it, with the loss's `inputs`, for the model `target`.
     `packed`: the rows outside shared-prefix groups are laid end to end, padding-free.
-    `vision`: the model's image side (None: a text model, which refuses image chunks);
     `expanded`: the data's inputs already expanded (their model_input is then not read)."""
+    device, vision = target.device, target.vision
+    vocab_size, max_context = target.vocab_size, target.max_context
     if not data:
         raise BackendError("no data: forward/backward needs at least one datum")
     expanded_N = (
@@ -161,14 +180,14 @@ def plan_microbatches(
     out = []
     for groups in group_batches:
         rows = [i for group_rows, _ in groups for i in group_rows]
-        mb = _pack(data, expanded_N, rows, input_keys, optional_keys, fill_values, device)
+        mb = _pack(data, expanded_N, rows, inputs, device)
         start = 0
         for group_rows, prefix in groups:
             mb.shared.append((list(range(start, start + len(group_rows))), prefix))
             start += len(group_rows)
         out.append(mb)
     for rows in batches:
-        mb = _pack(data, expanded_N, rows, input_keys, optional_keys, fill_values, device, packed)
+        mb = _pack(data, expanded_N, rows, inputs, device, packed)
         if vision is not None and any(expanded_N[i].images for i in rows):
             rows_B = [expanded_N[i] for i in rows]
             mb.images = image_arguments(rows_B, mb.host_tokens.shape[1], vision, device)
@@ -332,12 +351,15 @@ def _pack(
     data: Sequence[types.Datum],
     expanded_N: list[Expanded],
     rows: list[int],
-    input_keys: Sequence[str],
-    optional_keys: Sequence[str],
-    fill_values: Mapping[str, float],
+    loss_inputs: LossInputs,
     device: Any,
     packed: bool = False,
 ) -> MicroBatch:
+    input_keys, optional_keys, fill_values = (
+        loss_inputs.keys,
+        loss_inputs.optional,
+        loss_inputs.fills,
+    )
     tokens_N = [e.tokens for e in expanded_N]
     lengths = [len(tokens_N[i]) for i in rows]
     if packed:

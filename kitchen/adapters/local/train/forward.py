@@ -16,15 +16,16 @@ from tinker import types
 
 from kitchen.adapters.local.model.host import model_limits
 from kitchen.adapters.local.model.images import Expanded, vision_of
-from kitchen.adapters.local.train.batching import MicroBatch, plan_microbatches
+from kitchen.adapters.local.train.batching import (
+    TARGETS_ONLY,
+    BatchTarget,
+    LossInputs,
+    MicroBatch,
+    plan_microbatches,
+)
 from kitchen.adapters.local.train.logprobs import TargetLogprobs
 from kitchen.adapters.local.train.loss_fns import loss_fn_named
-from kitchen.adapters.local.train.memory import (
-    ActivationBudget,
-    PaddingTally,
-    activation_checkpointing,
-    plan_checkpointing,
-)
+from kitchen.adapters.local.train.memory import activation_checkpointing, plan_checkpointing
 from kitchen.engine.errors import BackendError
 from kitchen.ports import CustomLossFn
 from train_core.losses import (
@@ -38,6 +39,7 @@ from train_core.losses import (
 
 if TYPE_CHECKING:
     from kitchen.adapters.local.train.deal import Deal
+    from kitchen.adapters.local.train.pass_settings import PassSettings
 
 OUTPUT_TYPE = "ArrayRecord"
 
@@ -57,53 +59,40 @@ def run_builtin_loss(
     data: Sequence[types.Datum],
     loss_fn: str,
     loss_fn_config: Mapping[str, Any] | None,
-    microbatch_tokens: int,
     backward: bool,
-    checkpointing: str = "off",
-    packed: bool = False,
-    tally: PaddingTally | None = None,
-    share: Deal | None = None,
-    budget: ActivationBudget | None = None,
+    settings: PassSettings,
 ) -> types.ForwardBackwardOutput:
-    """Compute `loss_fn` on `data` (and its gradients if `backward`, with activation
-    `checkpointing` auto | on | off within the activation `budget`, memory.py); outputs logprobs
-    per datum. `packed`: padding-free micro-batches (batching.py). `tally` counts the padding of
-    passes with gradients.
-    With `share`, each micro-batch's gradient is summed apart and added in plan order (Deal); in a
-    --nproc N run every rank plans the same micro-batches and runs its deal of them, and
-    gradients reach every rank and results rank 0 (the other ranks return nothing)."""
+    """Compute `loss_fn` on `data` (and its gradients if `backward`, with the activation
+    checkpointing, packing and padding tally of `settings`); outputs logprobs per datum.
+    With `settings.share`, each micro-batch's gradient is summed apart and added in plan order
+    (Deal); in a --nproc N run every rank plans the same micro-batches and runs its deal of them,
+    and gradients reach every rank and results rank 0 (the other ranks return nothing)."""
     import torch
 
-    fn = loss_fn_named(loss_fn)
+    loss_fn_named(loss_fn)  # an unknown name is refused before the data is read
+    share, tally = settings.share, settings.tally
     config = _config_floats(loss_fn_config)
     required = [k for k in REQUIRED_INPUTS[loss_fn] if k != "target_tokens"]
     optional = OPTIONAL_INPUTS.get(loss_fn, ())
     # Data without per-token thresholds get the batch-wide ones (loss_fn_config, else the default).
     low, high = clip_thresholds({}, config)
     fills = {"clip_low_threshold": float(low), "clip_high_threshold": float(high)}
+    inputs = LossInputs(required, optional, fills)
     batches = plan_microbatches(
-        data,
-        required,
-        optional,
-        fills,
-        microbatch_tokens,
-        _device(model),
-        *model_limits(model),
-        packed=packed,
-        vision=vision_of(model),
+        data, inputs, settings.microbatch_tokens, _target(model), packed=settings.packed
     )
     if loss_fn != "cross_entropy" and any(mb.targets.dim() != 2 for mb in batches):
         raise BackendError(
             f"loss_fn {loss_fn!r} takes one target token per position; got 2-D target_tokens"
         )
     diagnostics = TOKEN_METRICS.get(loss_fn, {})
-    recompute = backward and plan_checkpointing(model, batches, checkpointing, budget)
+    recompute = backward and plan_checkpointing(
+        model, batches, settings.checkpointing, settings.budget
+    )
     if backward and tally is not None:
         tally.add(batches)
     with activation_checkpointing(model, recompute):
-        totals, lps, indices = _run_batches(
-            model, batches, loss_fn, fn, config, backward, diagnostics, share
-        )
+        totals, lps, indices = _run_batches(model, batches, loss_fn, config, backward, share)
     per_batch = torch.stack(totals).tolist() if totals else []
     if share is not None and share.distributed:
         per_batch, lps = _gather_results(share, len(batches), indices, per_batch, lps)
@@ -125,16 +114,17 @@ def _run_batches(
     model: Any,
     batches: list[MicroBatch],
     loss_fn: str,
-    fn: LossFn,
     config: dict[str, float],
     backward: bool,
-    diagnostics: Mapping[str, Any],
     share: Deal | None = None,
 ) -> tuple[list[Any], list[Any], list[int]]:
-    """Per micro-batch [loss, *diagnostic sums], logprobs and index (this rank's deal with `share`).
-    The sums stay on the device and are read once at the end, so no micro-batch waits for the one
-    before it to finish on an accelerator."""
+    """Per micro-batch [loss, *diagnostic sums] (TOKEN_METRICS), logprobs and index (this rank's
+    deal with `share`). The sums stay on the device and are read once at the end, so no
+    micro-batch waits for the one before it to finish on an accelerator."""
     import torch
+
+    fn = loss_fn_named(loss_fn)
+    diagnostics = TOKEN_METRICS.get(loss_fn, {})
 
     totals, lps, kept_indices = [], [], []
     passes = (
@@ -215,16 +205,11 @@ def run_custom_loss(
     model: Any,
     data: Sequence[types.Datum],
     loss_fn: CustomLossFn,
-    microbatch_tokens: int,
-    checkpointing: str = "off",
-    packed: bool = False,
-    tally: PaddingTally | None = None,
+    settings: PassSettings,
     backprop: Callable[[list[Any]], None] | None = None,
-    share: Deal | None = None,
-    budget: ActivationBudget | None = None,
     score: Callable[[], list[np.ndarray | None] | None] | None = None,
 ) -> types.ForwardBackwardOutput:
-    """Call `loss_fn(data, logprobs_per_datum)`, then backpropagate its gradient (options as
+    """Call `loss_fn(data, logprobs_per_datum)`, then backpropagate its gradient (`settings` as
     run_builtin_loss's). In a --nproc N run, `score` gives the logprobs per datum (every rank
     scores its deal, score_data) and `backprop` pushes the gradient (per datum, None where the
     loss did not use it) through the model (every rank, backprop_gradients).
@@ -241,10 +226,10 @@ def run_custom_loss(
     """
     import torch
 
-    batches = _plan_scored(model, data, microbatch_tokens, packed)
-    recompute = plan_checkpointing(model, batches, checkpointing, budget)
-    if tally is not None:
-        tally.add(batches)
+    batches = _plan_scored(model, data, settings)
+    recompute = plan_checkpointing(model, batches, settings.checkpointing, settings.budget)
+    if settings.tally is not None:
+        settings.tally.add(batches)
     outputs = _score(model, batches) if score is None else score()
     assert outputs is not None  # on rank 0
     leaves = [torch.tensor(o, device="cpu", requires_grad=True) for o in outputs if o is not None]
@@ -260,7 +245,7 @@ def run_custom_loss(
             backprop([leaf.grad for leaf in leaves])
         else:
             with activation_checkpointing(model, recompute):
-                _backprop_leaves(model, batches, [leaf.grad for leaf in leaves], share)
+                _backprop_leaves(model, batches, [leaf.grad for leaf in leaves], settings.share)
     return _output(
         outputs, {**{k: float(v) for k, v in metrics.items()}, "loss:sum": float(loss.detach())}
     )
@@ -303,47 +288,43 @@ def backprop_gradients(
     model: Any,
     data: Sequence[types.Datum],
     grads: list[Any],
-    microbatch_tokens: int,
-    checkpointing: str,
-    packed: bool,
-    share: Deal,
-    budget: ActivationBudget | None = None,
+    settings: PassSettings,
 ) -> None:
-    """Every rank of a --nproc N run: its deal of a custom loss's backward, given the loss's
-    gradient per datum (what run_custom_loss hands its `backprop`), on the same micro-batches."""
+    """Every rank of a --nproc N run: its deal (`settings.share`) of a custom loss's backward, given
+    the loss's gradient per datum (what run_custom_loss hands its `backprop`), on the same
+    micro-batches."""
     import torch
 
-    batches = _plan_scored(model, data, microbatch_tokens, packed)
-    with (
-        torch.enable_grad(),
-        activation_checkpointing(model, plan_checkpointing(model, batches, checkpointing, budget)),
-    ):
-        _backprop_leaves(model, batches, grads, share)
+    assert settings.share is not None
+    batches = _plan_scored(model, data, settings)
+    recompute = plan_checkpointing(model, batches, settings.checkpointing, settings.budget)
+    with torch.enable_grad(), activation_checkpointing(model, recompute):
+        _backprop_leaves(model, batches, grads, settings.share)
 
 
 def score_data(
-    model: Any, data: Sequence[types.Datum], microbatch_tokens: int, packed: bool, share: Deal
+    model: Any, data: Sequence[types.Datum], settings: PassSettings
 ) -> list[np.ndarray | None] | None:
     """Every rank of a --nproc N run: the logprobs of each datum's targets (run_custom_loss's
-    micro-batches), this rank's deal of the passes, gathered on rank 0 (None elsewhere)."""
-    return _score(model, _plan_scored(model, data, microbatch_tokens, packed), share)
+    micro-batches), this rank's deal of the passes (`settings.share`), gathered on rank 0 (None
+    elsewhere)."""
+    assert settings.share is not None
+    return _score(model, _plan_scored(model, data, settings), settings.share)
 
 
 def _plan_scored(
-    model: Any, data: Sequence[types.Datum], microbatch_tokens: int, packed: bool
+    model: Any, data: Sequence[types.Datum], settings: PassSettings
 ) -> list[MicroBatch]:
     """The micro-batches of data scored with target tokens only (a custom loss's)."""
     return plan_microbatches(
-        data,
-        (),
-        (),
-        {},
-        microbatch_tokens,
-        _device(model),
-        *model_limits(model),
-        packed=packed,
-        vision=vision_of(model),
+        data, TARGETS_ONLY, settings.microbatch_tokens, _target(model), packed=settings.packed
     )
+
+
+def _target(model: Any) -> BatchTarget:
+    """`model` as its micro-batches are planned for: its device, the ids and length it takes,
+    its image side."""
+    return BatchTarget(_device(model), *model_limits(model), vision=vision_of(model))
 
 
 def score_sequences(
@@ -377,9 +358,8 @@ def score_sequences(
     # The last token is never an image's (a prompt ends in text), so dropping it keeps the images.
     inputs = [Expanded(expanded_N[i].tokens[:-1], expanded_N[i].images) for i in scored]
     vision = vision_of(model) if any(e.images for e in inputs) else None
-    batches = plan_microbatches(
-        data, (), (), {}, microbatch_tokens, _device(model), vision=vision, expanded=inputs
-    )
+    target = BatchTarget(_device(model), vision=vision)
+    batches = plan_microbatches(data, TARGETS_ONLY, microbatch_tokens, target, expanded=inputs)
     lps = _score(model, batches, share)
     if lps is None:
         return None

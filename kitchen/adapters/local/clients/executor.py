@@ -1,6 +1,7 @@
 """Where the engine's calls run: one process (SoloExecutor), or every rank of a --nproc N run
 (distributed/ranked_executor.py's RankedExecutor). The backend picks one when it starts and hands it to
-its clients, which call it alike at any N and never ask how many processes there are."""
+its clients, which call it alike at any N and never ask how many processes there are. The protocol
+lives with the clients, who call it, so neither they nor the ranks import the backend's floor."""
 
 from __future__ import annotations
 
