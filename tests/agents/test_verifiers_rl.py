@@ -28,12 +28,16 @@ from kitchen.app.cli import app
 from kitchen.app.launch import run
 from tests.agents.helpers import (
     TWO_TINY_STEPS,
-    capture_forward_backward,
     episode_datum,
     record_gateway_takes,
     trained_datum,
 )
-from tests.helpers import local_engine_ready, modules_loaded_by
+from tests.helpers import (
+    local_engine_ready,
+    modules_loaded_by,
+    record_forward_backward,
+    sent_datums,
+)
 
 runner = CliRunner()
 SAMPLING = vf.SamplingConfig(max_tokens=8, temperature=1.0)
@@ -187,7 +191,7 @@ def test_two_steps_train_on_the_gateways_records_byte_for_byte(
     from kitchen.serve.gateway.gateway import Gateway
 
     taken = record_gateway_takes(monkeypatch)
-    trained = capture_forward_backward(monkeypatch, LocalTrainingClient)
+    calls = record_forward_backward(monkeypatch, LocalTrainingClient)
     if transport == "http":  # every episode's calls must go over the socket
 
         def in_process_client(self: Any, address: str) -> Any:
@@ -206,7 +210,9 @@ def test_two_steps_train_on_the_gateways_records_byte_for_byte(
         assert versions == [0] * 4 + [1] * 4
     else:  # within max_steps_off_policy of the step that trains them
         assert set(versions) <= {0, 1}
-    assert Counter(map(trained_datum, trained)) == Counter(map(episode_datum, taken.values()))
+    assert Counter(map(trained_datum, sent_datums(calls))) == Counter(
+        map(episode_datum, taken.values())
+    )
     steps = [m for m in result.metrics if "agents/splits" in m]
     assert [(m["agents/splits"], m["num_datums"]) for m in steps] == [(0.0, 4), (0.0, 4)]
     assert all(0.0 <= m["env/all/reward/total"] <= 1.0 for m in steps)
