@@ -6,6 +6,10 @@ STAMP := $(VENV)/.installed
 
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
+# pytest-xdist workers for `make pytest` (tests/conftest.py gives each one intra-op thread and a
+# passive OpenMP); 0 runs the suite in one process: `make pytest PYTEST_WORKERS=0`.
+PYTEST_WORKERS ?= 0
+PYTEST_XDIST := $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadgroup)
 
 .PHONY: demo test test-fast lint typecheck pytest install clean system-deps vllm test-vllm
 
@@ -45,6 +49,8 @@ $(STAMP): $(BIN)/python pyproject.toml | system-deps
 	$(BIN)/pip install textarena==0.7.4 chess==1.11.2 nltk==3.10.4
 	# inspect-ai: the evaluator and `kitchen eval` tasks of docs/evaluation.md, over a Kitchen sampler.
 	$(BIN)/pip install inspect-ai==0.3.285
+	# pytest-xdist: `make pytest` on PYTEST_WORKERS processes.
+	$(BIN)/pip install pytest-xdist==3.8.0
 	$(BIN)/pip install --no-deps 'lm-eval==0.4.13'
 	# tinker-cookbook itself, for the tests that run its recipes against kitchen serve.
 	$(BIN)/pip install --no-deps tinker-cookbook==0.6.1 chz blobfile lxml pycryptodomex cloudpickle pylatexenc math-verify latex2sympy2_extended==1.11.0 antlr4-python3-runtime==4.13.2
@@ -64,7 +70,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy kitchen train_core cookbook bench scripts
 
 pytest: $(STAMP)
-	$(BIN)/pytest
+	$(BIN)/pytest $(PYTEST_XDIST)
 
 test: lint typecheck pytest
 

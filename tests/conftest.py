@@ -5,6 +5,13 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+# Under pytest-xdist (`make pytest`: 2 workers) the workers, and the kitchen processes they start,
+# share the cores: one intra-op thread each and an OpenMP that sleeps instead of spinning, set before
+# torch is first imported (spinning made two torch processes on 2 cores each 20-40x slower).
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 
 from collections.abc import Iterator
 

@@ -15,7 +15,8 @@ import pytest
 from .hf_cache import LLAMA
 
 # tinker-cookbook's code against a `kitchen serve` process (its scripts in processes of their own).
-pytestmark = pytest.mark.slow
+# one pytest-xdist worker for the package: cookbook_env starts a `kitchen serve` per worker it runs on
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("cookbook_compat")]
 
 TIMEOUT_S = 240
 COMMON = [f"model_name={LLAMA}"]

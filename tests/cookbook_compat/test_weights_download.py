@@ -17,7 +17,8 @@ from tests.tinker_backend.conftest import TEST_KEY, sft_datum
 from .hf_cache import LLAMA
 
 # tinker-cookbook's code against a `kitchen serve` process (its scripts in processes of their own).
-pytestmark = pytest.mark.slow
+# one pytest-xdist worker for the package: cookbook_env starts a `kitchen serve` per worker it runs on
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("cookbook_compat")]
 
 pytest.importorskip("pyrage", reason="tinker_cookbook.weights needs pyrage (make install)")
 ADAPTER = "adapter_model.safetensors"

@@ -24,6 +24,9 @@ import pytest
 
 from .snippets import DOCS, ROOT
 
+# one pytest-xdist worker: traced_walk and traced_value trace each recipe once per worker they run on
+pytestmark = pytest.mark.xdist_group("architecture_walk")
+
 PAGE = DOCS / "architecture.md"
 HEADING = re.compile(
     r"^### `kitchen run (\w+)`: (\d+) files in (\d+) folders, (\d+) of them the recipe's$"

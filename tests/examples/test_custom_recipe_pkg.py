@@ -14,6 +14,9 @@ import pytest
 
 from .helpers import EXAMPLES, KITCHEN, run
 
+# one pytest-xdist worker: `installed` pip-installs the package once per worker it runs on
+pytestmark = pytest.mark.xdist_group("custom_recipe_pkg")
+
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory):
