@@ -36,6 +36,7 @@ from tinker import types
 from kitchen.adapters.fake.distribution import alt_draws, logprobs_RV, prompt_targets, topk_rows
 from kitchen.adapters.fake.images import FakeImageProcessor
 from kitchen.adapters.fake.tokenizer import FakeTokenizer
+from kitchen.adapters.local.sample.target_logprobs import check_counts
 from kitchen.engine.errors import BackendError
 from kitchen.engine.futures import APIFuture
 from kitchen.ports import GRAD_NORM_METRIC, BackendSettings, CustomLossFn
@@ -394,13 +395,11 @@ class FakeSamplingClient:
         theta, vocab = _logprob(self.version), self.backend.tokenizer.vocab_size
         request = next(self._requests)
         try:
-            for name, k in (
-                ("topk_prompt_logprobs", topk_prompt_logprobs),
-                ("topk_sample_logprobs", topk_sample_logprobs),
-                ("prompt_alt_tokens_k", prompt_alt_tokens_k),
-            ):
-                if k < 0:
-                    raise BackendError(f"sample: {name} is {k}; expected 0 or more")
+            check_counts(
+                topk_prompt_logprobs=topk_prompt_logprobs,
+                topk_sample_logprobs=topk_sample_logprobs,
+                prompt_alt_tokens_k=prompt_alt_tokens_k,
+            )
             targets = (
                 None
                 if target_prompt_logprobs is None

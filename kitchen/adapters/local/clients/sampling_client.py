@@ -26,7 +26,7 @@ from kitchen.adapters.local.sample.sampling import (
     check_sampling_params,
 )
 from kitchen.adapters.local.sample.seed_stream import RequestSeeds, SeedStream
-from kitchen.adapters.local.sample.target_logprobs import target_answer, target_ids
+from kitchen.adapters.local.sample.target_logprobs import check_counts, target_answer, target_ids
 from kitchen.adapters.local.train.batching import check_token_ids
 from kitchen.adapters.local.train.stability import SequenceRecord, StabilityRecords
 from kitchen.engine.errors import BackendError
@@ -99,13 +99,11 @@ class LocalSamplingClient:
         ones the same seed gives without them)."""
         seed = self._seeds.draw(sampling_params)
         try:
-            for name, k in (
-                ("topk_prompt_logprobs", topk_prompt_logprobs),
-                ("topk_sample_logprobs", topk_sample_logprobs),
-                ("prompt_alt_tokens_k", prompt_alt_tokens_k),
-            ):
-                if k < 0:
-                    raise BackendError(f"sample: {name} is {k}; expected 0 or more")
+            check_counts(
+                topk_prompt_logprobs=topk_prompt_logprobs,
+                topk_sample_logprobs=topk_sample_logprobs,
+                prompt_alt_tokens_k=prompt_alt_tokens_k,
+            )
             asks = PromptAsks(
                 logprobs=include_prompt_logprobs,
                 topk=topk_prompt_logprobs,

@@ -12,6 +12,14 @@ from kitchen.engine.errors import BackendError
 WHERE = "sample: target_prompt_logprobs"
 
 
+def check_counts(**counts: int) -> None:
+    """The request's top-k and draw counts (topk_prompt_logprobs, topk_sample_logprobs,
+    prompt_alt_tokens_k) are 0 or more; every sampler that takes the extras checks them alike."""
+    for name, k in counts.items():
+        if k < 0:
+            raise BackendError(f"sample: {name} is {k}; expected 0 or more")
+
+
 def target_ids(asked: types.TensorData, prompt_length: int, vocab_size: int) -> np.ndarray:
     """The asked ids as a dense int64 [prompt_length - 1, K] array, -1 where none is asked;
     BackendError naming what is wrong with the tensor."""
