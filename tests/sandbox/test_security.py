@@ -18,6 +18,10 @@ from cookbook.envs.sandbox_grading import StdioCase, grade_stdio
 from kitchen.ports.sandbox import Limits
 from tests.sandbox.conftest import jailed_processes
 
+# alone (`make pytest`'s serial pass): the leak check counts every sandboxed process on the machine,
+# another xdist worker's too
+pytestmark = pytest.mark.serial
+
 REPO = Path(__file__).resolve().parents[2]
 FAST = Limits(wall_s=3.0, cpu_s=2.0)
 
