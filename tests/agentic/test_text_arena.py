@@ -4,6 +4,7 @@ win/draw/loss rewards, both trajectories in the group, the opponents, and the re
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -35,24 +36,36 @@ RENDERER = get_renderer("chatml", TOKENIZER)
 
 class Script:
     """Plays the next move of `moves` for whichever player asks (self-play: one policy), after
-    a random-ish delay so the two players' coroutines interleave."""
+    a random-ish delay so the two players' coroutines interleave; keeps who asked (player 0 is
+    the one whose prompt holds `player0_marker`) and what each was shown."""
 
-    def __init__(self, moves: list[str], delays: list[float] | None = None) -> None:
+    def __init__(
+        self, moves: list[str], delays: list[float] | None = None, player0_marker: str = "as 'O'"
+    ) -> None:
         self.moves, self.delays = list(moves), delays or []
+        self.player0_marker = player0_marker
         self.asked_by: list[int] = []
+        self.shown: list[str] = []
 
     async def __call__(self, model_input, stop, *, max_tokens=None):  # type: ignore[no-untyped-def]
         shown = TOKENIZER.decode(model_input.to_ints())
-        self.asked_by.append(0 if "as 'O'" in shown else 1)
+        self.shown.append(shown)
+        self.asked_by.append(0 if self.player0_marker in shown else 1)
         if self.delays:
             await asyncio.sleep(self.delays.pop(0))
         tokens = TOKENIZER.encode(self.moves.pop(0) + "<|im_end|>")
         return TokensWithLogprobs(tokens, [-0.1] * len(tokens))
 
 
-def self_play(moves: list[str], delays: list[float] | None = None):  # type: ignore[no-untyped-def]
-    policy = Script(moves, delays)
-    group = asyncio.run(do_group_rollout(TwoPlayerGroupBuilder(RENDERER), policy))  # type: ignore[arg-type]
+def self_play(  # type: ignore[no-untyped-def]
+    moves: list[str],
+    delays: list[float] | None = None,
+    new_game: Any = TicTacToe,
+    player0_marker: str = "as 'O'",
+):
+    policy = Script(moves, delays, player0_marker)
+    builder = TwoPlayerGroupBuilder(RENDERER, new_game=new_game)
+    group = asyncio.run(do_group_rollout(builder, policy))  # type: ignore[arg-type]
     return group, policy
 
 

@@ -6,6 +6,7 @@ reading textarena's observation, `kitchen play`'s loop on it, and a 2-step run."
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 
 import pytest
 
@@ -29,36 +30,14 @@ from cookbook.envs.tictactoe import (
 from cookbook.envs.tictactoe_games import GAMES
 from cookbook.envs.tictactoe_textarena import TextArenaTicTacToe
 from tests.agentic.helpers import two_steps
-from tests.agentic.test_text_arena import RENDERER, TOKENIZER
-from train_core.completers import TokensWithLogprobs
+from tests.agentic.test_text_arena import RENDERER, Script
+from tests.agentic.test_text_arena import self_play as arena_self_play
 from train_core.renderers.content import get_text_content
 from train_core.rl import do_group_rollout
 
-
-class Script:
-    """The next of `moves` for whichever player asks, after an optional delay; keeps who asked
-    (read from textarena's rules text) and what each was shown."""
-
-    def __init__(self, moves: list[str], delays: list[float] | None = None) -> None:
-        self.moves, self.delays = list(moves), delays or []
-        self.asked_by: list[int] = []
-        self.shown: list[str] = []
-
-    async def __call__(self, model_input, stop, *, max_tokens=None):  # type: ignore[no-untyped-def]
-        shown = TOKENIZER.decode(model_input.to_ints())
-        self.shown.append(shown)
-        self.asked_by.append(0 if "You are Player 0 in Tic Tac Toe" in shown else 1)
-        if self.delays:
-            await asyncio.sleep(self.delays.pop(0))
-        tokens = TOKENIZER.encode(self.moves.pop(0) + "<|im_end|>")
-        return TokensWithLogprobs(tokens, [-0.1] * len(tokens))
-
-
-def self_play(moves: list[str], delays: list[float] | None = None):  # type: ignore[no-untyped-def]
-    policy = Script(moves, delays)
-    builder = TwoPlayerGroupBuilder(RENDERER, new_game=TextArenaTicTacToe)
-    group = asyncio.run(do_group_rollout(builder, policy))  # type: ignore[arg-type]
-    return group, policy
+# textarena's rules text names player 0 so.
+PLAYER_0 = "You are Player 0 in Tic Tac Toe"
+self_play = partial(arena_self_play, new_game=TextArenaTicTacToe, player0_marker=PLAYER_0)
 
 
 def test_a_won_game_alternates_strictly_and_shows_textarenas_observation():
@@ -156,7 +135,7 @@ def test_the_opponents_read_textarenas_observation():
 
 def test_the_versus_groups_play_textarena_games():
     builder = TwoPlayerGroupBuilder(RENDERER, MinimaxOpponent(), "versus", TextArenaTicTacToe)
-    policy = Script(["hmm"] * 2)
+    policy = Script(["hmm"] * 2, player0_marker=PLAYER_0)
     group = asyncio.run(do_group_rollout(builder, policy))  # type: ignore[arg-type]
     assert group.get_total_rewards() == [ILLEGAL_MOVE_REWARD, ILLEGAL_MOVE_REWARD]
     assert sorted(policy.asked_by) == [0, 1]

@@ -1,14 +1,15 @@
 """What the agent RL tests compare: the one datum an episode of extending calls trains as, the
-datum forward_backward received (recorded by tests.helpers.record_forward_backward), and the
-monkeypatch that keeps the gateway's side."""
+datum forward_backward received (recorded by tests.helpers.record_forward_backward), the
+monkeypatch that keeps the gateway's side, and the 2-step gateway run both agent recipes check."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import numpy as np
 
-from tests.helpers import TWO_TINY_RL_STEPS
+from tests.helpers import TWO_TINY_RL_STEPS, record_forward_backward, sent_datums
 
 # agent_rl for 2 steps of 2 groups of 2 rollouts on tiny-llama, nothing saved.
 TWO_TINY_STEPS: dict[str, Any] = {**TWO_TINY_RL_STEPS, "max_tokens": 6, "register_model": False}
@@ -51,6 +52,46 @@ def record_gateway_takes(monkeypatch: Any) -> dict[str, list[Any]]:
 
     monkeypatch.setattr(Gateway, "take", recording_take)
     return taken
+
+
+def run_on_recorded_gateway(
+    monkeypatch: Any, recipe: str, cfg: dict[str, Any], log_dir: Any
+) -> tuple[Any, dict[str, list[Any]], list[Any]]:
+    """`recipe` run for TWO_TINY_STEPS + `cfg` on the local engine, with the gateway's takes and
+    the datums forward_backward received recorded: (result, takes, datums). Under
+    agent_transport http an in-process gateway client fails the run, so every call went over
+    the socket."""
+    from kitchen.adapters.local.clients.training_client import LocalTrainingClient
+    from kitchen.app.launch import run
+    from kitchen.serve.gateway.gateway import Gateway
+
+    taken = record_gateway_takes(monkeypatch)
+    calls = record_forward_backward(monkeypatch, LocalTrainingClient)
+    if cfg.get("agent_transport") == "http":
+
+        def in_process_client(self: Any, address: str) -> Any:
+            raise AssertionError(f"{address}: an in-process client under agent_transport http")
+
+        monkeypatch.setattr(Gateway, "client", in_process_client)
+    result = run(recipe, {**TWO_TINY_STEPS, **cfg}, backend="local", log_dir=log_dir)
+    return result, taken, sent_datums(calls)
+
+
+def assert_trained_on_two_turn_records(
+    taken: dict[str, list[Any]], trained: list[Any], mode: str
+) -> None:
+    """2 steps x 2 groups x 2 rollouts, each a 2-turn episode that extends its first call and
+    trains as the one datum its records spell; sync samples each step with its own weights,
+    async within one step of the step that trains them."""
+    assert sorted(taken) == [f"{b}-{g}-{r}" for b in "01" for g in "01" for r in "01"]
+    assert all(len(records) == 2 for records in taken.values())
+    assert all(records[1].extends_previous for records in taken.values())
+    versions = [records[0].sampler_version for _, records in sorted(taken.items())]
+    if mode == "sync":
+        assert versions == [0] * 4 + [1] * 4
+    else:
+        assert set(versions) <= {0, 1}
+    assert Counter(map(trained_datum, trained)) == Counter(map(episode_datum, taken.values()))
 
 
 async def two_tool_turns(

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections import Counter
 from typing import Any
 
 import httpx
@@ -25,19 +24,8 @@ from cookbook.envs.verifiers_reverse_text import (
     similarity,
 )
 from kitchen.app.cli import app
-from kitchen.app.launch import run
-from tests.agents.helpers import (
-    TWO_TINY_STEPS,
-    episode_datum,
-    record_gateway_takes,
-    trained_datum,
-)
-from tests.helpers import (
-    local_engine_ready,
-    modules_loaded_by,
-    record_forward_backward,
-    sent_datums,
-)
+from tests.agents.helpers import assert_trained_on_two_turn_records, run_on_recorded_gateway
+from tests.helpers import local_engine_ready, modules_loaded_by
 
 runner = CliRunner()
 SAMPLING = vf.SamplingConfig(max_tokens=8, temperature=1.0)
@@ -187,32 +175,10 @@ def test_a_failed_model_call_fails_the_episode_in_one_line() -> None:
 def test_two_steps_train_on_the_gateways_records_byte_for_byte(
     monkeypatch: Any, tmp_path: Any, transport: str, mode: str
 ) -> None:
-    from kitchen.adapters.local.clients.training_client import LocalTrainingClient
-    from kitchen.serve.gateway.gateway import Gateway
-
-    taken = record_gateway_takes(monkeypatch)
-    calls = record_forward_backward(monkeypatch, LocalTrainingClient)
-    if transport == "http":  # every episode's calls must go over the socket
-
-        def in_process_client(self: Any, address: str) -> Any:
-            raise AssertionError(f"{address}: an in-process client under agent_transport http")
-
-        monkeypatch.setattr(Gateway, "client", in_process_client)
-    cfg = {**TWO_TINY_STEPS, "agent_transport": transport, "mode": mode}
-    cfg["vf_env_args"] = {"turns": 2}
-    result = run("verifiers_rl", cfg, backend="local", log_dir=tmp_path)
+    cfg = {"agent_transport": transport, "mode": mode, "vf_env_args": {"turns": 2}}
+    result, taken, trained = run_on_recorded_gateway(monkeypatch, "verifiers_rl", cfg, tmp_path)
     assert result.steps == 2
-    assert sorted(taken) == [f"{b}-{g}-{r}" for b in "01" for g in "01" for r in "01"]
-    assert all(len(records) == 2 for records in taken.values())  # answer, then check again
-    assert all(records[1].extends_previous for records in taken.values())
-    versions = [records[0].sampler_version for _, records in sorted(taken.items())]
-    if mode == "sync":  # each step samples with its own weights
-        assert versions == [0] * 4 + [1] * 4
-    else:  # within max_steps_off_policy of the step that trains them
-        assert set(versions) <= {0, 1}
-    assert Counter(map(trained_datum, sent_datums(calls))) == Counter(
-        map(episode_datum, taken.values())
-    )
+    assert_trained_on_two_turn_records(taken, trained, mode)  # answer, then check again
     steps = [m for m in result.metrics if "agents/splits" in m]
     assert [(m["agents/splits"], m["num_datums"]) for m in steps] == [(0.0, 4), (0.0, 4)]
     assert all(0.0 <= m["env/all/reward/total"] <= 1.0 for m in steps)
