@@ -8,7 +8,7 @@ Two ways to get the logprobs, same math after: a training client's `forward(data
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -56,10 +56,7 @@ async def evaluate_nll_async(
     tokenizer: Any = None,
 ) -> dict[str, float]:
     """One forward over all datums, then the NLL metrics."""
-    if not data:
-        return {f"{name}/nll": float("nan")}
-    logprobs_D = await forward_target_logprobs(training_client, data)
-    return nll_metrics(logprobs_D, data, name, tokenizer)
+    return await _scored_nll(forward_target_logprobs, training_client, data, name, tokenizer)
 
 
 async def evaluate_nll_with_sampler(
@@ -69,10 +66,21 @@ async def evaluate_nll_with_sampler(
     tokenizer: Any = None,
 ) -> dict[str, float]:
     """Score each full sequence with compute_logprobs (concurrently), then the NLL metrics."""
+    return await _scored_nll(score_full_sequences, sampling_client, data, name, tokenizer)
+
+
+async def _scored_nll(
+    score: Callable[[Any, Sequence[types.Datum]], Awaitable[Sequence[Any]]],
+    client: Any,
+    data: Sequence[types.Datum],
+    name: str,
+    tokenizer: Any,
+) -> dict[str, float]:
+    """The NLL metrics of `data` under `score(client, data)`'s per-datum logprobs; NaN when
+    there is nothing to score."""
     if not data:
         return {f"{name}/nll": float("nan")}
-    logprobs_D = await score_full_sequences(sampling_client, data)
-    return nll_metrics(logprobs_D, data, name, tokenizer)
+    return nll_metrics(await score(client, data), data, name, tokenizer)
 
 
 @dataclass(frozen=True, kw_only=True)
