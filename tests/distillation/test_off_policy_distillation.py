@@ -4,7 +4,10 @@ cookbook preset, and a 2-step run on tiny-llama (teacher and student) whose trai
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -12,6 +15,18 @@ from typer.testing import CliRunner
 from kitchen.app.cli import app
 from kitchen.app.launch import run
 from kitchen.app.resolve import get_recipe, resolve_config
+
+
+def sharegpt_sums(folder: Path, n: int, answer: Callable[[int], str]) -> Path:
+    """An OpenThoughts3-shaped JSONL of `n` rows: "What is i + i?", then `answer(i)`."""
+    rows = [
+        {"conversations": [{"from": "human", "value": f"What is {i} + {i}?"},
+                           {"from": "gpt", "value": answer(i)}]}
+        for i in range(n)
+    ]  # fmt: skip
+    path = folder / "ot3.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
 
 
 def test_dry_run_plans_teacher_targets_for_each_batch_and_the_held_out_data() -> None:
@@ -63,15 +78,7 @@ def test_two_steps_on_tiny_llama_train_on_top_k_targets(tmp_path, monkeypatch) -
 def test_a_streamed_sharegpt_file_trains_batch_by_batch(tmp_path) -> None:
     """stream_dataset: OpenThoughts3-shaped rows from a local JSONL, read as each step reaches
     them; the stream's row count says only the steps' rows were read."""
-    import json
-
-    rows = [
-        {"conversations": [{"from": "human", "value": f"What is {i} + {i}?"},
-                           {"from": "gpt", "value": f"<think>{i} and {i}</think> {2 * i}"}]}
-        for i in range(40)
-    ]  # fmt: skip
-    path = tmp_path / "ot3.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    path = sharegpt_sums(tmp_path, 40, lambda i: f"<think>{i} and {i}</think> {2 * i}")
     overrides = {
         "model_name": "kitchen/tiny-llama", "teacher_model": "kitchen/tiny-llama", "save_every": 0,
         "no_register": True, "batch_size": 2, "n_teacher_targets": 4, "max_length": 64,
@@ -128,19 +135,11 @@ def test_two_sources_are_each_distilled_from_their_own_teacher(tmp_path, monkeyp
 def test_a_streamed_dataset_trains_in_its_shuffle_buffers_order(tmp_path) -> None:
     """stream_shuffle_buffer: the batches are the store's seeded shuffle of the stream, on the
     fake backend (whose teacher answers top-K prompt logprobs)."""
-    import json
-
     from kitchen.adapters.datasets import HFDatasetStore
     from kitchen.adapters.fake import FakeBackend
     from kitchen.adapters.fake.backend import FakeTrainingClient
 
-    rows = [
-        {"conversations": [{"from": "human", "value": f"What is {i} + {i}?"},
-                           {"from": "gpt", "value": f"{2 * i}"}]}
-        for i in range(12)
-    ]  # fmt: skip
-    path = tmp_path / "ot3.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    path = sharegpt_sums(tmp_path, 12, lambda i: f"{2 * i}")
     overrides = {
         "save_every": 0, "no_register": True, "batch_size": 2, "n_teacher_targets": 3,
         "dataset": str(path), "test_dataset": None, "stream_dataset": True, "max_prompts": 8,
