@@ -242,3 +242,22 @@ def picture(
     buffer = io.BytesIO()
     image.save(buffer, format=fmt)
     return buffer.getvalue()
+
+
+def refused_images() -> list[tuple[Any, str]]:
+    """Image chunks the engine cannot take, each with the words its one-line refusal holds: bytes
+    that are no image, a format that is not the bytes', a wrong expected_tokens, a missing file,
+    and a pointer that is not a local file."""
+    from tinker import types
+
+    red = picture((1, 2, 3))
+    return [
+        (types.ImageChunk(data=b"not an image", format="png", expected_tokens=4),
+         "not a readable png image"),
+        (types.ImageChunk(data=red, format="jpeg", expected_tokens=4), "not a readable jpeg image"),
+        (types.ImageChunk(data=red, format="png", expected_tokens=9), "expected_tokens is 9"),
+        (types.ImageAssetPointerChunk(format="png", location="/nonexistent/x.png",
+                                      expected_tokens=4), "cannot be read"),
+        (types.ImageAssetPointerChunk(format="png", location="https://example.com/x.png",
+                                      expected_tokens=4), "not a local file"),
+    ]  # fmt: skip

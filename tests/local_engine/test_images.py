@@ -12,7 +12,7 @@ from tinker import types
 
 from kitchen.engine.errors import BackendError
 from tests.helpers import TINY_VLM as VLM
-from tests.helpers import picture
+from tests.helpers import picture, refused_images
 from train_core.renderers import get_renderer
 from train_core.supervised.datum import datum_from_model_input_weights
 
@@ -197,35 +197,7 @@ def test_save_and_load_state_with_images_gives_the_same_logprobs(backend: Any) -
     )
 
 
-@pytest.mark.parametrize(
-    ("chunk", "message"),
-    [
-        (
-            types.ImageChunk(data=b"not an image", format="png", expected_tokens=4),
-            "not a readable png image",
-        ),
-        (
-            types.ImageChunk(data=picture((1, 2, 3)), format="jpeg", expected_tokens=4),
-            "not a readable jpeg image",
-        ),
-        (
-            types.ImageChunk(data=picture((1, 2, 3)), format="png", expected_tokens=9),
-            "expected_tokens is 9",
-        ),
-        (
-            types.ImageAssetPointerChunk(
-                format="png", location="/nonexistent/x.png", expected_tokens=4
-            ),
-            "cannot be read",
-        ),
-        (
-            types.ImageAssetPointerChunk(
-                format="png", location="https://example.com/x.png", expected_tokens=4
-            ),
-            "not a local file",
-        ),
-    ],
-)
+@pytest.mark.parametrize(("chunk", "message"), refused_images())
 def test_an_image_the_model_cannot_take_is_refused_naming_the_datum(
     client: Any, chunk: Any, message: str
 ) -> None:
