@@ -20,6 +20,7 @@ from kitchen.app.launch import run
 from kitchen.app.resolve import get_recipe, resolve_config
 from tests.distillation.test_topk_parity import (
     VOCAB,
+    K,
     ReplayTeacher,
     _Done,
     awkward_topk,
@@ -35,8 +36,6 @@ from train_core.distillation.topk import build_topk_distillation_datums
 
 cookbook_sdft = pytest.importorskip("tinker_cookbook.distillation.sdft")
 torch = pytest.importorskip("torch")
-
-K = 4
 
 
 class LogprobTeacher:
