@@ -13,7 +13,7 @@ import asyncio
 import inspect
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from kitchen.engine.errors import KitchenError, StageError
@@ -223,19 +223,15 @@ class Runner:
         ctx.path = here
         guarded = self._contexts.get(id(node))
         if guarded is None:  # one guarded view per stage node, built once
-            guarded = self._contexts[id(node)] = Context(
-                state=_Guard(  # type: ignore[arg-type,type-var]
+            # the run's context, every field of it, with the state guarded and the runner's own
+            # cursor, step limit and clock
+            guarded = self._contexts[id(node)] = replace(
+                ctx,
+                state=_Guard(
                     ctx.state, name, frozenset(node.reads), frozenset(node.writes), self._fields
                 ),
-                backend=ctx.backend,
-                datasets=ctx.datasets,
-                ports=ctx.ports,
-                log_dir=ctx.log_dir,
-                resume=ctx.resume,
-                logger=ctx.logger,
                 next_cursor=self.next_cursor,
                 max_steps=self.max_steps,
-                open_folder=ctx.open_folder,
                 clock=self._clock,
             )
         guarded.path = here

@@ -20,7 +20,7 @@ from kitchen.app.launch import run
 from kitchen.engine.errors import BackendError
 from kitchen.engine.stage import Context
 from kitchen.ports import BackendSettings, CheckpointDeleter
-from kitchen.workflows.common.checkpoint import SaveRollingCheckpoint
+from kitchen.workflows.common.checkpoint import SaveCheckpoint
 from tests.helpers import chat_files
 from train_core.checkpoint import live_checkpoint_records, load_checkpoint_records
 
@@ -121,7 +121,7 @@ def test_a_rolling_save_on_tinker_deletes_the_retired_one_and_warns_if_it_cannot
 ) -> None:
     state = SimpleNamespace(training_client=_TinkerPaths(), renderer=None, step=0)
     ctx: Context[Any] = Context(state=state, backend=tinker_backend, log_dir=tmp_path)
-    save = SaveRollingCheckpoint(keep=1)
+    save = SaveCheckpoint(keep=1)
     _RestClient.refuse.add("tinker://run-1/weights/000002")
     with caplog.at_level(logging.WARNING, logger="kitchen"):
         for step in range(3):

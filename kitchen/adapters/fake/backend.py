@@ -36,10 +36,10 @@ from tinker import types
 from kitchen.adapters.fake.distribution import alt_draws, logprobs_RV, prompt_targets, topk_rows
 from kitchen.adapters.fake.images import FakeImageProcessor
 from kitchen.adapters.fake.tokenizer import FakeTokenizer
-from kitchen.adapters.local.sample.target_logprobs import check_counts
 from kitchen.engine.errors import BackendError
 from kitchen.engine.futures import APIFuture
 from kitchen.ports import GRAD_NORM_METRIC, BackendSettings, CustomLossFn
+from kitchen.ports.sample_request import check_counts
 from train_core.losses import LOSSES, OPTIONAL_INPUTS, REQUIRED_INPUTS
 
 T = TypeVar("T")

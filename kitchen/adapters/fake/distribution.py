@@ -22,8 +22,8 @@ import math
 import numpy as np
 from tinker import types
 
-from kitchen.adapters.local.sample.target_logprobs import target_answer, target_ids
 from kitchen.engine.errors import BackendError
+from kitchen.ports.sample_request import target_answer, target_ids
 
 
 def rest_logprob(theta: float, vocab_size: int) -> float:

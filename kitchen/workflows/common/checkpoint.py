@@ -77,8 +77,14 @@ async def _retire_rolling(ctx: Context[Any], keep: int) -> None:
 
 @dataclass(frozen=True, kw_only=True)
 class SaveCheckpoint:
-    """Save a resumable state after this step's optim_step (the pipeline must be drained first)."""
+    """Save a resumable state after this step's optim_step (the pipeline must be drained first).
+    With `keep`, a rolling one: resume-only (no sampler weights), skipped on the steps the periodic
+    checkpoint (every `periodic_every` steps) saves, and the rolling ones before the newest `keep`
+    are retired after it. A run killed between this record and its step's metrics line resumes
+    from an older checkpoint (the rolling one before, with keep > 1), as exactly as from any."""
 
+    keep: int | None = None  # None: the periodic checkpoint, kept for good
+    periodic_every: int = 0
     name: str = "save_checkpoint"
     reads: frozenset[str] = frozenset({"training_client", "renderer"})
     writes: frozenset[str] = frozenset()
@@ -86,34 +92,16 @@ class SaveCheckpoint:
 
     async def __call__(self, ctx: Context[Any]) -> Metrics | None:
         steps_done = ctx.state.step + 1
-        result = await ctx.state.training_client.save_state(f"{steps_done:06d}")
-        _record(ctx, f"{steps_done:06d}", {"state_path": result.path}, steps_done, None)
-        ctx.logger.info("saved checkpoint %s", result.path)
-        return None
-
-
-@dataclass(frozen=True, kw_only=True)
-class SaveRollingCheckpoint:
-    """A resume-only state (no sampler weights) after this step, unless the periodic checkpoint
-    (every `periodic_every` steps) saves this step; then the rolling ones before the newest `keep`
-    are retired. A run killed between this record and its step's metrics line resumes from an
-    older checkpoint (the rolling one before, with keep > 1), as exactly as from any."""
-
-    keep: int = 1
-    periodic_every: int = 0
-    name: str = "save_rolling_checkpoint"
-    reads: frozenset[str] = frozenset({"training_client", "renderer"})
-    writes: frozenset[str] = frozenset()
-    ports: frozenset[str] = frozenset({"backend"})
-
-    async def __call__(self, ctx: Context[Any]) -> Metrics | None:
-        steps_done = ctx.state.step + 1
-        if self.periodic_every and steps_done % self.periodic_every == 0:
+        rolling = self.keep is not None
+        if rolling and self.periodic_every and steps_done % self.periodic_every == 0:
             return None  # as tinker-cookbook: the periodic checkpoint resumes this step
         result = await ctx.state.training_client.save_state(f"{steps_done:06d}")
         paths = {"state_path": result.path}
-        _record(ctx, f"{steps_done:06d}", paths, steps_done, None, rolling=True)
-        await _retire_rolling(ctx, self.keep)
+        _record(ctx, f"{steps_done:06d}", paths, steps_done, None, rolling=rolling)
+        if self.keep is None:
+            ctx.logger.info("saved checkpoint %s", result.path)
+        else:
+            await _retire_rolling(ctx, self.keep)
         return None
 
 
@@ -122,7 +110,9 @@ def rolling_checkpoints(cfg: CheckpointConfig, before: list[Node] | None = None)
     nodes `before` it (a pipelined loop's drain)."""
     if not cfg.rolling_save_every:
         return []
-    save = SaveRollingCheckpoint(keep=cfg.rolling_keep, periodic_every=cfg.save_every)
+    save = SaveCheckpoint(
+        keep=cfg.rolling_keep, periodic_every=cfg.save_every, name="save_rolling_checkpoint"
+    )
     return [When(Every(cfg.rolling_save_every, "step"), [*(before or []), save])]
 
 

@@ -26,11 +26,11 @@ from kitchen.adapters.local.sample.sampling import (
     check_sampling_params,
 )
 from kitchen.adapters.local.sample.seed_stream import RequestSeeds, SeedStream
-from kitchen.adapters.local.sample.target_logprobs import check_counts, target_answer, target_ids
 from kitchen.adapters.local.train.batching import check_token_ids
 from kitchen.adapters.local.train.stability import SequenceRecord, StabilityRecords
 from kitchen.engine.errors import BackendError
 from kitchen.engine.futures import APIFuture, settle
+from kitchen.ports.sample_request import check_counts, target_answer, target_ids
 
 _sampler_ids = itertools.count(1)
 

@@ -1,6 +1,9 @@
-"""SampleRequest.target_prompt_logprobs: the ids whose prompt logprobs a request asks for, as an
-int64 [len(prompt) - 1, K] tensor (row i scores prompt position i + 1; -1 asks for nothing),
-dense or sparse CSR, and the answer in the same shape and layout (0.0 where nothing was asked)."""
+"""The shape of a SampleRequest's extras (kitchen.ports.SamplingClient), checked alike by every
+sampler that takes them (the local engine's, the fake's): the top-k and draw counts, and
+`target_prompt_logprobs`, the ids whose prompt logprobs a request asks for, as an int64
+[len(prompt) - 1, K] tensor (row i scores prompt position i + 1; -1 asks for nothing), dense or
+sparse CSR, with the answer in the same shape and layout (0.0 where nothing was asked). Facts of
+the request, not of an engine: no adapter owns them."""
 
 from __future__ import annotations
 
