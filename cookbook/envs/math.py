@@ -10,8 +10,7 @@ and dataset with their own suffix and grader (cookbook/envs/competition_math.py)
 from __future__ import annotations
 
 import logging
-import math
-from collections.abc import Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -19,11 +18,12 @@ from typing import Any
 import numpy as np
 
 from cookbook.envs.math_grading import GRADERS, extract_boxed
+from cookbook.envs.problem_rows import ProblemRows
 from kitchen.engine.errors import ConfigError, KitchenError
 from train_core.completers import RendererLike
 from train_core.renderers.types import Message
-from train_core.rl.problem_env import ProblemEnv, ProblemGroupBuilder
-from train_core.rl.types import EnvGroupBuilder, RLDataset, RLEnvContext
+from train_core.rl.problem_env import ProblemEnv
+from train_core.rl.types import RLEnvContext
 
 log = logging.getLogger("kitchen")
 
@@ -81,7 +81,7 @@ class MathEnv(ProblemEnv):
         ]
 
 
-class MathDataset(RLDataset):
+class MathDataset(ProblemRows):
     """Consecutive slices of `rows` ({"question", "answer"}), one group per row."""
 
     def __init__(
@@ -95,32 +95,14 @@ class MathDataset(RLDataset):
         grader: str = "numeric",
         question_suffix: str = QUESTION_SUFFIX,
     ) -> None:
-        self.rows, self.renderer = rows, renderer
-        self.batch_size, self.group_size = batch_size, group_size
-        self.convo_prefix, self.dataset_name = convo_prefix, dataset_name
+        super().__init__(rows, batch_size, group_size, dataset_name)
+        self.renderer, self.convo_prefix = renderer, convo_prefix
         self.grader, self.question_suffix = grader, question_suffix
 
-    def get_batch(self, index: int) -> Sequence[EnvGroupBuilder]:
-        rows = self.rows[index * self.batch_size : (index + 1) * self.batch_size]
-        return [
-            ProblemGroupBuilder(
-                env_thunk=partial(
-                    MathEnv,
-                    row["question"],
-                    row["answer"],
-                    self.renderer,
-                    convo_prefix=self.convo_prefix,
-                    grader=self.grader,
-                    question_suffix=self.question_suffix,
-                ),
-                num_envs=self.group_size,
-                dataset_name=self.dataset_name,
-            )
-            for row in rows
-        ]
-
-    def __len__(self) -> int:
-        return math.ceil(len(self.rows) / self.batch_size)
+    def env_of(self, row: dict[str, Any]) -> Callable[[], MathEnv]:
+        return partial(MathEnv, row["question"], row["answer"], self.renderer,
+                       convo_prefix=self.convo_prefix, grader=self.grader,
+                       question_suffix=self.question_suffix)  # fmt: skip
 
 
 def dataset_tag(source: str) -> str:

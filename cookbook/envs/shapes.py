@@ -11,9 +11,8 @@ when it is malformed.
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal
@@ -21,11 +20,12 @@ from typing import Any, Literal
 import numpy as np
 
 from cookbook.datasets.images import QUESTION, image_data_uri
+from cookbook.envs.problem_rows import ProblemRows
 from kitchen.engine.errors import ConfigError, DataError
 from train_core.completers import RendererLike
 from train_core.renderers.types import Message
-from train_core.rl.problem_env import ProblemEnv, ProblemGroupBuilder
-from train_core.rl.types import EnvGroupBuilder, RLDataset, RLEnvContext
+from train_core.rl.problem_env import ProblemEnv
+from train_core.rl.types import RLEnvContext
 
 Target = Literal["colour", "shape"]
 
@@ -75,7 +75,7 @@ class ImageClassEnv(ProblemEnv):
         return self.answer
 
 
-class ImageClassDataset(RLDataset):
+class ImageClassDataset(ProblemRows):
     """Consecutive slices of `rows` ({"image", "answer"}), one group of `group_size` per row."""
 
     def __init__(
@@ -87,29 +87,12 @@ class ImageClassDataset(RLDataset):
         batch_size: int,
         group_size: int,
     ) -> None:
-        self.rows, self.classes, self.question, self.renderer = rows, classes, question, renderer
-        self.batch_size, self.group_size = batch_size, group_size
+        super().__init__(rows, batch_size, group_size, "shapes")
+        self.classes, self.question, self.renderer = classes, question, renderer
 
-    def get_batch(self, index: int) -> Sequence[EnvGroupBuilder]:
-        rows = self.rows[index * self.batch_size : (index + 1) * self.batch_size]
-        return [
-            ProblemGroupBuilder(
-                env_thunk=partial(
-                    ImageClassEnv,
-                    row["image"],
-                    row["answer"],
-                    self.classes,
-                    self.question,
-                    self.renderer,
-                ),
-                num_envs=self.group_size,
-                dataset_name="shapes",
-            )
-            for row in rows
-        ]
-
-    def __len__(self) -> int:
-        return math.ceil(len(self.rows) / self.batch_size)
+    def env_of(self, row: dict[str, str]) -> Callable[[], ImageClassEnv]:
+        return partial(ImageClassEnv, row["image"], row["answer"], self.classes, self.question,
+                       self.renderer)  # fmt: skip
 
 
 @dataclass(frozen=True)

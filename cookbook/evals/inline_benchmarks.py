@@ -12,8 +12,7 @@ from typing import Any, ClassVar
 from cookbook.evals.benchmarks import BENCHMARKS, Source, boxed_grader, load_problems
 from kitchen.engine.errors import ConfigError
 from kitchen.engine.stage import Context, Metrics
-from train_core.evaluation.benchmark import BenchmarkEvaluator, BenchmarkTask
-from train_core.evaluation.evaluator import EvaluatorClient
+from train_core.evaluation.benchmark import BenchmarkTask, SampledPassAtK
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,26 +48,19 @@ class LoadBenchmarks:
 
 
 @dataclass(frozen=True, kw_only=True)
-class InlineBenchmark:
+class InlineBenchmark(SampledPassAtK):
     """An Evaluator (sampling client): pass@k of benchmark `benchmark` from the state's
     `benchmarks`, `num_samples` answers a problem."""
 
     benchmark: str
-    num_samples: int = 1
-    ks: tuple[int, ...] = (1,)
-    max_tokens: int = 256
-    temperature: float = 1.0
-    name: ClassVar[str] = "benchmark"
-    client: ClassVar[EvaluatorClient] = "sampling"
     inputs: ClassVar[tuple[str, ...]] = ("renderer", "benchmarks")
+
+    @property
+    def label(self) -> str:
+        return f"benchmark {self.benchmark}"
 
     async def __call__(
         self, client: Any, /, *, renderer: Any, benchmarks: dict[str, BenchmarkTask]
     ) -> dict[str, float]:
-        task = benchmarks[self.benchmark]
-        evaluator = BenchmarkEvaluator(
-            problems=task.problems, grade=task.grade, prefix=f"test/{self.benchmark}",
-            num_samples=self.num_samples, ks=self.ks, max_tokens=self.max_tokens,
-            temperature=self.temperature,
-        )  # fmt: skip
-        return await evaluator(client, renderer=renderer)
+        return await self.score(client, renderer, benchmarks[self.benchmark],
+                                f"test/{self.benchmark}")  # fmt: skip

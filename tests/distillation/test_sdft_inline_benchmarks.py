@@ -70,3 +70,8 @@ def test_inline_pass_at_k_equals_the_benchmark_runners() -> None:
 def test_an_unknown_benchmark_is_refused_before_the_run() -> None:
     with pytest.raises(ConfigError, match="unknown benchmark 'gsm9k'"):
         LoadBenchmarks(names=("gsm9k",))
+
+
+def test_a_k_above_the_sample_count_is_refused_when_the_evaluator_is_built() -> None:
+    with pytest.raises(ValueError, match="benchmark gsm8k: pass@2 needs"):
+        InlineBenchmark(benchmark="gsm8k", num_samples=1, ks=(1, 2))

@@ -76,35 +76,58 @@ async def count_correct(
 
 
 @dataclass(frozen=True, kw_only=True)
-class BenchmarkEvaluator:
-    """An Evaluator (sampling client): pass@k of `problems` under `grade`, keys
-    `{prefix}/pass@k`. `ks` must not exceed `num_samples`."""
+class SampledPassAtK:
+    """How a sampled benchmark is scored, shared by the evaluators that score one: `num_samples`
+    answers a problem, `max_tokens` each at `temperature`, pass@k for each of `ks` (each k at most
+    `num_samples`)."""
 
-    problems: tuple[BenchmarkProblem, ...] = field(repr=False)
-    grade: Grader = field(repr=False)
-    prefix: str
     num_samples: int = 1
     ks: tuple[int, ...] = (1,)
     max_tokens: int = 256
     temperature: float = 1.0
     name: ClassVar[str] = "benchmark"
     client: ClassVar[EvaluatorClient] = "sampling"
-    inputs: ClassVar[tuple[str, ...]] = ("renderer",)
+
+    @property
+    def label(self) -> str:
+        """The benchmark as a bad setting's message names it."""
+        return "benchmark"
 
     def __post_init__(self) -> None:
         too_big = [k for k in self.ks if not 1 <= k <= self.num_samples]
         if too_big:
             raise ValueError(
-                f"benchmark {self.prefix}: pass@{too_big[0]} needs 1 <= k <= num_samples "
-                f"({self.num_samples})"
+                f"{self.label}: pass@{too_big[0]} needs 1 <= k <= num_samples ({self.num_samples})"
             )
 
-    async def __call__(self, client: Any, /, *, renderer: Any) -> dict[str, float]:
-        if not self.problems:
+    async def score(
+        self, client: Any, renderer: Any, task: BenchmarkTask, prefix: str
+    ) -> dict[str, float]:
+        """pass@k of `task`'s problems under its grader, keys `{prefix}/pass@k`."""
+        if not task.problems:
             return {}
         correct_P = await count_correct(
-            client, renderer, self.problems, self.grade, num_samples=self.num_samples,
+            client, renderer, task.problems, task.grade, num_samples=self.num_samples,
             max_tokens=self.max_tokens, temperature=self.temperature,
         )  # fmt: skip
         n_P = [self.num_samples] * len(correct_P)
-        return pass_at_k_metrics(n_P, correct_P, self.ks, self.prefix)
+        return pass_at_k_metrics(n_P, correct_P, self.ks, prefix)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BenchmarkEvaluator(SampledPassAtK):
+    """An Evaluator (sampling client): pass@k of `problems` under `grade`, keys
+    `{prefix}/pass@k`."""
+
+    problems: tuple[BenchmarkProblem, ...] = field(repr=False)
+    grade: Grader = field(repr=False)
+    prefix: str
+    inputs: ClassVar[tuple[str, ...]] = ("renderer",)
+
+    @property
+    def label(self) -> str:
+        return f"benchmark {self.prefix}"
+
+    async def __call__(self, client: Any, /, *, renderer: Any) -> dict[str, float]:
+        return await self.score(client, renderer, BenchmarkTask(self.problems, self.grade),
+                                self.prefix)  # fmt: skip
