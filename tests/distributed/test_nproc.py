@@ -338,10 +338,10 @@ def _signal_rank_one(
             time.sleep(0.02)
         ranks = {_rank_of(pid): pid for pid in _children(proc.pid)}
         assert set(ranks) == {"0", "1"}, ranks
-        os.kill(ranks["1"], sig)
-        sent = time.monotonic()
         # The launcher has glibc give freed blocks back (docs/distributed.md, Measured).
         assert {_environ(pid, "MALLOC_MMAP_THRESHOLD_") for pid in ranks.values()} == {"1048576"}
+        os.kill(ranks["1"], sig)
+        sent = time.monotonic()
         _, err = proc.communicate(timeout=120)
         seconds = time.monotonic() - sent
         left = [pid for pid in ranks.values() if Path(f"/proc/{pid}").exists()]
