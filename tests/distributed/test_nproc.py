@@ -334,7 +334,12 @@ def _signal_rank_one(
     try:
         deadline = time.monotonic() + 240
         while step not in _recorded_steps(records) or step - 1 not in _logged_steps(metrics):
-            assert proc.poll() is None and time.monotonic() < deadline, proc.returncode
+            if proc.poll() is not None:
+                said = proc.stderr.read() if proc.stderr else ""
+                raise AssertionError(
+                    f"exit {proc.returncode} before step {step}'s checkpoint: {said}"
+                )
+            assert time.monotonic() < deadline, f"no checkpoint of step {step} in 240 s"
             time.sleep(0.02)
         ranks = {_rank_of(pid): pid for pid in _children(proc.pid)}
         assert set(ranks) == {"0", "1"}, ranks
