@@ -18,6 +18,21 @@ from collections.abc import Iterator
 import pytest
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Put each `xdist_group` on one worker under `--dist loadgroup`. pytest-xdist 3.8 groups a test
+    by appending `@group` to `item._nodeid`, which pytest 9 no longer reads (the id lives in
+    `item._id`): every group was split across both workers, and its module or package fixture (a
+    `kitchen serve`, a traced recipe) ran once on each."""
+    if not getattr(config.option, "loadgroup", False):
+        return
+    for item in items:
+        groups = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                         for m in item.iter_markers("xdist_group")})  # fmt: skip
+        if groups and "@" not in item.nodeid:  # (a fixed xdist has added it already)
+            item._id = type(item._id).parse(f"{item.nodeid}@{'_'.join(groups)}")  # type: ignore[attr-defined]
+
+
 @pytest.fixture(autouse=True)
 def _private_model_registry(tmp_path_factory, monkeypatch):
     # Runs register their models by default; tests never write into the user's data dir.

@@ -7,7 +7,6 @@ pictures for its accuracy."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import TINY_VLM, place_in_hub_cache
-from tests.tinker_backend.conftest import TEST_KEY, serve_process
 
-# tinker-cookbook's code against a `kitchen serve` process (its scripts in processes of their own).
-pytestmark = pytest.mark.slow
+# tinker-cookbook's code against the package's `kitchen serve` (cookbook_env; its script in a
+# process of its own), on the package's pytest-xdist worker.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("cookbook_compat")]
 
 pytest.importorskip(
     "tinker_cookbook", reason="tinker-cookbook 0.6.1 is not installed (make install)"
@@ -29,30 +28,20 @@ VLM_NAME = "Qwen/Qwen3-VL-30B-A3B-Instruct"
 TIMEOUT_S = 300
 
 
-def test_cookbook_vlm_classifier_trains_through_kitchen_serve(tmp_path: Path) -> None:
-    hf = tmp_path / "hf"
-    place_in_hub_cache(hf / "hub", VLM_NAME, TINY_VLM)
-    checkpoints = tmp_path / "serve"
-    checkpoints.mkdir()
-    with serve_process([], checkpoints, {"HF_HOME": str(hf)}) as url:
-        env = {
-            **os.environ,
-            "HF_HOME": str(hf),
-            "HF_HUB_OFFLINE": "1",
-            "TOKENIZERS_PARALLELISM": "false",
-            "TINKER_BASE_URL": url,
-            "TINKER_API_KEY": TEST_KEY,
-            "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
-        }
-        cmd = [
-            sys.executable, "-m", "tests.cookbook_compat.offline_data",
-            "tinker_cookbook.recipes.vlm_classifier.train",
-            f"experiment_dir={tmp_path / 'runs'}", "dataset=caltech101",
-            f"model_name={VLM_NAME}", "renderer_name=qwen3_vl_instruct",
-            "batch_size=4", "lora_rank=4", "max_steps=3", "eval_every=2", "save_every=0",
-            "n_eval=4", "max_tokens=8", "behavior_if_log_dir_exists=delete",
-        ]  # fmt: skip
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
+def test_cookbook_vlm_classifier_trains_through_kitchen_serve(
+    cookbook_env: dict[str, str], tmp_path: Path
+) -> None:
+    # the serve loads a model from the hub cache when a client first names it
+    place_in_hub_cache(Path(cookbook_env["HF_HOME"]) / "hub", VLM_NAME, TINY_VLM)
+    cmd = [
+        sys.executable, "-m", "tests.cookbook_compat.offline_data",
+        "tinker_cookbook.recipes.vlm_classifier.train",
+        f"experiment_dir={tmp_path / 'runs'}", "dataset=caltech101",
+        f"model_name={VLM_NAME}", "renderer_name=qwen3_vl_instruct",
+        "batch_size=4", "lora_rank=4", "max_steps=3", "eval_every=2", "save_every=0",
+        "n_eval=4", "max_tokens=8", "behavior_if_log_dir_exists=delete",
+    ]  # fmt: skip
+    done = subprocess.run(cmd, env=cookbook_env, capture_output=True, text=True, timeout=TIMEOUT_S)
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-4000:]
     (metrics_file,) = (tmp_path / "runs").glob("*/metrics.jsonl")

@@ -1,0 +1,44 @@
+"""`make pytest` runs on pytest-xdist workers with `--dist loadgroup`: a module marked
+`xdist_group` must land on one worker, so that its module fixture (a `kitchen serve`, a traced
+recipe) starts once. Under pytest 9 with xdist 3.8 it did not, until tests/conftest.py's hook."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+MODULE = """
+import os, pytest
+pytestmark = pytest.mark.xdist_group("one")
+@pytest.fixture(scope="module", params=["a", "b"])
+def started(request):
+    with open(os.environ["SETUPS"], "a") as log:
+        log.write(f"{request.param} {os.environ['PYTEST_XDIST_WORKER']}\\n")
+    return request.param
+def test_first(started): pass
+def test_second(started): pass
+def test_third(started): pass
+"""
+
+
+def test_a_grouped_module_fixture_is_set_up_once_per_param_on_one_worker(tmp_path: Path) -> None:
+    pytest.importorskip("xdist")
+    # the suite's own conftest (its hooks), as the suite's modules get it
+    (tmp_path / "conftest.py").write_text("from tests.conftest import *  # noqa: F403\n")
+    (tmp_path / "test_grouped.py").write_text(MODULE)
+    setups = tmp_path / "setups.txt"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SETUPS": str(setups)}
+    cmd = [sys.executable, "-m", "pytest", "-q", "-n", "2", "--dist", "loadgroup"]
+    cmd += ["-p", "no:cacheprovider", "--rootdir", str(tmp_path), str(tmp_path)]
+    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert "6 passed" in done.stdout
+    lines = setups.read_text().split()
+    params, workers = lines[0::2], set(lines[1::2])
+    assert sorted(params) == ["a", "b"], setups.read_text()  # each param set up once
+    assert len(workers) == 1, setups.read_text()
