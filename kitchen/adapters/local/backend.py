@@ -330,7 +330,7 @@ class LocalBackend:
             host = self.shared_host(meta.base_model, meta.base_quantization)
             snapshot = snapshot_from(folder, host)
             command = LoadSnapshot(
-                str(folder), snapshot.snapshot_id, meta.base_model, meta.base_quantization
+                meta.base_model, meta.base_quantization, str(folder), snapshot.snapshot_id
             )
             self.ranks.share(snapshot, command)  # every rank samples from it
             return self.sampling_client_for(host, snapshot, model_path=str(folder))

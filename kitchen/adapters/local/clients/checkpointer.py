@@ -5,6 +5,7 @@ full fine-tuning's weights are shards."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,36 +28,30 @@ from kitchen.engine.errors import BackendError
 
 if TYPE_CHECKING:
     from kitchen.adapters.local.clients.engine import Engine
+    from kitchen.adapters.local.clients.executor import Executor
     from kitchen.adapters.local.clients.sampling_client import LocalSamplingClient
     from kitchen.adapters.local.model.host import ModelHost
     from kitchen.adapters.local.model.lora import LoraSpec
     from kitchen.adapters.local.train.optimizer import AdamState
 
 
+@dataclass(eq=False)
 class Checkpointer:
     """The checkpoints of client `model_id`: `host`'s weights (its `adapter`'s, of `peft_config`;
     None: full fine-tuning's whole model) and `adam`'s state, as `lora` and `seed` made them."""
 
-    def __init__(
-        self,
-        engine: Engine,
-        host: ModelHost,
-        adapter: str | None,
-        peft_config: Any,
-        lora: LoraSpec | None,
-        seed: int,
-        model_id: str,
-        adam: AdamState,
-    ) -> None:
-        self.engine = engine
-        self.ranks = engine.ranks
-        self.host = host
-        self.adapter = adapter
-        self.peft_config = peft_config
-        self.lora = lora
-        self.seed = seed
-        self.model_id = model_id
-        self.adam = adam
+    engine: Engine
+    host: ModelHost
+    adapter: str | None
+    peft_config: Any  # the adapter's (peft's LoraConfig); None for full fine-tuning
+    lora: LoraSpec | None
+    seed: int
+    model_id: str
+    adam: AdamState
+
+    @property
+    def ranks(self) -> Executor:
+        return self.engine.ranks
 
     @property
     def sharded_full(self) -> bool:

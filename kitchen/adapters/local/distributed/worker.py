@@ -16,6 +16,8 @@ from tinker import types
 
 from kitchen.adapters.local.distributed.commands import (
     Backprop,
+    BaseCall,
+    ClientCall,
     CloseClient,
     Command,
     Decode,
@@ -111,9 +113,9 @@ class Rank:
     snapshots: dict[int, LoraSnapshot] = field(default_factory=dict)  # by rank 0's id
     rows: Any = None  # CacheRows: this rank's share of rank 0's decode batch, when it spreads
 
-    def base(self, base_model: str, quantization: str) -> ModelHost:
-        """The engine's shared, sharded copy of `base_model`."""
-        return self.engine.load_shared(base_model, quantization)  # type: ignore[no-any-return]
+    def base(self, call: BaseCall) -> ModelHost:
+        """The engine's shared, sharded copy of the base `call` is on."""
+        return self.engine.load_shared(call.base_model, call.quantization)  # type: ignore[no-any-return]
 
     def snapshot(self, snapshot_id: int | None) -> LoraSnapshot | None:
         return None if snapshot_id is None else self.snapshots[snapshot_id]
@@ -127,7 +129,7 @@ def _open_backend(here: Rank, c: OpenBackend) -> None:
 
 
 def _load_base(here: Rank, c: LoadBase) -> None:
-    here.base(c.base_model, c.quantization)
+    here.base(c)
 
 
 def _open_client(here: Rank, c: OpenClient) -> None:
@@ -139,39 +141,46 @@ def _close_client(here: Rank, c: CloseClient) -> None:
     here.clients.pop(c.model_id).close()
 
 
-def _run_loss(here: Rank, c: RunLoss) -> None:
-    with refused_alike(here.world):
-        here.clients[c.model_id].passes.run_loss(c.data, c.loss_fn, c.config, c.backward)
+K = TypeVar("K", bound=ClientCall)
 
 
-def _score_data(here: Rank, c: ScoreData) -> None:
-    with refused_alike(here.world):
-        here.clients[c.model_id].passes.score_data(c.data)
+def _refusable(call: Callable[[RankClient, K], object]) -> Callable[[Rank, K], None]:
+    """The handler of a client's call that every rank may refuse alike (refused_alike): `call`
+    on this rank's part of the client the command names."""
+
+    def handle(here: Rank, c: K) -> None:
+        with refused_alike(here.world):
+            call(here.clients[c.model_id], c)
+
+    return handle
 
 
-def _backprop(here: Rank, c: Backprop) -> None:
-    with refused_alike(here.world):
-        here.clients[c.model_id].passes.backprop(c.data, c.grads)
+def _run_loss(client: RankClient, c: RunLoss) -> object:
+    return client.passes.run_loss(c.data, c.loss_fn, c.config, c.backward)
 
 
-def _optim_step(here: Rank, c: OptimStep) -> None:
-    with refused_alike(here.world):
-        here.clients[c.model_id]._optim_step(c.adam_params)
+def _score_data(client: RankClient, c: ScoreData) -> object:
+    return client.passes.score_data(c.data)
 
 
-def _save_sharded(here: Rank, c: SaveSharded) -> None:
-    with refused_alike(here.world):
-        here.clients[c.model_id].checkpoints.save_sharded(c.folder)
+def _backprop(client: RankClient, c: Backprop) -> None:
+    client.passes.backprop(c.data, c.grads)
 
 
-def _load_state(here: Rank, c: LoadState) -> None:
-    with refused_alike(here.world):
-        here.clients[c.model_id].checkpoints.load_state(c.path, c.with_optimizer)
+def _optim_step(client: RankClient, c: OptimStep) -> object:
+    return client._optim_step(c.adam_params)
 
 
-def _gather_weights(here: Rank, c: GatherWeights) -> None:
-    with refused_alike(here.world):
-        here.clients[c.model_id].checkpoints.whole_weights()
+def _save_sharded(client: RankClient, c: SaveSharded) -> None:
+    client.checkpoints.save_sharded(c.folder)
+
+
+def _load_state(client: RankClient, c: LoadState) -> object:
+    return client.checkpoints.load_state(c.path, c.with_optimizer)
+
+
+def _gather_weights(client: RankClient, c: GatherWeights) -> object:
+    return client.checkpoints.whole_weights()
 
 
 def _take_snapshot(here: Rank, c: TakeSnapshot) -> None:
@@ -179,7 +188,7 @@ def _take_snapshot(here: Rank, c: TakeSnapshot) -> None:
 
 
 def _load_snapshot(here: Rank, c: LoadSnapshot) -> None:
-    host = here.base(c.base_model, c.quantization)
+    host = here.base(c)
     here.snapshots[c.snapshot_id] = here.engine.load_snapshot(Path(c.folder), host, c.snapshot_id)
 
 
@@ -189,13 +198,13 @@ def _forget(here: Rank, c: Forget) -> None:
 
 
 def _shadow_forward(here: Rank, c: ShadowForward) -> None:
-    here.world.shadow_forward(here.base(c.base_model, c.quantization).base)
+    here.world.shadow_forward(here.base(c).base)
 
 
 def _decode(here: Rank, c: Decode) -> None:
     from kitchen.adapters.local.distributed.ranked_executor import decode_on_every_rank
 
-    host = here.base(c.base_model, c.quantization)
+    host = here.base(c)
     ops = c.ops[here.world.rank - 1]
     decode_on_every_rank(
         here.world, host, here.snapshot(c.snapshot_id), c.merge, here.rows, ops, c.forward
@@ -205,7 +214,7 @@ def _decode(here: Rank, c: Decode) -> None:
 def _score(here: Rank, c: Score) -> None:
     from kitchen.adapters.local.distributed.ranked_executor import score_on_every_rank
 
-    host = here.base(c.base_model, c.quantization)
+    host = here.base(c)
     snapshot = here.snapshot(c.snapshot_id)
     with refused_alike(here.world):
         score_on_every_rank(here.world, host, snapshot, c.sequences, c.microbatch_tokens, c.merge)
@@ -227,13 +236,13 @@ HANDLERS: dict[type[Command], Handler] = dict(
         _handles(LoadBase, _load_base),
         _handles(OpenClient, _open_client),
         _handles(CloseClient, _close_client),
-        _handles(RunLoss, _run_loss),
-        _handles(ScoreData, _score_data),
-        _handles(Backprop, _backprop),
-        _handles(OptimStep, _optim_step),
-        _handles(SaveSharded, _save_sharded),
-        _handles(LoadState, _load_state),
-        _handles(GatherWeights, _gather_weights),
+        _handles(RunLoss, _refusable(_run_loss)),
+        _handles(ScoreData, _refusable(_score_data)),
+        _handles(Backprop, _refusable(_backprop)),
+        _handles(OptimStep, _refusable(_optim_step)),
+        _handles(SaveSharded, _refusable(_save_sharded)),
+        _handles(LoadState, _refusable(_load_state)),
+        _handles(GatherWeights, _refusable(_gather_weights)),
         _handles(TakeSnapshot, _take_snapshot),
         _handles(LoadSnapshot, _load_snapshot),
         _handles(Forget, _forget),
