@@ -31,9 +31,10 @@ def end_with_the_launcher() -> None:
 if __name__ == "__main__":
     end_with_the_launcher()
     if int(os.environ.get("RANK", "0")) > 0:
+        from kitchen.adapters.local.backend import LocalBackend
         from kitchen.adapters.local.distributed.worker import main as serve_rank_zero
 
-        serve_rank_zero()
+        serve_rank_zero(LocalBackend)
     from kitchen.app.cli import main
 
     sys.argv = ["kitchen", *json.loads(os.environ[ARGV_ENV])]

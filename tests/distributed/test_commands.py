@@ -15,10 +15,12 @@ from kitchen.adapters.local.sample.decode_batch import CacheRows, Join, Keep, Op
 
 
 def kinds() -> set[type[commands.Command]]:
+    """The kinds of message: the leaves of Command's tree (the classes between, ClientCall and the
+    like, are fields that several kinds share, never sent alone)."""
     return {
         k
         for k in vars(commands).values()
-        if isinstance(k, type) and issubclass(k, commands.Command) and k is not commands.Command
+        if isinstance(k, type) and issubclass(k, commands.Command) and not k.__subclasses__()
     }
 
 

@@ -159,6 +159,20 @@ class LocalBackend:
         self.ranks.tell(OpenClient(model_id, base_model, lora, seed))
         return client
 
+    def open_rank_client(
+        self, base_model: str, lora: LoraSpec | None, seed: int, model_id: str
+    ) -> LocalTrainingClient:
+        """A rank > 0's part of rank 0's client `model_id` (distributed/worker.py)."""
+        if lora is None:  # full fine-tuning: a copy of its own, sharded
+            host = self.trained_host(base_model)
+        else:
+            host = self.load_shared(base_model, self.settings.base_quantization)
+        return LocalTrainingClient(self, host, lora, seed, model_id)
+
+    def load_snapshot(self, folder: Path, host: ModelHost, snapshot_id: int) -> LoraSnapshot:
+        """A rank > 0's copy of the adapter rank 0 loaded from `folder` (distributed/worker.py)."""
+        return snapshot_from(folder, host, snapshot_id)
+
     def trained_host(self, base_model: str) -> ModelHost:
         """A private copy of `base_model` to fine-tune fully (its weights change); sharded over
         the ranks of a --nproc N run (every rank, sharded_model.py)."""
@@ -316,7 +330,7 @@ class LocalBackend:
             host = self.shared_host(meta.base_model, meta.base_quantization)
             snapshot = snapshot_from(folder, host)
             command = LoadSnapshot(
-                str(folder), snapshot.snapshot_id, meta.base_model, meta.base_quantization
+                meta.base_model, meta.base_quantization, str(folder), snapshot.snapshot_id
             )
             self.ranks.share(snapshot, command)  # every rank samples from it
             return self.sampling_client_for(host, snapshot, model_path=str(folder))

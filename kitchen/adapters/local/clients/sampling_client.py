@@ -163,7 +163,7 @@ class LocalSamplingClient:
         return self.host.model_name
 
     def weights(self, merge: bool = True) -> Any:
-        return snapshot_weights(self.host, self.snapshot, merge)
+        return self.host.use_weights(self.snapshot, merge)
 
     @contextmanager
     def _forward_weights(self) -> Iterator[Any]:
@@ -362,11 +362,6 @@ class ScoreFuture(APIFuture[list[float | None]]):
     def __await__(self) -> Generator[Any, None, list[float | None]]:
         self._release()
         return (yield from super().__await__())
-
-
-def snapshot_weights(host: ModelHost, snapshot: LoraSnapshot | None, merge: bool = True) -> Any:
-    """`snapshot`'s weights on `host` (see ModelHost.use_snapshot for `merge`), else the base's."""
-    return host.use_snapshot(snapshot, merge) if snapshot else host.use(None)
 
 
 def model_eos_ids(host: ModelHost) -> set[int]:

@@ -12,35 +12,27 @@ import itertools
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, wait
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tinker import types
 
-from kitchen.adapters.local.clients import checkpoints as ckpt
+from kitchen.adapters.local.clients.checkpointer import Checkpointer
 from kitchen.adapters.local.clients.sampling_client import LocalSamplingClient
 from kitchen.adapters.local.clients.training_passes import TrainingPasses
 from kitchen.adapters.local.distributed.commands import (
     CloseClient,
-    GatherWeights,
-    LoadState,
     OptimStep,
-    SaveSharded,
-    TakeSnapshot,
 )
-from kitchen.adapters.local.model.host import LoraSnapshot, ModelHost
+from kitchen.adapters.local.model.host import ModelHost
 from kitchen.adapters.local.model.lora import (
     LoraSpec,
     adapter_parameters,
-    load_adapter_weights,
     peft_config,
-    snapshot_adapter,
 )
 from kitchen.adapters.local.train.memory import ActivationBudget, PaddingTally, peak_gib
-from kitchen.adapters.local.train.optimizer import adam_step, make_optimizer
+from kitchen.adapters.local.train.optimizer import AdamState, adam_step
 from kitchen.adapters.local.train.pass_settings import PassSettings
 from kitchen.adapters.local.train.stability import with_sampler_logprobs
-from kitchen.engine.errors import BackendError
 from kitchen.engine.futures import APIFuture
 from kitchen.ports import CustomLossFn
 
@@ -73,19 +65,19 @@ class LocalTrainingClient:
         self.seed = seed
         self.model_id = model_id or next_model_id()
         self.adapter: str | None = None
-        self.step = 0
         self._queued: list[Future[Any]] = []  # submitted calls not yet seen done
         self._queue_lock = threading.Lock()
         self._closed = False
+        config = None
         if lora is not None:
             self.adapter = self.model_id
-            self._peft_config = peft_config(host.base, lora)
-            host.add_adapter(self.adapter, self._peft_config, seed)
-            self._params = list(adapter_parameters(host.model, self.adapter).values())
+            config = peft_config(host.base, lora)
+            host.add_adapter(self.adapter, config, seed)
+            params = list(adapter_parameters(host.model, self.adapter).values())
         else:
             host.base.requires_grad_(True)
-            self._params = [p for p in host.base.parameters() if p.requires_grad]
-        self._optimizer = make_optimizer(self._params)
+            params = [p for p in host.base.parameters() if p.requires_grad]
+        self.adam = AdamState(params)
         self._padding = PaddingTally()  # of the forward_backward calls since the last optim_step
         settings = engine.settings
         pass_settings = PassSettings(
@@ -97,8 +89,17 @@ class LocalTrainingClient:
         )
         # The loss calls: here, and by command on the ranks > 0 (worker.py).
         self.passes = TrainingPasses(
-            host, self.adapter, self._params, self.ranks, pass_settings, self.model_id
+            host, self.adapter, params, self.ranks, pass_settings, self.model_id
         )
+        # Its save and load calls and sampler snapshots: here, and by command on the ranks > 0.
+        self.checkpoints = Checkpointer(
+            engine, host, self.adapter, config, lora, seed, self.model_id, self.adam
+        )
+
+    @property
+    def step(self) -> int:
+        """Updates (optim_step calls) taken, those of a state loaded with its optimizer included."""
+        return self.adam.step
 
     # -- training ---------------------------------------------------------------------------------
 
@@ -133,26 +134,26 @@ class LocalTrainingClient:
 
     def save_state(self, name: str) -> APIFuture[types.SaveWeightsResponse]:
         """Weights + optimizer to `<checkpoint_root>/weights/<name>`; the path resumes training."""
-        return self._submit(self._save_state, name)
+        return self._submit(self.checkpoints.save_state, name)
 
     def load_state(self, path: str) -> APIFuture[types.LoadWeightsResponse]:
         """Weights from a save_state folder; the optimizer starts fresh."""
-        return self._submit(self._load_state, path, False)
+        return self._submit(self.checkpoints.load_state, path, False)
 
     def load_state_with_optimizer(self, path: str) -> APIFuture[types.LoadWeightsResponse]:
         """Weights and optimizer state: continuing equals never having stopped."""
-        return self._submit(self._load_state, path, True)
+        return self._submit(self.checkpoints.load_state, path, True)
 
     def save_weights_for_sampler(self, name: str) -> APIFuture[types.SaveWeightsForSamplerResponse]:
         """Weights only, to `<checkpoint_root>/sampler_weights/<name>`, for create_sampling_client."""
-        return self._submit(self._save_sampler, name)
+        return self._submit(self.checkpoints.save_sampler, name)
 
     def save_weights_and_get_sampling_client(self, name: str | None = None) -> LocalSamplingClient:
         """A sampler on the weights as of every call queued so far: an in-memory snapshot, also
         written to `sampler_weights/<name>` when a name is given (as the SDK's named variant)."""
         if name is not None:
             self.save_weights_for_sampler(name)
-        return self._submit(self._snapshot_sampler).result()
+        return self._submit(self.checkpoints.sampler).result()
 
     async def save_weights_and_get_sampling_client_async(
         self, name: str | None = None
@@ -160,7 +161,7 @@ class LocalTrainingClient:
         """As save_weights_and_get_sampling_client, without blocking an event loop."""
         if name is not None:
             self.save_weights_for_sampler(name)
-        return await self._submit(self._snapshot_sampler)
+        return await self._submit(self.checkpoints.sampler)
 
     def create_sampling_client(self, model_path: str) -> LocalSamplingClient:
         return self.engine.create_sampling_client(model_path=model_path)
@@ -212,7 +213,7 @@ class LocalTrainingClient:
             wait(queued)
         if self.adapter is not None:
             self.host.remove_adapter(self.adapter)
-        if self._sharded_full:
+        if self.checkpoints.sharded_full:
             self.ranks.release(self.host.base)
         closed, self._closed = self._closed, True  # a server closes it with its session and at exit
         if not closed:
@@ -236,163 +237,17 @@ class LocalTrainingClient:
             data = with_sampler_logprobs(data, self.engine.stability)
         return self.passes.run_loss(data, loss_fn, *rest)
 
-    @property
-    def _sharded_full(self) -> bool:
-        """Full fine-tuning at N > 1: the weights and the optimizer state are FSDP's shards."""
-        return self.adapter is None and self.host.sharded
-
     def _optim_step(self, adam_params: types.AdamParams) -> types.OptimStepResponse:
+        """The update of optim_step: here, and by command on the ranks > 0 (worker.py)."""
         self.ranks.tell(OptimStep(self.model_id, adam_params))
         with self.host.lock:
-            metrics = adam_step(self._optimizer, adam_params)
-        self.step += 1
+            metrics = adam_step(self.adam.optimizer, adam_params)
+        self.adam.step += 1
         metrics = {**metrics, **self._padding.take()}
         if self.ranks.leader:  # a rank > 0's peak goes with its results (World.gather)
             metrics.update(peak_memory(self.host.device))
             metrics.update(self.ranks.take_peaks())
         return types.OptimStepResponse(metrics=metrics)
-
-    def _meta(self, kind: str) -> ckpt.CheckpointMeta:
-        return ckpt.CheckpointMeta(
-            kind=kind,
-            base_model=self.host.model_name,
-            model_path=str(self.host.model_path),
-            lora=self.lora.to_dict() if self.lora else None,
-            seed=self.seed,
-            step=self.step,
-            world_size=self.ranks.size,
-            base_quantization=self.host.quantization,
-        )
-
-    def _write_weights(self, folder: Path) -> None:
-        with self.host.lock:
-            if self.adapter is not None:
-                tensors = adapter_parameters(self.host.model, self.adapter)
-                ckpt.save_lora(folder, tensors, self._peft_config, str(self.host.model_path))
-            else:
-                ckpt.save_full_state(folder, self.host.base)
-
-    def _save_state(self, name: str) -> types.SaveWeightsResponse:
-        def fill(folder: Path) -> None:
-            if self._sharded_full:
-                self._save_sharded(str(folder))
-            else:
-                self._write_weights(folder)
-                ckpt.save_optimizer(folder, self._optimizer)
-            self._meta("state").write(folder)
-
-        dest = ckpt.checkpoint_folder(self.engine.settings.checkpoint_root, "state", name)
-        return types.SaveWeightsResponse(path=str(ckpt.write_folder(dest, fill)))
-
-    def _save_sharded(self, folder: str) -> None:
-        """Every rank: the weights' and the optimizer's shards to `folder`/SHARDED_DIR
-        (torch.distributed.checkpoint), and the whole weights gathered into the file one process
-        writes, by rank 0 (full fine-tuning at N > 1; `folder` is rank 0's, not yet in place)."""
-        self.ranks.tell(SaveSharded(self.model_id, folder))
-        from kitchen.adapters.local.distributed import sharded_model
-
-        with self.host.lock:
-            weights = sharded_model.whole_weights(self.host.base)
-            if self.ranks.leader:
-                twins = sharded_model.tied_twins(self.host.base)
-                ckpt.save_full_tensors(
-                    Path(folder), {k: v for k, v in weights.items() if k not in twins}
-                )
-            del weights
-            sharded_model.save_sharded(
-                Path(folder) / ckpt.SHARDED_DIR, self.host.base, self._optimizer
-            )
-
-    def _load_state(self, path: str, with_optimizer: bool) -> types.LoadWeightsResponse:
-        self.ranks.tell(LoadState(self.model_id, path, with_optimizer))
-        folder = ckpt.parse_checkpoint_path(path)
-        meta = ckpt.read_meta(folder)
-        if meta.kind != "state":
-            raise BackendError(
-                f"checkpoint {folder} holds sampler weights; load_state needs a save_state folder"
-            )
-        mine = self.lora.to_dict() if self.lora else None
-        if meta.lora != mine:
-            raise BackendError(
-                f"checkpoint {folder} was saved with LoRA {meta.lora}; this client has {mine}"
-            )
-        with self.host.lock:
-            self._optimizer.zero_grad(set_to_none=True)
-            if not with_optimizer:
-                self._optimizer = make_optimizer(self._params)
-            if self.adapter is not None:
-                load_adapter_weights(
-                    self.host.model, self.adapter, ckpt.load_lora_tensors(folder, self.host.device)
-                )
-                if with_optimizer:
-                    ckpt.load_optimizer(folder, self._optimizer)
-            else:
-                self._load_full(folder, with_optimizer)
-            if with_optimizer:
-                self.step = meta.step
-        return types.LoadWeightsResponse(path=str(folder), model_id=self.model_id)
-
-    def _load_full(self, folder: Path, with_optimizer: bool) -> None:
-        """Full fine-tuning's weights (and optimizer state) from a folder written at any N: its
-        shards (torch.distributed.checkpoint reshards them for this N), else one process's files."""
-        from kitchen.adapters.local.distributed import sharded_model
-
-        model, optimizer = self.host.base, self._optimizer if with_optimizer else None
-        if (folder / ckpt.SHARDED_DIR).is_dir():
-            sharded_model.load_sharded(folder / ckpt.SHARDED_DIR, model, optimizer)
-        elif not self._sharded_full:
-            ckpt.load_full_state(folder, model)
-            if optimizer is not None:
-                ckpt.load_optimizer(folder, optimizer)
-        else:  # one process's files, read whole by every rank into its shards
-            sharded_model.set_whole_weights(model, ckpt.load_full_tensors(folder))
-            if optimizer is not None:
-                sharded_model.set_whole_optimizer(model, optimizer, ckpt.read_optimizer(folder))
-
-    def _save_sampler(self, name: str) -> types.SaveWeightsForSamplerResponse:
-        def fill(folder: Path) -> None:
-            if self.adapter is not None:
-                self._write_weights(folder)
-            elif self._sharded_full:  # gathered on rank 0, the folder one process writes
-                self.engine.host_with(self.host, self._whole_weights()).base.save_pretrained(folder)
-            else:
-                with self.host.lock:
-                    self.host.base.save_pretrained(folder)
-            if self.adapter is None:
-                self.host.tokenizer.save_pretrained(folder)
-            self._meta("sampler").write(folder)
-
-        dest = ckpt.checkpoint_folder(self.engine.settings.checkpoint_root, "sampler", name)
-        return types.SaveWeightsForSamplerResponse(path=str(ckpt.write_folder(dest, fill)))
-
-    def _snapshot_sampler(self) -> LocalSamplingClient:
-        if self.adapter is not None:
-            snapshot = self.snapshot()
-            # every rank samples from it (its copy of the same weights)
-            self.ranks.share(snapshot, TakeSnapshot(self.model_id, snapshot.snapshot_id))
-            return self.engine.sampling_client_for(self.host, snapshot)
-        if self._sharded_full:
-            # Rank 0 holds the weights whole and samples alone, as one process does.
-            copy = self.engine.host_with(self.host, self._whole_weights())
-        else:
-            copy = self.engine.copy_host(self.host)
-        return self.engine.sampling_client_for(copy, None)
-
-    def _whole_weights(self) -> dict[str, Any]:
-        """Every rank (full fine-tuning at N > 1): the whole weights on rank 0's CPU, gathered one
-        at a time (empty elsewhere)."""
-        self.ranks.tell(GatherWeights(self.model_id))
-        from kitchen.adapters.local.distributed.sharded_model import whole_weights
-
-        with self.host.lock:
-            return whole_weights(self.host.base)
-
-    def snapshot(self, snapshot_id: int | None = None) -> LoraSnapshot:
-        """A copy of the adapter's weights as they are now (`snapshot_id`: rank 0's, world.py)."""
-        assert self.adapter is not None
-        with self.host.lock:
-            tensors = snapshot_adapter(self.host.model, self.adapter)
-        return LoraSnapshot.of(self._peft_config, tensors, snapshot_id)
 
 
 def peak_memory(device: Any) -> dict[str, float]:

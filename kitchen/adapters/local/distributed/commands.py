@@ -23,6 +23,30 @@ class Command:
     """One call of rank 0's that every other rank runs its part of."""
 
 
+@dataclass(frozen=True)
+class ClientCall(Command):
+    """A call of training client `model_id`."""
+
+    model_id: str
+
+
+@dataclass(frozen=True)
+class BaseCall(Command):
+    """A call on the backend's shared copy of `base_model`, held as `quantization`, sharded."""
+
+    base_model: str
+    quantization: str
+
+
+@dataclass(frozen=True)
+class WeightsCall(BaseCall):
+    """A call on the shared base with snapshot `snapshot_id`'s weights (None: the base's),
+    merged if rank 0's were (`merge`)."""
+
+    snapshot_id: int | None
+    merge: bool
+
+
 # -- the backend and its models --------------------------------------------------------------------
 
 
@@ -34,37 +58,32 @@ class OpenBackend(Command):
 
 
 @dataclass(frozen=True)
-class LoadBase(Command):
-    """The backend's shared copy of `base_model`, held as `quantization`, sharded."""
-
-    base_model: str
-    quantization: str
+class LoadBase(BaseCall):
+    """Load the shared base."""
 
 
 @dataclass(frozen=True)
-class OpenClient(Command):
+class OpenClient(ClientCall):
     """A training client: LoRA `lora` on the shared base, or full fine-tuning (`lora` None) of a
     sharded copy of its own."""
 
-    model_id: str
     base_model: str
     lora: LoraSpec | None
     seed: int
 
 
 @dataclass(frozen=True)
-class CloseClient(Command):
-    model_id: str
+class CloseClient(ClientCall):
+    pass
 
 
 # -- a training client's calls (training_client.py: each rank's part of the same call) ----------
 
 
 @dataclass(frozen=True)
-class RunLoss(Command):
+class RunLoss(ClientCall):
     """A forward (and, `backward`, a backward) of a built-in loss over `data`."""
 
-    model_id: str
     data: list[types.Datum]
     loss_fn: str
     config: Mapping[str, float] | None
@@ -72,69 +91,59 @@ class RunLoss(Command):
 
 
 @dataclass(frozen=True)
-class ScoreData(Command):
+class ScoreData(ClientCall):
     """The logprobs of a custom loss's forward over `data`."""
 
-    model_id: str
     data: list[types.Datum]
 
 
 @dataclass(frozen=True)
-class Backprop(Command):
+class Backprop(ClientCall):
     """The backward of a custom loss: `grads` are its gradients with respect to the logprobs."""
 
-    model_id: str
     data: list[types.Datum]
     grads: list[Any]
 
 
 @dataclass(frozen=True)
-class OptimStep(Command):
-    model_id: str
+class OptimStep(ClientCall):
     adam_params: types.AdamParams
 
 
 @dataclass(frozen=True)
-class SaveSharded(Command):
+class SaveSharded(ClientCall):
     """Write the sharded state into `folder` (rank 0's, not yet in place)."""
 
-    model_id: str
     folder: str
 
 
 @dataclass(frozen=True)
-class LoadState(Command):
-    model_id: str
+class LoadState(ClientCall):
     path: str
     with_optimizer: bool
 
 
 @dataclass(frozen=True)
-class GatherWeights(Command):
+class GatherWeights(ClientCall):
     """The whole weights of a sharded, fully fine-tuned model, gathered on rank 0."""
-
-    model_id: str
 
 
 # -- sampler snapshots ---------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class TakeSnapshot(Command):
+class TakeSnapshot(ClientCall):
     """This rank's copy of a training client's adapter weights, under rank 0's `snapshot_id`."""
 
-    model_id: str
     snapshot_id: int
 
 
 @dataclass(frozen=True)
-class LoadSnapshot(Command):
+class LoadSnapshot(BaseCall):
     """An adapter saved in `folder`, on the shared base, under rank 0's `snapshot_id`."""
 
     folder: str
     snapshot_id: int
-    base_model: str
-    quantization: str
 
 
 @dataclass(frozen=True)
@@ -148,34 +157,23 @@ class Forget(Command):
 
 
 @dataclass(frozen=True)
-class ShadowForward(Command):
+class ShadowForward(BaseCall):
     """A filler forward beside a forward of rank 0's decode batch."""
-
-    base_model: str
-    quantization: str
 
 
 @dataclass(frozen=True)
-class Decode(Command):
+class Decode(WeightsCall):
     """What each rank's share of a spread decode batch does next (`ops[rank - 1]`), with or
     without the forward of every rank."""
 
-    base_model: str
-    quantization: str
-    snapshot_id: int | None
-    merge: bool
     ops: list[list[Op]]
     forward: bool
 
 
 @dataclass(frozen=True)
-class Score(Command):
+class Score(WeightsCall):
     """This rank's deal of a compute_logprobs batch."""
 
-    base_model: str
-    quantization: str
-    snapshot_id: int | None
-    merge: bool
     sequences: list[list[int] | Expanded]
     microbatch_tokens: int
 

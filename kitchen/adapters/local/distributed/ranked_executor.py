@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -16,10 +16,21 @@ from kitchen.adapters.local.sample.decode_batch import CacheRows, Op
 from kitchen.adapters.local.train.deal import Deal
 
 if TYPE_CHECKING:
-    from kitchen.adapters.local.clients.sampling_client import LocalSamplingClient
     from kitchen.adapters.local.model.host import LoraSnapshot, ModelHost
     from kitchen.adapters.local.model.images import Expanded
     from kitchen.adapters.local.sample.compute_thread import ComputeThread
+
+
+class Sampler(Protocol):
+    """What the ranks read of a sampling client (clients/sampling_client.py's is one): the model
+    it samples, its weights, and the size of its scoring passes."""
+
+    host: ModelHost
+    snapshot: LoraSnapshot | None
+    microbatch_tokens: int  # padded tokens per scoring pass
+
+    def weights(self, merge: bool = True) -> Any:
+        """The context in which its weights are the model's (ModelHost.use_weights)."""
 
 
 class RankedExecutor:
@@ -64,12 +75,10 @@ class RankedExecutor:
     def take_peaks(self) -> dict[str, float]:
         return self.world.take_peaks()
 
-    def spread(self, client: LocalSamplingClient) -> RankShares:
+    def spread(self, client: Sampler) -> RankShares:
         return RankShares(client, self.world)
 
-    def score(
-        self, client: LocalSamplingClient, sequences: list[list[int] | Expanded]
-    ) -> list[np.ndarray]:
+    def score(self, client: Sampler, sequences: list[list[int] | Expanded]) -> list[np.ndarray]:
         host, snapshot = client.host, client.snapshot
         merge = host.merges(snapshot)
         call = Score(
@@ -94,7 +103,7 @@ class RankShares:
     does. A row's logits then come from a forward beside other rows than at N = 1, so they can
     differ in their last bits (docs/distributed.md)."""
 
-    def __init__(self, client: LocalSamplingClient, world: World) -> None:
+    def __init__(self, client: Sampler, world: World) -> None:
         self.client, self.world, self.size = client, world, world.size
 
     def tick(self, own: Callable[[Any], Any], ops: list[list[Op]]) -> list[Any]:
@@ -136,10 +145,9 @@ def score_on_every_rank(
     base with `snapshot`'s weights (this rank's copy; merged if rank 0's were, `merge`); the
     logprobs on rank 0, None elsewhere. Rank 0 sends the other ranks their `call` once its
     weights are in place."""
-    from kitchen.adapters.local.clients.sampling_client import snapshot_weights
     from kitchen.adapters.local.train.forward import score_sequences
 
-    with snapshot_weights(host, snapshot, merge) as model:
+    with host.use_weights(snapshot, merge) as model:
         if call is not None:
             world.send(call)
         with world.sharded_call(host.base):
@@ -160,13 +168,11 @@ def decode_on_every_rank(
     logits of its forward, if any, go to rank 0."""
     import torch
 
-    from kitchen.adapters.local.clients.sampling_client import snapshot_weights
-
     if not forward:
         rows.run(None, ops)
         return
     with (
-        snapshot_weights(host, snapshot, merge) as model,
+        host.use_weights(snapshot, merge) as model,
         world.sharded_call(host.base),
         torch.inference_mode(),
     ):

@@ -10,10 +10,14 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from tinker import types
 
 from kitchen.adapters.local.distributed.commands import (
     Backprop,
+    BaseCall,
+    ClientCall,
     CloseClient,
     Command,
     Decode,
@@ -36,96 +40,156 @@ from kitchen.adapters.local.distributed.commands import (
 from kitchen.adapters.local.distributed.world import World, leave
 from kitchen.engine.errors import BackendError
 
+if TYPE_CHECKING:
+    from kitchen.adapters.local.model.host import LoraSnapshot, ModelHost
+    from kitchen.adapters.local.model.lora import LoraSpec
+    from kitchen.ports import BackendSettings
+
+
+class RankPasses(Protocol):
+    """This rank's part of a client's training passes (clients/training_passes.py)."""
+
+    def run_loss(
+        self, data: list[types.Datum], loss_fn: str, config: Any, backward: bool
+    ) -> types.ForwardBackwardOutput: ...
+
+    def score_data(self, data: list[types.Datum]) -> list[Any] | None: ...
+
+    def backprop(self, data: list[types.Datum], grads: Any) -> None: ...
+
+
+class RankCheckpoints(Protocol):
+    """This rank's part of a client's checkpoints and snapshots (clients/checkpointer.py)."""
+
+    def save_sharded(self, folder: str) -> None: ...
+
+    def load_state(self, path: str, with_optimizer: bool) -> types.LoadWeightsResponse: ...
+
+    def whole_weights(self) -> dict[str, Any]: ...
+
+    def snapshot(self, snapshot_id: int | None = None) -> LoraSnapshot: ...
+
+
+class RankClient(Protocol):
+    """This rank's part of one of rank 0's training clients (clients/training_client.py)."""
+
+    @property
+    def passes(self) -> RankPasses: ...
+
+    @property
+    def checkpoints(self) -> RankCheckpoints: ...
+
+    def _optim_step(self, adam_params: types.AdamParams) -> types.OptimStepResponse: ...
+
+    def close(self, cancel_queued: bool = False) -> None: ...
+
+
+class RankEngine(Protocol):
+    """This rank's engine (backend.py's LocalBackend), opened when rank 0 opens its own."""
+
+    def load_shared(self, base_model: str, quantization: str) -> ModelHost: ...
+
+    def open_rank_client(
+        self, base_model: str, lora: LoraSpec | None, seed: int, model_id: str
+    ) -> RankClient: ...
+
+    def load_snapshot(self, folder: Path, host: ModelHost, snapshot_id: int) -> LoraSnapshot: ...
+
+
+# What makes a rank's engine from rank 0's settings: the entry point that starts the rank hands
+# it over (kitchen/app/rank_entry.py), so the ranks' room never imports the engine above it.
+OpenEngine = Callable[["BackendSettings"], RankEngine]
+
 
 @dataclass
 class Rank:
-    """What this rank holds of rank 0's engine: its backend, and its parts of rank 0's clients,
+    """What this rank holds of rank 0's engine: its engine, and its parts of rank 0's clients,
     sampler snapshots and decode batch."""
 
     world: World
-    backend: Any = None  # LocalBackend, made by OpenBackend
-    clients: dict[str, Any] = field(default_factory=dict)  # LocalTrainingClient, by model id
-    snapshots: dict[int, Any] = field(default_factory=dict)  # LoraSnapshot, by rank 0's id
+    open_engine: OpenEngine
+    engine: Any = None  # a RankEngine, made by OpenBackend
+    clients: dict[str, RankClient] = field(default_factory=dict)  # by model id
+    snapshots: dict[int, LoraSnapshot] = field(default_factory=dict)  # by rank 0's id
     rows: Any = None  # CacheRows: this rank's share of rank 0's decode batch, when it spreads
 
-    def base(self, base_model: str, quantization: str) -> Any:
-        """The backend's shared, sharded copy of `base_model` (a ModelHost)."""
-        return self.backend.load_shared(base_model, quantization)
+    def base(self, call: BaseCall) -> ModelHost:
+        """The engine's shared, sharded copy of the base `call` is on."""
+        return self.engine.load_shared(call.base_model, call.quantization)  # type: ignore[no-any-return]
 
-    def snapshot(self, snapshot_id: int | None) -> Any:
+    def snapshot(self, snapshot_id: int | None) -> LoraSnapshot | None:
         return None if snapshot_id is None else self.snapshots[snapshot_id]
 
 
 def _open_backend(here: Rank, c: OpenBackend) -> None:
-    from kitchen.adapters.local.backend import LocalBackend
     from kitchen.adapters.local.sample.decode_batch import CacheRows
 
-    here.backend, here.clients, here.snapshots = LocalBackend(c.settings), {}, {}
+    here.engine, here.clients, here.snapshots = here.open_engine(c.settings), {}, {}
     here.rows = CacheRows()
 
 
 def _load_base(here: Rank, c: LoadBase) -> None:
-    here.base(c.base_model, c.quantization)
+    here.base(c)
 
 
 def _open_client(here: Rank, c: OpenClient) -> None:
-    from kitchen.adapters.local.clients.training_client import LocalTrainingClient
-
-    if c.lora is None:  # full fine-tuning: a copy of its own, sharded
-        host = here.backend.trained_host(c.base_model)
-    else:
-        host = here.base(c.base_model, here.backend.settings.base_quantization)
-    here.clients[c.model_id] = LocalTrainingClient(here.backend, host, c.lora, c.seed, c.model_id)
+    client = here.engine.open_rank_client(c.base_model, c.lora, c.seed, c.model_id)
+    here.clients[c.model_id] = client
 
 
 def _close_client(here: Rank, c: CloseClient) -> None:
     here.clients.pop(c.model_id).close()
 
 
-def _run_loss(here: Rank, c: RunLoss) -> None:
-    with refused_alike(here.world):
-        here.clients[c.model_id].passes.run_loss(c.data, c.loss_fn, c.config, c.backward)
+K = TypeVar("K", bound=ClientCall)
 
 
-def _score_data(here: Rank, c: ScoreData) -> None:
-    with refused_alike(here.world):
-        here.clients[c.model_id].passes.score_data(c.data)
+def _refusable(call: Callable[[RankClient, K], object]) -> Callable[[Rank, K], None]:
+    """The handler of a client's call that every rank may refuse alike (refused_alike): `call`
+    on this rank's part of the client the command names."""
+
+    def handle(here: Rank, c: K) -> None:
+        with refused_alike(here.world):
+            call(here.clients[c.model_id], c)
+
+    return handle
 
 
-def _backprop(here: Rank, c: Backprop) -> None:
-    with refused_alike(here.world):
-        here.clients[c.model_id].passes.backprop(c.data, c.grads)
+def _run_loss(client: RankClient, c: RunLoss) -> object:
+    return client.passes.run_loss(c.data, c.loss_fn, c.config, c.backward)
 
 
-def _optim_step(here: Rank, c: OptimStep) -> None:
-    with refused_alike(here.world):
-        here.clients[c.model_id]._optim_step(c.adam_params)
+def _score_data(client: RankClient, c: ScoreData) -> object:
+    return client.passes.score_data(c.data)
 
 
-def _save_sharded(here: Rank, c: SaveSharded) -> None:
-    with refused_alike(here.world):
-        here.clients[c.model_id]._save_sharded(c.folder)
+def _backprop(client: RankClient, c: Backprop) -> None:
+    client.passes.backprop(c.data, c.grads)
 
 
-def _load_state(here: Rank, c: LoadState) -> None:
-    with refused_alike(here.world):
-        here.clients[c.model_id]._load_state(c.path, c.with_optimizer)
+def _optim_step(client: RankClient, c: OptimStep) -> object:
+    return client._optim_step(c.adam_params)
 
 
-def _gather_weights(here: Rank, c: GatherWeights) -> None:
-    with refused_alike(here.world):
-        here.clients[c.model_id]._whole_weights()
+def _save_sharded(client: RankClient, c: SaveSharded) -> None:
+    client.checkpoints.save_sharded(c.folder)
+
+
+def _load_state(client: RankClient, c: LoadState) -> object:
+    return client.checkpoints.load_state(c.path, c.with_optimizer)
+
+
+def _gather_weights(client: RankClient, c: GatherWeights) -> object:
+    return client.checkpoints.whole_weights()
 
 
 def _take_snapshot(here: Rank, c: TakeSnapshot) -> None:
-    here.snapshots[c.snapshot_id] = here.clients[c.model_id].snapshot(c.snapshot_id)
+    here.snapshots[c.snapshot_id] = here.clients[c.model_id].checkpoints.snapshot(c.snapshot_id)
 
 
 def _load_snapshot(here: Rank, c: LoadSnapshot) -> None:
-    from kitchen.adapters.local.backend import snapshot_from
-
-    host = here.base(c.base_model, c.quantization)
-    here.snapshots[c.snapshot_id] = snapshot_from(Path(c.folder), host, c.snapshot_id)
+    host = here.base(c)
+    here.snapshots[c.snapshot_id] = here.engine.load_snapshot(Path(c.folder), host, c.snapshot_id)
 
 
 def _forget(here: Rank, c: Forget) -> None:
@@ -134,13 +198,13 @@ def _forget(here: Rank, c: Forget) -> None:
 
 
 def _shadow_forward(here: Rank, c: ShadowForward) -> None:
-    here.world.shadow_forward(here.base(c.base_model, c.quantization).base)
+    here.world.shadow_forward(here.base(c).base)
 
 
 def _decode(here: Rank, c: Decode) -> None:
     from kitchen.adapters.local.distributed.ranked_executor import decode_on_every_rank
 
-    host = here.base(c.base_model, c.quantization)
+    host = here.base(c)
     ops = c.ops[here.world.rank - 1]
     decode_on_every_rank(
         here.world, host, here.snapshot(c.snapshot_id), c.merge, here.rows, ops, c.forward
@@ -150,7 +214,7 @@ def _decode(here: Rank, c: Decode) -> None:
 def _score(here: Rank, c: Score) -> None:
     from kitchen.adapters.local.distributed.ranked_executor import score_on_every_rank
 
-    host = here.base(c.base_model, c.quantization)
+    host = here.base(c)
     snapshot = here.snapshot(c.snapshot_id)
     with refused_alike(here.world):
         score_on_every_rank(here.world, host, snapshot, c.sequences, c.microbatch_tokens, c.merge)
@@ -172,13 +236,13 @@ HANDLERS: dict[type[Command], Handler] = dict(
         _handles(LoadBase, _load_base),
         _handles(OpenClient, _open_client),
         _handles(CloseClient, _close_client),
-        _handles(RunLoss, _run_loss),
-        _handles(ScoreData, _score_data),
-        _handles(Backprop, _backprop),
-        _handles(OptimStep, _optim_step),
-        _handles(SaveSharded, _save_sharded),
-        _handles(LoadState, _load_state),
-        _handles(GatherWeights, _gather_weights),
+        _handles(RunLoss, _refusable(_run_loss)),
+        _handles(ScoreData, _refusable(_score_data)),
+        _handles(Backprop, _refusable(_backprop)),
+        _handles(OptimStep, _refusable(_optim_step)),
+        _handles(SaveSharded, _refusable(_save_sharded)),
+        _handles(LoadState, _refusable(_load_state)),
+        _handles(GatherWeights, _refusable(_gather_weights)),
         _handles(TakeSnapshot, _take_snapshot),
         _handles(LoadSnapshot, _load_snapshot),
         _handles(Forget, _forget),
@@ -189,8 +253,8 @@ HANDLERS: dict[type[Command], Handler] = dict(
 )
 
 
-def serve_calls(world: World) -> None:
-    """Run rank 0's calls on this rank until it stops."""
+def serve_calls(world: World, open_engine: OpenEngine) -> None:
+    """Run rank 0's calls on this rank, on the engine `open_engine` makes, until it stops."""
     from kitchen.adapters.local.distributed.relaunch import STOP_SIGNALS
 
     # torch.distributed.run hands a signal that stops it (Ctrl-C, SIGTERM) to every rank. Rank 0
@@ -201,7 +265,7 @@ def serve_calls(world: World) -> None:
     for sig in STOP_SIGNALS:
         signal.signal(sig, signal.SIG_IGN)
 
-    here = Rank(world)
+    here = Rank(world, open_engine)
     while True:
         try:
             command = world.receive()
@@ -221,14 +285,15 @@ def serve_calls(world: World) -> None:
         handler(here, command)
 
 
-def main() -> None:
-    """A rank > 0 of a --nproc N run (kitchen/app/rank_entry.py starts it instead of the command): it
-    joins the group, runs rank 0's calls until rank 0 stops, and ends."""
+def main(open_engine: OpenEngine) -> None:
+    """A rank > 0 of a --nproc N run (kitchen/app/rank_entry.py starts it instead of the command,
+    with the engine to open): it joins the group, runs rank 0's calls until rank 0 stops, and
+    ends."""
     from kitchen.adapters.local.distributed.world import world
 
     here = world()
     assert here is not None and not here.leader, "worker.main runs on ranks > 0"
-    serve_calls(here)
+    serve_calls(here, open_engine)
     # This rank has left the group and has nothing left to write. Interpreter teardown would
     # destroy the C++ side (gloo's threads, the heartbeat thread's store connection) while a
     # daemon thread may still be in it: one run of the suite in three saw a rank that had

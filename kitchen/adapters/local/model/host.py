@@ -202,6 +202,10 @@ class ModelHost:
             with self.use(slot) as model, _forwards_swapped(forwards or {}):
                 yield model
 
+    def use_weights(self, snapshot: LoraSnapshot | None, merge: bool = True) -> Any:
+        """`snapshot`'s weights (use_snapshot, for `merge`), else the base's (use(None))."""
+        return self.use_snapshot(snapshot, merge) if snapshot else self.use(None)
+
     def merges(self, snapshot: LoraSnapshot | None) -> bool:
         """Whether `snapshot` computes with merged weights even when not asked to merge (it was
         merged last): what every rank of a --nproc N run must then do to score as one process."""

@@ -55,3 +55,17 @@ def adam_step(optimizer: Any, adam: types.AdamParams) -> dict[str, float]:
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
     return {GRAD_NORM_METRIC: grad_norm}
+
+
+class AdamState:
+    """One client's trained parameters, their AdamW state and the updates taken: what its
+    optim_step advances and its checkpoints save and restore."""
+
+    def __init__(self, params: list[Any]) -> None:
+        self.params = params
+        self.optimizer = make_optimizer(params)
+        self.step = 0  # updates (optim_step calls) taken
+
+    def restart(self) -> None:
+        """A fresh AdamW over the same parameters (a load_state without the optimizer's state)."""
+        self.optimizer = make_optimizer(self.params)
