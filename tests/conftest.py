@@ -17,6 +17,50 @@ from collections.abc import Iterator
 
 import pytest
 
+# Fixtures shared across tests that each cost seconds (a `kitchen serve` process, a model, trained
+# runs, a converted tokenizer), as "baseid::name". Under `--dist loadgroup` tests without a group are
+# dealt to both workers, so each worker built its own copy (the suite's durations showed two
+# `kitchen serve` and two SmolLM2 tokenizer setups); their users are kept on one worker instead.
+_ONE_WORKER_FIXTURES = {
+    "tests::server_url",
+    "tests/renderers::smollm2_tokenizer",
+    "tests/serve_hardening::server",
+    "tests/report::runs",
+    "tests/sandbox/test_http.py::service_url",
+    "tests/export/test_export.py::backend",
+    "tests/evaluation/test_inspect_evaluator.py::tiny_run",
+    "tests/agents/test_gateway.py::training",
+}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            info = getattr(item, "_fixtureinfo", None)
+            for name in info.names_closure if info is not None else ():
+                defs = info.name2fixturedefs.get(name, ())
+                key = f"{defs[-1].baseid}::{name}" if defs else ""
+                if key in _ONE_WORKER_FIXTURES:
+                    item.add_marker(pytest.mark.xdist_group(key))
+                    break
+    if getattr(config.option, "loadgroup", False):  # an xdist worker under --dist loadgroup
+        _suffix_groups(items)
+
+
+def _suffix_groups(items: list[pytest.Item]) -> None:
+    """xdist 3.8 groups by an "@group" suffix it writes to `item._nodeid`, which pytest 9 no longer
+    reads (a node's id is `item._id`): without this every xdist_group mark was ignored and each
+    worker built its own copy of a grouped module's processes. Writes the suffix where pytest 9
+    reads it."""
+    from _pytest.nodeid import NodeId
+
+    for item in items:
+        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                        for m in item.iter_markers("xdist_group")})  # fmt: skip
+        if names and "@" not in item.nodeid:
+            item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(names)}")
+
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
