@@ -33,7 +33,7 @@ _ONE_WORKER_FIXTURES = {
 }
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("xdist_group") is None:
@@ -49,32 +49,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def _suffix_groups(items: list[pytest.Item]) -> None:
-    """xdist 3.8 groups by an "@group" suffix it writes to `item._nodeid`, which pytest 9 no longer
-    reads (a node's id is `item._id`): without this every xdist_group mark was ignored and each
-    worker built its own copy of a grouped module's processes. Writes the suffix where pytest 9
-    reads it."""
-    from _pytest.nodeid import NodeId
-
+    """Put each `xdist_group` on one worker. pytest-xdist 3.8 groups a test by appending `@group` to
+    `item._nodeid`, which pytest 9 no longer reads (the id lives in `item._id`): every group was
+    split across both workers, and its module or package fixture (a `kitchen serve`, a traced
+    recipe) ran once on each. The suffix goes where pytest 9 reads it."""
     for item in items:
         names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
                         for m in item.iter_markers("xdist_group")})  # fmt: skip
-        if names and "@" not in item.nodeid:
-            item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(names)}")
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Put each `xdist_group` on one worker under `--dist loadgroup`. pytest-xdist 3.8 groups a test
-    by appending `@group` to `item._nodeid`, which pytest 9 no longer reads (the id lives in
-    `item._id`): every group was split across both workers, and its module or package fixture (a
-    `kitchen serve`, a traced recipe) ran once on each."""
-    if not getattr(config.option, "loadgroup", False):
-        return
-    for item in items:
-        groups = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
-                         for m in item.iter_markers("xdist_group")})  # fmt: skip
-        if groups and "@" not in item.nodeid:  # (a fixed xdist has added it already)
-            item._id = type(item._id).parse(f"{item.nodeid}@{'_'.join(groups)}")  # type: ignore[attr-defined]
+        if names and "@" not in item.nodeid:  # (a fixed xdist has added it already)
+            item._id = type(item._id).parse(f"{item.nodeid}@{'_'.join(names)}")  # type: ignore[attr-defined]
 
 
 @pytest.fixture(autouse=True)
