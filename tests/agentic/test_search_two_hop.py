@@ -21,6 +21,7 @@ from kitchen.adapters.datasets import HFDatasetStore
 from kitchen.adapters.fake.tokenizer import FakeTokenizer
 from kitchen.app.resolve import resolve_config
 from tests.agentic.helpers import dry_run, two_steps
+from tests.agentic.test_search_demos import replay
 from tests.agentic.test_search_tool import Blind
 from train_core.completers import TokensWithLogprobs
 from train_core.renderers import get_renderer
@@ -150,36 +151,9 @@ def test_the_demos_search_the_question_then_the_founder_on_train_questions_only(
     assert two_hop_demos(STORE, RENDERER, seed=1) != DEMOS
 
 
-class Replay:
-    """Plays a demo's assistant turns in order, checking the env shows each of its tool results."""
-
-    def __init__(self) -> None:
-        self.by_question = {d["messages"][1]["content"]: d["messages"] for d in DEMOS}
-
-    async def __call__(self, model_input, stop, *, max_tokens=None):  # type: ignore[no-untyped-def]
-        shown = TOKENIZER.decode(model_input.to_ints())
-        question = shown.split("<|im_start|>user\n", 1)[1].split("<|im_end|>")[0]
-        messages = self.by_question[question]
-        assert shown.startswith(f"<|im_start|>system\n{messages[0]['content']}<|im_end|>")
-        turn = shown.count("<|im_start|>tool")
-        for result in messages[3 : 2 * turn + 2 : 2]:
-            assert f"<|im_start|>tool\n{result['content']}<|im_end|>" in shown
-        return reply(messages[2 + 2 * turn]["content"])
-
-
 def test_every_demo_replayed_in_the_two_hop_env_earns_reward_1_with_two_searches():
     envs = SearchEnvs(1, 1, TWO_HOP_BUNDLED, None, corpus=TWO_HOP_BUNDLED)
-    train, _ = envs(RLEnvContext(RENDERER, TOKENIZER, STORE))
-    by_question = {t.question: t for t in train.tasks}
-    policy = Replay()
-
-    async def all_groups():  # type: ignore[no-untyped-def]
-        builders = [train.builder(by_question[q]) for q in policy.by_question]
-        return await asyncio.gather(*(do_group_rollout(b, policy) for b in builders))
-
-    groups = asyncio.run(all_groups())
-    assert [r for g in groups for r in g.get_total_rewards()] == [1.0] * len(DEMOS)
-    assert trajectory_metrics(groups)["tool_calls_per_episode"] == 2.0
+    assert replay(DEMOS, envs) == ([1.0] * len(DEMOS), 2.0)
 
 
 def test_the_script_writes_the_two_hop_demos(tmp_path, monkeypatch):
