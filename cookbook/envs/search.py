@@ -35,6 +35,7 @@ from train_core.tool_use import (
 
 SEARCH_R1 = "PeterJinGo/nq_hotpotqa_train"
 BUNDLED = "bundled:search"
+TWO_HOP_BUNDLED = "bundled:search_two_hop"  # its answers need two searches (search_data)
 
 INSTRUCTIONS = """You answer questions with the help of a search tool over a collection of \
 passages; you know nothing about the question's subject until you have searched.

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from typing import Any
 
 from cookbook.envs.search import SearchEnvs
 from cookbook.envs.search_demos import search_demos
@@ -47,37 +48,41 @@ def test_each_demo_calls_search_parsably_and_its_result_holds_the_answer():
 
 
 class Replay:
-    """Plays a demo's assistant turns, checking the env shows the demo's tool result."""
+    """Plays each demo's assistant turns in order, checking the env shows the demo's prompt and
+    each of its tool results so far."""
 
-    def __init__(self) -> None:
-        self.by_question = {d["messages"][1]["content"]: d["messages"] for d in DEMOS}
+    def __init__(self, demos: list[dict[str, Any]]) -> None:
+        self.by_question = {d["messages"][1]["content"]: d["messages"] for d in demos}
 
     async def __call__(self, model_input, stop, *, max_tokens=None):  # type: ignore[no-untyped-def]
         shown = TOKENIZER.decode(model_input.to_ints())
         question = shown.split("<|im_start|>user\n", 1)[1].split("<|im_end|>")[0]
         messages = self.by_question[question]
         assert shown.startswith(f"<|im_start|>system\n{messages[0]['content']}<|im_end|>")
-        if "<|im_start|>tool" in shown:
-            assert f"<|im_start|>tool\n{messages[3]['content']}<|im_end|>" in shown
-            text = messages[4]["content"]
-        else:
-            text = messages[2]["content"]
-        tokens = TOKENIZER.encode(text + "<|im_end|>")
+        turn = shown.count("<|im_start|>tool")
+        for result in messages[3 : 2 * turn + 2 : 2]:
+            assert f"<|im_start|>tool\n{result['content']}<|im_end|>" in shown
+        tokens = TOKENIZER.encode(messages[2 + 2 * turn]["content"] + "<|im_end|>")
         return TokensWithLogprobs(tokens, [-0.1] * len(tokens))
 
 
-def test_every_demo_replayed_in_the_search_env_earns_reward_1():
-    train, _ = SearchEnvs(1, 1)(RLEnvContext(RENDERER, TOKENIZER, STORE))
+def replay(demos: list[dict[str, Any]], envs: SearchEnvs) -> tuple[list[float], float]:
+    """Every demo replayed through `envs`' train env: the rewards and calls per episode."""
+    train, _ = envs(RLEnvContext(RENDERER, TOKENIZER, STORE))
     by_question = {t.question: t for t in train.tasks}
-    policy = Replay()
+    policy = Replay(demos)
 
     async def all_groups():  # type: ignore[no-untyped-def]
         builders = [train.builder(by_question[q]) for q in policy.by_question]
         return await asyncio.gather(*(do_group_rollout(b, policy) for b in builders))
 
     groups = asyncio.run(all_groups())
-    assert [r for g in groups for r in g.get_total_rewards()] == [1.0] * len(DEMOS)
-    assert trajectory_metrics(groups)["tool_calls_per_episode"] == 1.0
+    rewards = [r for g in groups for r in g.get_total_rewards()]
+    return rewards, trajectory_metrics(groups)["tool_calls_per_episode"]
+
+
+def test_every_demo_replayed_in_the_search_env_earns_reward_1():
+    assert replay(DEMOS, SearchEnvs(1, 1)) == ([1.0] * len(DEMOS), 1.0)
 
 
 def test_the_script_writes_the_demos_as_jsonl(tmp_path, monkeypatch):
