@@ -48,3 +48,25 @@ def test_the_name_check_catches_a_repeated_name(tmp_path):
         "launch.py: in kitchen/app and ['kitchen/adapters/local/distributed/launch.py']",
         "kitchen/app: rank.py beside ranks.py",
     ]
+
+
+def shadowed_packages(folder: Path) -> list[str]:
+    """The scripts in `folder` named as an installed top-level module: a bench script puts its own
+    folder first on sys.path, so one named `agents.py` became the OpenAI Agents SDK for every later
+    import in that process (a test that loaded bench/serve_load.py broke the Agents SDK tests)."""
+    import importlib.util
+
+    names = sorted(p.stem for p in folder.glob("*.py"))
+    return [n for n in names if (spec := importlib.util.find_spec(n)) and spec.origin
+            and Path(spec.origin).parent != folder]  # fmt: skip
+
+
+def test_no_bench_or_script_is_named_as_an_installed_module():
+    for folder in ("bench", "scripts"):
+        assert shadowed_packages(ROOT / folder) == [], folder
+
+
+def test_the_shadow_check_finds_a_script_named_as_a_package(tmp_path):
+    (tmp_path / "pytest.py").write_text("")
+    (tmp_path / "no_such_module_here.py").write_text("")
+    assert shadowed_packages(tmp_path) == ["pytest"]

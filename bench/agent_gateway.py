@@ -1,7 +1,7 @@
 """Agent rollouts through the gateway against the same rollouts on the sampler directly.
 
-    .venv/bin/python bench/agents.py                          # SmolLM2-135M, 32 rollouts of 2 turns
-    .venv/bin/python bench/agents.py --model kitchen/tiny-llama --rollouts 8   # seconds, a smoke run
+    .venv/bin/python bench/agent_gateway.py                          # SmolLM2-135M, 32 rollouts of 2 turns
+    .venv/bin/python bench/agent_gateway.py --model kitchen/tiny-llama --rollouts 8   # seconds, a smoke run
 
 Every side runs --rollouts concurrent agent episodes of --turns chat turns on one sampler of the
 base model (one shared decode batch), each episode seeded by its index:
@@ -172,7 +172,7 @@ def _stop_tokens(gateway: Any) -> list[int]:
     gateway.policy.release(token)
     stops = model.renderer().get_stop_sequences()
     if not all(isinstance(s, int) for s in stops):
-        raise SystemExit(f"bench/agents.py: the chat format stops on strings {stops!r}")
+        raise SystemExit(f"bench/agent_gateway.py: the chat format stops on strings {stops!r}")
     return list(stops)
 
 
