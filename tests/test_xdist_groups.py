@@ -1,10 +1,12 @@
 """`make pytest` runs on pytest-xdist workers with `--dist loadgroup`: a module marked
 `xdist_group` must land on one worker, so that its module fixture (a `kitchen serve`, a traced
-recipe) starts once. Under pytest 9 with xdist 3.8 it did not, until tests/conftest.py's hook."""
+recipe) starts once. Under pytest 9 with xdist 3.8 it did not, until tests/conftest.py's hook. The
+tests marked serial run after the workers, in a pass that collects only their folders."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -42,3 +44,23 @@ def test_a_grouped_module_fixture_is_set_up_once_per_param_on_one_worker(tmp_pat
     params, workers = lines[0::2], set(lines[1::2])
     assert sorted(params) == ["a", "b"], setups.read_text()  # each param set up once
     assert len(workers) == 1, setups.read_text()
+
+
+def test_the_serial_pass_collects_the_folders_the_conftest_allows() -> None:
+    from tests.conftest import SERIAL_DIRS
+
+    folders = re.search(r"^SERIAL_TESTS := (.*)$", (ROOT / "Makefile").read_text(), re.M)
+    assert folders and tuple(folders.group(1).split()) == SERIAL_DIRS
+
+
+def test_a_serial_test_outside_those_folders_is_refused_at_collection(tmp_path: Path) -> None:
+    (tmp_path / "conftest.py").write_text("from tests.conftest import *  # noqa: F403\n")
+    (tmp_path / "test_alone.py").write_text(
+        "import pytest\n@pytest.mark.serial\ndef test_alone(): pass\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "pytest", "-q", "--collect-only", "-p", "no:cacheprovider"]
+    cmd += ["-p", "no:xdist", "--rootdir", str(tmp_path), str(tmp_path)]
+    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == pytest.ExitCode.USAGE_ERROR, done.stdout[-2000:]
+    assert "test_alone.py::test_alone: a serial test outside tests/sandbox" in done.stderr
