@@ -28,16 +28,20 @@ def test_third(started): pass
 """
 
 
+def pytest_in(folder: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """pytest run on `folder`, with the suite's own conftest (its hooks) as the suite's modules get it."""
+    (folder / "conftest.py").write_text("from tests.conftest import *  # noqa: F403\n")
+    cmd = [sys.executable, "-m", "pytest", "-q", *args, "-p", "no:cacheprovider"]
+    cmd += ["--rootdir", str(folder), str(folder)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **env}
+    return subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True, timeout=120)
+
+
 def test_a_grouped_module_fixture_is_set_up_once_per_param_on_one_worker(tmp_path: Path) -> None:
     pytest.importorskip("xdist")
-    # the suite's own conftest (its hooks), as the suite's modules get it
-    (tmp_path / "conftest.py").write_text("from tests.conftest import *  # noqa: F403\n")
     (tmp_path / "test_grouped.py").write_text(MODULE)
     setups = tmp_path / "setups.txt"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "SETUPS": str(setups)}
-    cmd = [sys.executable, "-m", "pytest", "-q", "-n", "2", "--dist", "loadgroup"]
-    cmd += ["-p", "no:cacheprovider", "--rootdir", str(tmp_path), str(tmp_path)]
-    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    done = pytest_in(tmp_path, "-n", "2", "--dist", "loadgroup", SETUPS=str(setups))
     assert done.returncode == 0, done.stdout[-2000:]
     assert "6 passed" in done.stdout
     lines = setups.read_text().split()
@@ -54,13 +58,9 @@ def test_the_serial_pass_collects_the_folders_the_conftest_allows() -> None:
 
 
 def test_a_serial_test_outside_those_folders_is_refused_at_collection(tmp_path: Path) -> None:
-    (tmp_path / "conftest.py").write_text("from tests.conftest import *  # noqa: F403\n")
     (tmp_path / "test_alone.py").write_text(
         "import pytest\n@pytest.mark.serial\ndef test_alone(): pass\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "pytest", "-q", "--collect-only", "-p", "no:cacheprovider"]
-    cmd += ["-p", "no:xdist", "--rootdir", str(tmp_path), str(tmp_path)]
-    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    done = pytest_in(tmp_path, "--collect-only", "-p", "no:xdist")
     assert done.returncode == pytest.ExitCode.USAGE_ERROR, done.stdout[-2000:]
     assert "test_alone.py::test_alone: a serial test outside tests/sandbox" in done.stderr
