@@ -3,6 +3,7 @@ started by torch.distributed.run, which ends every rank when one fails."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -81,6 +82,24 @@ def relaunched() -> bool:
     return bool(os.environ.get(ENV_FLAG))
 
 
+def _close_rendezvous(stop: BaseException) -> None:
+    """Shut down the rendezvous that torch.distributed.run leaves open on a signal: its keep-alive
+    thread holds the handler for each heartbeat, so the handler could be freed on that thread, whose
+    finalizer then joins itself ("cannot join current thread" on the way out, 1 run in 20). The
+    handler is the one launch_agent's frame held when the signal unwound it (torch 2.13); where no
+    frame has it, nothing is done."""
+    tb = stop.__traceback__
+    while tb is not None:
+        spec = tb.tb_frame.f_locals.get("spec")
+        handler = getattr(spec, "rdzv_handler", None)
+        if handler is not None:
+            # On the way out after a signal: a rendezvous that cannot close changes nothing.
+            with contextlib.suppress(Exception):
+                handler.shutdown()
+            return
+        tb = tb.tb_next
+
+
 def relaunch(launch: Launch, argv: list[str], entry: str) -> int:
     """Run `kitchen *argv` as launch.nproc ranks on this machine, each rank as `python -m entry`
     (a module of the app, which an adapter must not import); the exit code of the run. A rank that
@@ -125,6 +144,7 @@ def relaunch(launch: Launch, argv: list[str], entry: str) -> int:
     try:
         run(parse_args([*args, "-m", entry]))
     except SignalException as e:
+        _close_rendezvous(e)
         return 128 + int(e.sigval)
     except ChildFailedError as e:
         rank, failure = e.get_first_failure()
