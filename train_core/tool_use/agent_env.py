@@ -257,21 +257,29 @@ def agent_tool_env(
     initial_messages: Sequence[Message],
     reward_fn: RewardFn,
     *,
+    budget: ToolBudget = ToolBudget(),
+    execution: ToolExecution = "parallel",
+    failed_parse_reward: float = -0.1,
+    terminate_on_parse_error: bool = True,
+    parse_errors: ParseErrorPolicy | None = None,
+    termination: TerminationPolicy = TerminationPolicy(),
+    unknown_tool_errors: Callable[[CallError], str] = json_error,
     max_trajectory_tokens: int | None = None,
     max_generation_tokens: int | None = None,
     context_overflow_reward: float = -0.1,
-    **options: Any,
+    example_id: str | None = None,
 ) -> AgentToolEnv:
     """A token-level tool env (tinker-cookbook's `build_agent_tool_env`). `initial_messages` are
-    used as given: build them with `tool_conversation` to declare the tools to the model.
-    `options` are AgentToolMessageEnv's (budget, execution, the parse-error and termination
-    rules, example_id); the token-level env takes the parse-error reward and rule from it."""
-    agent = AgentToolMessageEnv(tools, initial_messages, reward_fn, **options)
+    used as given: build them with `tool_conversation` to declare the tools to the model."""
+    agent = AgentToolMessageEnv(
+        tools, initial_messages, reward_fn, budget, execution, failed_parse_reward,
+        terminate_on_parse_error, parse_errors, termination, unknown_tool_errors, example_id,
+    )  # fmt: skip
     return AgentToolEnv(
         renderer,
         agent,
-        failed_parse_reward=agent.failed_parse_reward,
-        terminate_on_parse_error=agent.terminate_on_parse_error,
+        failed_parse_reward=failed_parse_reward,
+        terminate_on_parse_error=terminate_on_parse_error,
         max_trajectory_tokens=max_trajectory_tokens,
         max_generation_tokens=max_generation_tokens,
         context_overflow_reward=context_overflow_reward,
