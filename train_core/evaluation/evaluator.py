@@ -18,8 +18,10 @@ client of those weights). An evaluator with nothing to score (empty data) return
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import ClassVar, Literal, Protocol
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal, Protocol
 
 from train_core.futures import resolve_future as resolve_future  # where evaluators import it
 
@@ -35,3 +37,26 @@ class Evaluator(Protocol):
     # (a read-only member) because each evaluator spells out its own keyword-only inputs.
     @property
     def __call__(self) -> Callable[..., Awaitable[dict[str, float]]]: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConversationsEvaluator(ABC):
+    """An Evaluator that samples (sampling client) on the held-out conversations with the run's
+    renderer; a subclass says how in `evaluate`, which sees at least one conversation."""
+
+    prefix: str = "test"
+    client: ClassVar[EvaluatorClient] = "sampling"
+    inputs: ClassVar[tuple[str, ...]] = ("test_conversations", "renderer")
+
+    async def __call__(
+        self, client: Any, /, *, test_conversations: Sequence[dict[str, Any]] | None, renderer: Any
+    ) -> dict[str, float]:
+        if not test_conversations:
+            return {}
+        return await self.evaluate(client, test_conversations, renderer)
+
+    @abstractmethod
+    async def evaluate(
+        self, client: Any, conversations: Sequence[dict[str, Any]], renderer: Any
+    ) -> dict[str, float]:
+        """The metrics, `{prefix}/...`, of the (non-empty) held-out conversations."""

@@ -4,13 +4,14 @@ F1 over the reference labels."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tinker import types
 
 from train_core.evaluation.classification import classification_metrics
-from train_core.evaluation.evaluator import EvaluatorClient
+from train_core.evaluation.evaluator import ConversationsEvaluator
 from train_core.futures import resolve_future
 
 
@@ -35,7 +36,7 @@ def prompt_and_reference(messages: list[dict[str, Any]]) -> tuple[list[dict[str,
 
 
 @dataclass(frozen=True, kw_only=True)
-class LabelEvaluator:
+class LabelEvaluator(ConversationsEvaluator):
     """An Evaluator: greedy answers (sampling client) to the first `limit` held-out conversations,
     scored against each conversation's last assistant message: `{prefix}/accuracy`, macro
     precision / recall / F1, num_examples, frac_missing.
@@ -44,19 +45,16 @@ class LabelEvaluator:
     evaluator gives "The subject in this photo is:"); the label is what follows it, in the answer
     and in the reference alike."""
 
-    prefix: str = "test"
     max_tokens: int = 32
     limit: int | None = 64
     prefill: str = ""
     name: ClassVar[str] = "labels"
-    client: ClassVar[EvaluatorClient] = "sampling"
-    inputs: ClassVar[tuple[str, ...]] = ("test_conversations", "renderer")
 
-    async def __call__(
-        self, client: Any, /, *, test_conversations: list[dict[str, Any]] | None, renderer: Any
+    async def evaluate(
+        self, client: Any, conversations: Sequence[dict[str, Any]], renderer: Any
     ) -> dict[str, float]:
-        items = (test_conversations or [])[: self.limit]
-        if not items:
+        items = conversations[: self.limit]
+        if not items:  # limit=0 keeps none
             return {}
         params = types.SamplingParams(
             max_tokens=self.max_tokens, temperature=0.0, stop=renderer.get_stop_sequences()

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from train_core.evaluation.evaluator import EvaluatorClient
+from train_core.evaluation.evaluator import ConversationsEvaluator
 from train_core.preference.preference_model import GenerativePreferenceModel, PreferenceModel
 from train_core.preference.types import Comparison, LabeledComparison
 
@@ -60,22 +60,17 @@ async def judge_accuracy(
 
 
 @dataclass(frozen=True, kw_only=True)
-class JudgeAccuracyEvaluator:
+class JudgeAccuracyEvaluator(ConversationsEvaluator):
     """An Evaluator (sampling client): the generative judge on the current weights, over held-out
     rows that carry their comparison fields (the judge's training rows do); with `both_orders`
     also asked both ways, under {prefix}/both_orders/..."""
 
-    prefix: str = "test"
     both_orders: bool = True
     name: ClassVar[str] = "judge_accuracy"
-    client: ClassVar[EvaluatorClient] = "sampling"
-    inputs: ClassVar[tuple[str, ...]] = ("test_conversations", "renderer")
 
-    async def __call__(
-        self, client: Any, /, *, test_conversations: Sequence[dict[str, Any]] | None, renderer: Any
+    async def evaluate(
+        self, client: Any, conversations: Sequence[dict[str, Any]], renderer: Any
     ) -> dict[str, float]:
-        if not test_conversations:
-            return {}
         judge = GenerativePreferenceModel(client, renderer)
-        labeled = [labeled_comparison(r) for r in test_conversations]
+        labeled = [labeled_comparison(r) for r in conversations]
         return await judge_accuracy(judge, labeled, self.prefix, self.both_orders)

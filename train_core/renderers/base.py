@@ -38,6 +38,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "Renderer",
+    "ThinkingHistoryRenderer",
     "check_trainable_field",
     "encode_without_special_tokens",
     "message_contexts",
@@ -438,3 +439,19 @@ class Renderer(ABC):
         if not 0 <= boundary < len(messages):
             return None
         return boundary if messages[boundary]["role"] == "assistant" else None
+
+
+class ThinkingHistoryRenderer(Renderer):
+    """A format whose template can drop the reasoning of earlier assistant turns.
+
+    strip_thinking_from_history=False keeps it, so history is never rewritten: that, by default,
+    is the extension property.
+    """
+
+    def __init__(self, tokenizer: Tokenizer, strip_thinking_from_history: bool = True) -> None:
+        super().__init__(tokenizer)
+        self.strip_thinking_from_history = strip_thinking_from_history
+
+    @property
+    def has_extension_property(self) -> bool:
+        return not self.strip_thinking_from_history

@@ -12,7 +12,7 @@ import re
 
 import tinker
 
-from train_core.renderers.base import Renderer
+from train_core.renderers.base import ThinkingHistoryRenderer
 from train_core.renderers.content import (
     detect_unterminated_tool_block,
     ensure_text,
@@ -51,7 +51,7 @@ _CALLS_SECTION_RE = re.compile(
 )
 
 
-class _DeepSeekV3Renderer(Renderer):
+class _DeepSeekV3Renderer(ThinkingHistoryRenderer):
     """Shared DeepSeek V3 rendering; use one of the two subclasses.
 
     system_role_as_user: render a system message after the first as a user turn (the template
@@ -67,13 +67,8 @@ class _DeepSeekV3Renderer(Renderer):
         system_role_as_user: bool = False,
         strip_thinking_from_history: bool = True,
     ) -> None:
-        super().__init__(tokenizer)
+        super().__init__(tokenizer, strip_thinking_from_history)
         self.system_role_as_user = system_role_as_user
-        self.strip_thinking_from_history = strip_thinking_from_history
-
-    @property
-    def has_extension_property(self) -> bool:
-        return not self.strip_thinking_from_history
 
     def render_message(self, message: Message, ctx: RenderContext) -> RenderedMessage:
         follows_tool = ctx.prev_message is not None and ctx.prev_message["role"] == "tool"

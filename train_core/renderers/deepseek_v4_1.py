@@ -24,7 +24,7 @@ from typing import Any, Literal
 import numpy as np
 import tinker
 
-from train_core.renderers.base import Renderer, single_token
+from train_core.renderers.base import ThinkingHistoryRenderer, single_token
 from train_core.renderers.content import ensure_text, parse_think_blocks
 from train_core.renderers.deepseek_dsml import (
     arguments_dict,
@@ -146,7 +146,7 @@ def _last_user_turn(messages: list[Message]) -> int:
     )
 
 
-class DeepSeekV4_1Renderer(Renderer):
+class DeepSeekV4_1Renderer(ThinkingHistoryRenderer):
     """DeepSeek V4.1. reasoning_effort None is chat mode (no reasoning);
     strip_thinking_from_history=False keeps earlier reasoning (the extension property)."""
 
@@ -158,9 +158,8 @@ class DeepSeekV4_1Renderer(Renderer):
         reasoning_effort: ReasoningEffort | None = "high",
         strip_thinking_from_history: bool = True,
     ) -> None:
-        super().__init__(tokenizer)
+        super().__init__(tokenizer, strip_thinking_from_history)
         self.reasoning_effort = reasoning_effort
-        self.strip_thinking_from_history = strip_thinking_from_history
 
     @property
     def _thinking(self) -> bool:

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 import tinker
 
-from train_core.renderers.base import Renderer, single_token
+from train_core.renderers.base import ThinkingHistoryRenderer, single_token
 from train_core.renderers.glm_tool_calls import (
     call_arguments,
     split_content,
@@ -103,10 +103,11 @@ def _sort_tool_results(messages: list[Message]) -> list[Message]:
     return out
 
 
-class Glm5_3Renderer(Renderer):
+class Glm5_3Renderer(ThinkingHistoryRenderer):
     """GLM-5.3 at a reasoning effort (the template's default is max).
     strip_thinking_from_history=True empties reasoning at or before the last user message
-    (the template's clear_thinking)."""
+    (the template's clear_thinking). Keeping it gives the extension property only for answers
+    without surrounding whitespace, which the template strips."""
 
     reasoning_content_field = True
 
@@ -116,9 +117,8 @@ class Glm5_3Renderer(Renderer):
         reasoning_effort: ReasoningEffort = "max",
         strip_thinking_from_history: bool = False,
     ) -> None:
-        super().__init__(tokenizer)
+        super().__init__(tokenizer, strip_thinking_from_history)
         self.reasoning_effort = reasoning_effort
-        self.strip_thinking_from_history = strip_thinking_from_history
         self._role_tokens = {
             role: single_token(tokenizer, f"<|{marker}|>")
             for role, marker in (
@@ -131,11 +131,6 @@ class Glm5_3Renderer(Renderer):
         self._end_of_text = single_token(tokenizer, "<|endoftext|>")
         self._think_open = single_token(tokenizer, "<think>")
         self._think_close = single_token(tokenizer, "</think>")
-
-    @property
-    def has_extension_property(self) -> bool:
-        # Only for answers without surrounding whitespace, which the template strips.
-        return not self.strip_thinking_from_history
 
     def _encode(self, text: str) -> list[int]:
         return list(self.tokenizer.encode(text, add_special_tokens=False))

@@ -14,7 +14,7 @@ from typing import Any
 
 import tinker
 
-from train_core.renderers.base import Renderer, single_token
+from train_core.renderers.base import ThinkingHistoryRenderer, single_token
 from train_core.renderers.content import (
     detect_unterminated_tool_block,
     has_thinking,
@@ -81,7 +81,7 @@ def _content_encoder(tokenizer: Tokenizer) -> Any:
     return private
 
 
-class Qwen3Renderer(Renderer):
+class Qwen3Renderer(ThinkingHistoryRenderer):
     """Qwen3 with thinking on (the Hugging Face template's default, `enable_thinking=True`).
 
     strip_thinking_from_history=True (default) matches the template: reasoning is removed from
@@ -94,13 +94,8 @@ class Qwen3Renderer(Renderer):
     """False for the 2507 Instruct models, which never use `<think>`."""
 
     def __init__(self, tokenizer: Tokenizer, strip_thinking_from_history: bool = True) -> None:
-        super().__init__(tokenizer)
-        self.strip_thinking_from_history = strip_thinking_from_history
+        super().__init__(tokenizer, strip_thinking_from_history)
         self._content_tokenizer = _content_encoder(tokenizer)
-
-    @property
-    def has_extension_property(self) -> bool:
-        return not self.strip_thinking_from_history
 
     def _frames_produced_turn(self, message: Message, ctx: RenderContext) -> bool:
         """Whether the template frames this message as the produced turn.

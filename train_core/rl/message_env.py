@@ -65,6 +65,7 @@ def _stop_metric(reason: StopReason) -> str:
     return f"{STOP_METRIC_PREFIX}{reason}"
 
 
+@dataclass(eq=False, repr=False)  # one episode's state: equal only to itself
 class EnvFromMessageEnv(Env):
     """Token-level Env over a MessageEnv and a renderer.
 
@@ -76,27 +77,20 @@ class EnvFromMessageEnv(Env):
       `max_generation_tokens` would not fit ends with `context_overflow_reward`.
     """
 
-    def __init__(
-        self,
-        renderer: RendererLike,
-        message_env: MessageEnv,
-        failed_parse_reward: float = -1.0,
-        terminate_on_parse_error: bool = True,
-        max_trajectory_tokens: int | None = None,
-        max_generation_tokens: int | None = None,
-        context_overflow_reward: float = -0.1,
-        terminate_on_length: bool = True,
-    ) -> None:
-        self.renderer = renderer
-        self.message_env = message_env
-        self.failed_parse_reward = failed_parse_reward
-        self.terminate_on_parse_error = terminate_on_parse_error
-        self.max_trajectory_tokens = max_trajectory_tokens
-        self.max_generation_tokens = max_generation_tokens
-        self.context_overflow_reward = context_overflow_reward
-        self.terminate_on_length = terminate_on_length
-        self._base_stop_condition = renderer.get_stop_sequences()
-        self.example_id: str | None = getattr(message_env, "example_id", None)
+    renderer: RendererLike
+    message_env: MessageEnv
+    failed_parse_reward: float = -1.0
+    terminate_on_parse_error: bool = True
+    max_trajectory_tokens: int | None = None
+    max_generation_tokens: int | None = None
+    context_overflow_reward: float = -0.1
+    terminate_on_length: bool = True
+    _base_stop_condition: StopCondition = field(init=False)
+    example_id: str | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._base_stop_condition = self.renderer.get_stop_sequences()
+        self.example_id = getattr(self.message_env, "example_id", None)
 
     async def _render(self, messages: list[Message]) -> types.ModelInput:
         # Tokenising is CPU work; a thread keeps the event loop (other rollouts) moving.
