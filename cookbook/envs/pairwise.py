@@ -16,6 +16,7 @@ from typing import Any
 
 from tinker import types
 
+from cookbook.envs.problem_rows import ItemBatches
 from kitchen.engine.errors import DataError
 from train_core.completers import RendererLike, TinkerMessageCompleter, termination_flags
 from train_core.preference import Comparison
@@ -33,7 +34,6 @@ from train_core.rl.types import (
     EnvGroupBuilder,
     Metrics,
     Observation,
-    RLDataset,
     RLEnvContext,
     StepResult,
     Trajectory,
@@ -111,23 +111,15 @@ class PairwisePreferenceGroupBuilder(EnvGroupBuilder):
         return ["pair_pref"]
 
 
-class PairwisePreferenceDataset(RLDataset):
-    """Batches of `groups_per_batch` prompts, shuffled once with `seed`."""
+class PairwisePreferenceDataset(ItemBatches[list[Message]]):
+    """Whole batches of `groups_per_batch` prompts, shuffled once with `seed`."""
 
     def __init__(self, prompts: Sequence[list[Message]], groups_per_batch: int, seed: int,
                  make_builder: Callable[[list[Message]], EnvGroupBuilder]) -> None:  # fmt: skip
         order = list(range(len(prompts)))
         random.Random(seed).shuffle(order)
-        self.prompts = [prompts[i] for i in order]
-        self.groups_per_batch = groups_per_batch
-        self.make_builder = make_builder
-
-    def __len__(self) -> int:
-        return len(self.prompts) // self.groups_per_batch
-
-    def get_batch(self, index: int) -> Sequence[EnvGroupBuilder]:
-        start = index * self.groups_per_batch
-        return [self.make_builder(p) for p in self.prompts[start : start + self.groups_per_batch]]
+        shuffled = [prompts[i] for i in order]
+        super().__init__(shuffled, groups_per_batch, make_builder, whole_batches=True)
 
 
 @dataclass
