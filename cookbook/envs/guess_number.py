@@ -24,6 +24,7 @@ import numpy as np
 
 from cookbook.envs.arithmetic import extract_final_int
 from cookbook.envs.message_group import MessageEnvGroupBuilder
+from cookbook.envs.reply_values import captured
 from cookbook.envs.synthetic import SyntheticEnvs
 from train_core.completers import RendererLike
 from train_core.renderers.content import get_text_content
@@ -35,13 +36,7 @@ GuessRulesName = Literal["hint", "cookbook"]
 
 
 def _cookbook_guess(text: str) -> int | None:
-    match = re.match(r"Guess: (.*)", text)
-    if match is None:
-        return None
-    try:
-        return int(match.group(1))
-    except ValueError:
-        return None
+    return captured(re.match(r"Guess: (.*)", text), int)
 
 
 @dataclass(frozen=True)

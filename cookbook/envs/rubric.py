@@ -25,6 +25,7 @@ from typing import Any
 from tinker import types
 
 from cookbook.envs.problem_rows import ItemBatches
+from cookbook.envs.reply_values import captured
 from kitchen.engine.errors import DataError, StageError
 from train_core.completers import RendererLike, termination_flags
 from train_core.renderers.content import get_text_content
@@ -72,13 +73,7 @@ class RubricItem:
         return [{"role": "user", "content": text}]
 
     def extract_score(self, reply: str) -> float | None:
-        match = re.search(self.extraction_regex, reply, re.DOTALL)
-        if match is None:
-            return None
-        try:
-            return float(match.group(1))
-        except ValueError:
-            return None
+        return captured(re.search(self.extraction_regex, reply, re.DOTALL), float)
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from typing import Any
 
 from cookbook.envs.message_group import MessageEnvGroupBuilder
 from cookbook.envs.problem_rows import ItemBatches
+from cookbook.envs.reply_values import captured
 from train_core.renderers.content import get_text_content
 from train_core.renderers.types import Message
 from train_core.rl.message_env import MessageEnv, MessageStepResult
@@ -47,8 +48,7 @@ ANSWERER_PROMPT = (
 
 def read_guess(text: str) -> str | None:
     """The word of a `Guess: <word>` at the start of the reply, if any."""
-    match = re.match(r"Guess: (.*)", text)
-    return match.group(1).strip() if match else None
+    return captured(re.match(r"Guess: (.*)", text), str.strip)
 
 
 def load_words() -> list[str]:
