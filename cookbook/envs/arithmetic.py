@@ -14,7 +14,7 @@ from functools import partial
 
 import numpy as np
 
-from cookbook.envs.synthetic import SeededBatches, SyntheticEnvs
+from cookbook.envs.synthetic import SyntheticEnvs
 from train_core.completers import RendererLike
 from train_core.renderers.types import Message
 from train_core.rl.problem_env import ProblemEnv, ProblemGroupBuilder
@@ -64,33 +64,24 @@ class ArithmeticEnv(ProblemEnv):
         ]
 
 
-@dataclass(eq=False)
-class ArithmeticDataset(SeededBatches):
-    """Batches of addition problems with operands in 0..max_operand."""
+@dataclass(frozen=True)
+class ArithmeticEnvs(SyntheticEnvs):
+    """Builds the arithmetic train set and a held-out test set (one env per problem), problems with
+    operands in 0..max_operand."""
 
     max_operand: int = 100
     include_fewshot: bool = True
 
-    def problems(self, rng: np.random.Generator) -> Sequence[EnvGroupBuilder]:
-        operands = rng.integers(0, self.max_operand + 1, size=(self.batch_size, 2))
+    def problems(
+        self, rng: np.random.Generator, renderer: RendererLike, batch_size: int, group_size: int
+    ) -> Sequence[EnvGroupBuilder]:
+        operands = rng.integers(0, self.max_operand + 1, size=(batch_size, 2))
         prefix = ArithmeticEnv.standard_fewshot_prefix() if self.include_fewshot else None
         return [
             ProblemGroupBuilder(
-                env_thunk=partial(
-                    ArithmeticEnv, int(x), int(y), self.renderer, convo_prefix=prefix
-                ),
-                num_envs=self.group_size,
+                env_thunk=partial(ArithmeticEnv, int(x), int(y), renderer, convo_prefix=prefix),
+                num_envs=group_size,
                 dataset_name="arithmetic",
             )
             for x, y in operands
         ]
-
-
-@dataclass(frozen=True)
-class ArithmeticEnvs(SyntheticEnvs):
-    """Builds the arithmetic train set and a held-out test set (one env per problem)."""
-
-    max_operand: int = 100
-    include_fewshot: bool = True
-
-    batches = ArithmeticDataset

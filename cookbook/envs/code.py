@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
@@ -29,11 +28,12 @@ from typing import Annotated, Any, Literal
 import numpy as np
 
 from cookbook.envs.code_grading import CodeGrader, CodeTask, code_task, extract_code, tool_feedback
+from cookbook.envs.problem_rows import ItemBatches
 from kitchen.engine.errors import ConfigError, DataError
 from train_core.completers import RendererLike
 from train_core.renderers.content import get_text_content
 from train_core.renderers.types import Message, ToolSpec
-from train_core.rl.types import Env, EnvGroupBuilder, RLDataset, RLEnvContext
+from train_core.rl.types import Env, EnvGroupBuilder, RLEnvContext
 from train_core.tool_use import (
     AgentToolEnv,
     CallError,
@@ -185,7 +185,7 @@ class CodeGroupBuilder(EnvGroupBuilder):
         return [self.tag]
 
 
-class CodeDataset(RLDataset):
+class CodeDataset(ItemBatches[CodeTask]):
     """Consecutive slices of `tasks`, one group per task."""
 
     def __init__(
@@ -198,25 +198,10 @@ class CodeDataset(RLDataset):
         settings: CodeEnvSettings,
         tag: str,
     ) -> None:
-        self.tasks, self.renderer, self.grader = list(tasks), renderer, grader
-        self.batch_size, self.group_size, self.settings, self.tag = (
-            batch_size,
-            group_size,
-            settings,
-            tag,
-        )
+        def group(task: CodeTask) -> CodeGroupBuilder:
+            return CodeGroupBuilder(task, renderer, grader, group_size, settings, tag)
 
-    def get_batch(self, index: int) -> Sequence[EnvGroupBuilder]:
-        tasks = self.tasks[index * self.batch_size : (index + 1) * self.batch_size]
-        return [
-            CodeGroupBuilder(
-                t, self.renderer, self.grader, self.group_size, self.settings, self.tag
-            )
-            for t in tasks
-        ]
-
-    def __len__(self) -> int:
-        return math.ceil(len(self.tasks) / self.batch_size)
+        super().__init__(tasks, batch_size, group)
 
 
 def load_code_tasks(store: Any, sources: Sequence[str], split: str) -> list[CodeTask]:

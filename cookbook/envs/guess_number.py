@@ -17,28 +17,26 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from functools import partial
+from typing import Literal
 
 import numpy as np
 
 from cookbook.envs.arithmetic import extract_final_int
-from cookbook.envs.synthetic import SeededBatches, SyntheticEnvs
+from cookbook.envs.message_group import MessageEnvGroupBuilder
+from cookbook.envs.reply_values import captured
+from cookbook.envs.synthetic import SyntheticEnvs
+from train_core.completers import RendererLike
 from train_core.renderers.content import get_text_content
 from train_core.renderers.types import Message
-from train_core.rl.message_env import EnvFromMessageEnv, MessageEnv, MessageStepResult
-from train_core.rl.types import Env, EnvGroupBuilder, Metrics, Trajectory
+from train_core.rl.message_env import MessageEnv, MessageStepResult
+from train_core.rl.types import EnvGroupBuilder
 
 GuessRulesName = Literal["hint", "cookbook"]
 
 
 def _cookbook_guess(text: str) -> int | None:
-    match = re.match(r"Guess: (.*)", text)
-    if match is None:
-        return None
-    try:
-        return int(match.group(1))
-    except ValueError:
-        return None
+    return captured(re.match(r"Guess: (.*)", text), int)
 
 
 @dataclass(frozen=True)
@@ -147,67 +145,25 @@ class GuessNumberEnv(MessageEnv):
 
 
 @dataclass(frozen=True)
-class GuessNumberGroupBuilder(EnvGroupBuilder):
-    """`num_envs` games with the same secret (a GRPO group)."""
-
-    secret: int
-    renderer: Any
-    num_envs: int
-    low: int = 1
-    high: int = 16
-    max_turns: int = 5
-    rules: GuessRulesName = "hint"
-
-    async def make_envs(self) -> Sequence[Env]:
-        return [
-            EnvFromMessageEnv(
-                self.renderer,
-                GuessNumberEnv(self.secret, self.low, self.high, self.max_turns, self.rules),
-            )
-            for _ in range(self.num_envs)
-        ]
-
-    async def compute_group_rewards(
-        self, trajectory_group: list[Trajectory], env_group: Sequence[Env]
-    ) -> list[tuple[float, Metrics]]:
-        return [(0.0, {}) for _ in trajectory_group]
-
-    def logging_tags(self) -> list[str]:
-        return ["guess_number"]
-
-
-@dataclass(eq=False)
-class GuessNumberDataset(SeededBatches):
-    """Secrets drawn per batch from (seed, stream, index)."""
+class GuessNumberEnvs(SyntheticEnvs):
+    """Builds the guess-the-number train set and a held-out test set: each group `group_size`
+    games with the same secret, drawn per batch from (seed, stream, index)."""
 
     high: int = 16
     max_turns: int = 5
     low: int = 1
     rules: GuessRulesName = "hint"
 
-    def problems(self, rng: np.random.Generator) -> Sequence[EnvGroupBuilder]:
-        secrets = rng.integers(self.low, self.high + 1, size=self.batch_size)
+    def problems(
+        self, rng: np.random.Generator, renderer: RendererLike, batch_size: int, group_size: int
+    ) -> Sequence[EnvGroupBuilder]:
+        secrets = rng.integers(self.low, self.high + 1, size=batch_size)
         return [
-            GuessNumberGroupBuilder(
-                int(s),
-                self.renderer,
-                self.group_size,
-                self.low,
-                self.high,
-                self.max_turns,
-                self.rules,
+            MessageEnvGroupBuilder(
+                partial(GuessNumberEnv, int(s), self.low, self.high, self.max_turns, self.rules),
+                renderer,
+                group_size,
+                "guess_number",
             )
             for s in secrets
         ]
-
-
-@dataclass(frozen=True)
-class GuessNumberEnvs(SyntheticEnvs):
-    """Builds the guess-the-number train set and a held-out test set."""
-
-    high: int = 16
-    max_turns: int = 5
-    low: int = 1
-    rules: GuessRulesName = "hint"
-
-    batches = GuessNumberDataset

@@ -14,10 +14,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tinker import types
-
+from cookbook.envs.problem_rows import ItemBatches
+from cookbook.envs.unscored import UnscoredEnv
 from kitchen.engine.errors import DataError
-from train_core.completers import RendererLike, TinkerMessageCompleter, termination_flags
+from train_core.completers import TinkerMessageCompleter, termination_flags
 from train_core.preference import Comparison
 from train_core.preference.preference_model import PreferenceModel, decided
 from train_core.preference.tournament import (
@@ -27,37 +27,12 @@ from train_core.preference.tournament import (
 )
 from train_core.renderers.types import Message
 from train_core.rl.types import (
-    Action,
-    ActionExtra,
     Env,
     EnvGroupBuilder,
     Metrics,
-    Observation,
-    RLDataset,
     RLEnvContext,
-    StepResult,
     Trajectory,
 )
-
-
-class PreferenceEnv(Env):
-    """One answer to a prompt; the reward comes from the group's tournament, so a step gives 0."""
-
-    def __init__(self, convo_prefix: list[Message], renderer: RendererLike) -> None:
-        self.convo_prefix = convo_prefix
-        self.renderer = renderer
-
-    async def initial_observation(self) -> tuple[Observation, Any]:
-        stop = self.renderer.get_stop_sequences()
-        return self.renderer.build_generation_prompt(self.convo_prefix), stop
-
-    async def step(self, action: Action, *, extra: ActionExtra | None = None) -> StepResult:
-        return StepResult(
-            reward=0.0,
-            episode_done=True,
-            next_observation=types.ModelInput.empty(),
-            next_stop_condition=self.renderer.get_stop_sequences(),
-        )
 
 
 @dataclass(frozen=True)
@@ -78,7 +53,8 @@ class PairwisePreferenceGroupBuilder(EnvGroupBuilder):
     decisions: bool = True
 
     async def make_envs(self) -> Sequence[Env]:
-        return [PreferenceEnv(self.convo_prefix, self.renderer) for _ in range(self.num_envs)]
+        # the reward comes from the group's tournament, so a step gives 0
+        return [UnscoredEnv(self.convo_prefix, self.renderer) for _ in range(self.num_envs)]
 
     def response(self, trajectory: Trajectory) -> tuple[list[Message], bool]:
         message, termination = self.renderer.parse_response(
@@ -111,23 +87,15 @@ class PairwisePreferenceGroupBuilder(EnvGroupBuilder):
         return ["pair_pref"]
 
 
-class PairwisePreferenceDataset(RLDataset):
-    """Batches of `groups_per_batch` prompts, shuffled once with `seed`."""
+class PairwisePreferenceDataset(ItemBatches[list[Message]]):
+    """Whole batches of `groups_per_batch` prompts, shuffled once with `seed`."""
 
     def __init__(self, prompts: Sequence[list[Message]], groups_per_batch: int, seed: int,
                  make_builder: Callable[[list[Message]], EnvGroupBuilder]) -> None:  # fmt: skip
         order = list(range(len(prompts)))
         random.Random(seed).shuffle(order)
-        self.prompts = [prompts[i] for i in order]
-        self.groups_per_batch = groups_per_batch
-        self.make_builder = make_builder
-
-    def __len__(self) -> int:
-        return len(self.prompts) // self.groups_per_batch
-
-    def get_batch(self, index: int) -> Sequence[EnvGroupBuilder]:
-        start = index * self.groups_per_batch
-        return [self.make_builder(p) for p in self.prompts[start : start + self.groups_per_batch]]
+        shuffled = [prompts[i] for i in order]
+        super().__init__(shuffled, groups_per_batch, make_builder, whole_batches=True)
 
 
 @dataclass

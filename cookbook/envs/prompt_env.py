@@ -13,23 +13,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tinker import types
-
 from cookbook.datasets.catalog import load_prompts
+from cookbook.envs.unscored import UnscoredEnv
 from kitchen.engine.errors import DataError
 from train_core.completers import RendererLike
 from train_core.distillation import CompositeDataset, DistillationSource, TaggedItem
 from train_core.renderers.types import Message
-from train_core.rl.problem_env import ProblemEnv
 from train_core.rl.types import (
-    Action,
-    ActionExtra,
     Env,
     EnvGroupBuilder,
     RLDataset,
     RLDatasetFactory,
     RLEnvContext,
-    StepResult,
 )
 
 # tinker-cookbook's dataset names -> (hub name, split); their rows go through `prompt_of`.
@@ -39,34 +34,15 @@ HUB_PROMPTS = {
 }
 
 
-class PromptOnlyEnv(ProblemEnv):
-    """One prompt, any answer, reward 0 (format and correctness are not scored)."""
+class PromptOnlyEnv(UnscoredEnv):
+    """One prompt (after `convo_prefix`), any answer, reward 0 (format and correctness are not
+    scored)."""
 
     def __init__(
         self, prompt: str, renderer: RendererLike, convo_prefix: list[Message] | None = None
     ) -> None:
-        super().__init__(renderer, convo_prefix, format_coef=0.0)
-        self.prompt = prompt
-
-    def get_question(self) -> str:
-        return self.prompt
-
-    def check_answer(self, sample_str: str) -> bool:
-        return False
-
-    def check_format(self, sample_str: str) -> bool:
-        return True
-
-    def get_reference_answer(self) -> str:
-        return ""
-
-    async def step(self, action: Action, *, extra: ActionExtra | None = None) -> StepResult:
-        return StepResult(
-            reward=0.0,
-            episode_done=True,
-            next_observation=types.ModelInput.empty(),
-            next_stop_condition=self.stop_condition,
-        )
+        self.prompt, self.convo_prefix = prompt, convo_prefix or []
+        super().__init__([*self.convo_prefix, {"role": "user", "content": prompt}], renderer)
 
 
 @dataclass(frozen=True)

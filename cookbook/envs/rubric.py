@@ -16,7 +16,6 @@ item asking for the sum), or JSONL rows in the cookbook's datapoint shape ({"con
 from __future__ import annotations
 
 import asyncio
-import math
 import random
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -25,6 +24,8 @@ from typing import Any
 
 from tinker import types
 
+from cookbook.envs.problem_rows import ItemBatches
+from cookbook.envs.reply_values import captured
 from kitchen.engine.errors import DataError, StageError
 from train_core.completers import RendererLike, termination_flags
 from train_core.renderers.content import get_text_content
@@ -35,7 +36,6 @@ from train_core.rl.types import (
     Env,
     EnvGroupBuilder,
     Observation,
-    RLDataset,
     RLEnvContext,
     StepResult,
 )
@@ -73,13 +73,7 @@ class RubricItem:
         return [{"role": "user", "content": text}]
 
     def extract_score(self, reply: str) -> float | None:
-        match = re.search(self.extraction_regex, reply, re.DOTALL)
-        if match is None:
-            return None
-        try:
-            return float(match.group(1))
-        except ValueError:
-            return None
+        return captured(re.search(self.extraction_regex, reply, re.DOTALL), float)
 
 
 @dataclass(frozen=True)
@@ -188,24 +182,6 @@ class RubricGroupBuilder(EnvGroupBuilder):
         return ["rubric"]
 
 
-@dataclass(frozen=True)
-class RubricDataset(RLDataset):
-    tasks: Sequence[RubricTask]
-    renderer: Any
-    grader: RubricGrader
-    batch_size: int
-    group_size: int
-    format_coef: float = 0.1
-
-    def get_batch(self, index: int) -> Sequence[EnvGroupBuilder]:
-        tasks = self.tasks[index * self.batch_size : (index + 1) * self.batch_size]
-        return [RubricGroupBuilder(t, self.renderer, self.grader, self.group_size,
-                                   self.format_coef) for t in tasks]  # fmt: skip
-
-    def __len__(self) -> int:
-        return math.ceil(len(self.tasks) / self.batch_size)
-
-
 def addition_tasks(n: int, rng: random.Random) -> list[RubricTask]:
     """The cookbook's synthetic data: a solved 4 + 5, then x + y for x, y in 0..1000, graded by
     one rubric item naming the sum."""
@@ -266,12 +242,15 @@ class RubricEnvs:
 
     def __call__(
         self, ctx: RLEnvContext, backend: Any = None
-    ) -> tuple[RubricDataset, RubricDataset | None]:
+    ) -> tuple[ItemBatches[RubricTask], ItemBatches[RubricTask] | None]:
         grader = self.open_grader(backend, ctx.renderer)
         train_tasks, test_tasks = self.tasks(ctx.datasets)
-        train = RubricDataset(train_tasks, ctx.renderer, grader, self.groups_per_batch,
-                              self.group_size, self.format_coef)  # fmt: skip
+
+        def groups(size: int) -> Callable[[RubricTask], RubricGroupBuilder]:
+            return lambda t: RubricGroupBuilder(t, ctx.renderer, grader, size, self.format_coef)
+
+        train = ItemBatches(train_tasks, self.groups_per_batch, groups(self.group_size))
         held = test_tasks[: self.test_problems]
         if not held:
             return train, None
-        return train, RubricDataset(held, ctx.renderer, grader, len(held), 1, self.format_coef)
+        return train, ItemBatches(held, len(held), groups(1))

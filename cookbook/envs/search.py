@@ -10,19 +10,19 @@ Questions are rows in Search-R1's shape ({"question", "golden_answers" or
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
+from cookbook.envs.problem_rows import ItemBatches
 from cookbook.envs.retrievers import BM25Retriever, ChromaRetriever, Retriever
 from cookbook.envs.search_grading import answer_reward
 from kitchen.engine.errors import ConfigError, DataError
 from train_core.completers import RendererLike
 from train_core.renderers.content import get_text_content
 from train_core.renderers.types import Message
-from train_core.rl.types import Env, EnvGroupBuilder, RLDataset, RLEnvContext
+from train_core.rl.types import Env, EnvGroupBuilder, RLEnvContext
 from train_core.tool_use import (
     AgentToolGroupBuilder,
     Tool,
@@ -135,26 +135,20 @@ def search_env(task: SearchTask, tools: Sequence[Tool], renderer: RendererLike,
     )
 
 
-class SearchDataset(RLDataset):
+class SearchDataset(ItemBatches[SearchTask]):
     """Consecutive slices of `tasks`, one group per task, every env on the run's search tool."""
 
     def __init__(self, tasks: Sequence[SearchTask], renderer: RendererLike, provider: ToolProvider,
                  batch_size: int, group_size: int, settings: SearchSettings) -> None:  # fmt: skip
-        self.tasks, self.renderer, self.provider = list(tasks), renderer, provider
-        self.batch_size, self.group_size, self.settings = batch_size, group_size, settings
+        super().__init__(tasks, batch_size, self.builder)
+        self.renderer, self.provider = renderer, provider
+        self.group_size, self.settings = group_size, settings
 
     def builder(self, task: SearchTask) -> EnvGroupBuilder:
         def make_env(tools: Sequence[Tool]) -> Env:
             return search_env(task, tools, self.renderer, self.settings)
 
         return AgentToolGroupBuilder(make_env, self.provider, self.group_size, (task.source,))
-
-    def get_batch(self, index: int) -> Sequence[EnvGroupBuilder]:
-        start = index * self.batch_size
-        return [self.builder(t) for t in self.tasks[start : start + self.batch_size]]
-
-    def __len__(self) -> int:
-        return math.ceil(len(self.tasks) / self.batch_size)
 
 
 def load_search_tasks(store: Any, source: str, split: str) -> list[SearchTask]:

@@ -4,8 +4,8 @@ a train set beside a held-out test set from another stream."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import KW_ONLY, dataclass, fields
-from typing import Any, ClassVar
+from dataclasses import KW_ONLY, dataclass
+from typing import Any
 
 import numpy as np
 
@@ -15,24 +15,20 @@ from train_core.rl.types import EnvGroupBuilder, RLDataset, RLEnvContext
 
 @dataclass(eq=False)
 class SeededBatches(RLDataset):
-    """`n_batches` batches of `batch_size` problems, each a group of `group_size` envs. Batch i is
-    a pure function of (seed, stream, i): a resumed run sees the same problems. A subclass adds
-    its options as fields and draws a batch's groups in `problems`."""
+    """`n_batches` batches of `batch_size` problems, each a group of `group_size` envs, drawn by
+    `envs.problems`. Batch i is a pure function of (envs.seed, stream, i): a resumed run sees the
+    same problems."""
 
+    envs: SyntheticEnvs
     renderer: RendererLike
     batch_size: int
     group_size: int
     n_batches: int
-    _: KW_ONLY
-    seed: int = 0
     stream: int = 0
 
     def get_batch(self, index: int) -> Sequence[EnvGroupBuilder]:
-        return self.problems(np.random.default_rng([self.seed, self.stream, index]))
-
-    def problems(self, rng: np.random.Generator) -> Sequence[EnvGroupBuilder]:
-        """This batch's `batch_size` groups, drawn from `rng`."""
-        raise NotImplementedError
+        rng = np.random.default_rng([self.envs.seed, self.stream, index])
+        return self.envs.problems(rng, self.renderer, self.batch_size, self.group_size)
 
     def __len__(self) -> int:
         return self.n_batches
@@ -41,7 +37,9 @@ class SeededBatches(RLDataset):
 @dataclass(frozen=True)
 class SyntheticEnvs:
     """An env dataset factory: the train set (stream 0) and, unless `test_problems` is 0, a test
-    set of `test_problems` one-env groups from stream 1 (problems the training never draws)."""
+    set of `test_problems` one-env groups from stream 1 (problems the training never draws). A
+    subclass adds its options as fields and draws a batch's groups in `problems`, so the datasets
+    read the options from the factory instead of carrying copies."""
 
     groups_per_batch: int
     group_size: int
@@ -50,22 +48,16 @@ class SyntheticEnvs:
     seed: int = 0
     test_problems: int = 32
 
-    # The dataset class; the factory's own fields (beyond these shared ones) are its options.
-    batches: ClassVar[type[SeededBatches]]
-
-    def dataset(
-        self, renderer: RendererLike, batch_size: int, group_size: int, n_batches: int, stream: int
-    ) -> SeededBatches:
-        shared = {f.name for f in fields(SyntheticEnvs)}
-        options = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in shared}
-        return self.batches(
-            renderer, batch_size, group_size, n_batches, seed=self.seed, stream=stream, **options
-        )
+    def problems(
+        self, rng: np.random.Generator, renderer: RendererLike, batch_size: int, group_size: int
+    ) -> Sequence[EnvGroupBuilder]:
+        """`batch_size` groups of `group_size` envs, drawn from `rng`."""
+        raise NotImplementedError
 
     def __call__(self, ctx: RLEnvContext) -> tuple[SeededBatches, Any]:
-        train = self.dataset(
-            ctx.renderer, self.groups_per_batch, self.group_size, self.n_batches, 0
+        train = SeededBatches(
+            self, ctx.renderer, self.groups_per_batch, self.group_size, self.n_batches
         )
         if self.test_problems == 0:
             return train, None
-        return train, self.dataset(ctx.renderer, self.test_problems, 1, 1, 1)
+        return train, SeededBatches(self, ctx.renderer, self.test_problems, 1, 1, stream=1)

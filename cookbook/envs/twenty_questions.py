@@ -18,13 +18,17 @@ import random
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from importlib import resources
 from typing import Any
 
+from cookbook.envs.message_group import MessageEnvGroupBuilder
+from cookbook.envs.problem_rows import ItemBatches
+from cookbook.envs.reply_values import captured
 from train_core.renderers.content import get_text_content
 from train_core.renderers.types import Message
-from train_core.rl.message_env import EnvFromMessageEnv, MessageEnv, MessageStepResult
-from train_core.rl.types import Env, EnvGroupBuilder, RLDataset, RLEnvContext
+from train_core.rl.message_env import MessageEnv, MessageStepResult
+from train_core.rl.types import RLEnvContext
 
 Answerer = Callable[[list[Message]], Awaitable[Message]]
 MAX_QUESTIONS = 20
@@ -44,8 +48,7 @@ ANSWERER_PROMPT = (
 
 def read_guess(text: str) -> str | None:
     """The word of a `Guess: <word>` at the start of the reply, if any."""
-    match = re.match(r"Guess: (.*)", text)
-    return match.group(1).strip() if match else None
+    return captured(re.match(r"Guess: (.*)", text), str.strip)
 
 
 def load_words() -> list[str]:
@@ -111,40 +114,6 @@ class TwentyQuestionsEnv(MessageEnv):
 
 
 @dataclass(frozen=True)
-class TwentyQuestionsGroupBuilder(EnvGroupBuilder):
-    word: str
-    renderer: Any
-    answerer: Answerer
-    num_envs: int
-
-    async def make_envs(self) -> Sequence[Env]:
-        return [
-            EnvFromMessageEnv(self.renderer, TwentyQuestionsEnv(self.word, self.answerer))
-            for _ in range(self.num_envs)
-        ]
-
-    def logging_tags(self) -> list[str]:
-        return ["twenty_questions"]
-
-
-@dataclass(frozen=True)
-class TwentyQuestionsDataset(RLDataset):
-    words: Sequence[str]
-    renderer: Any
-    answerer: Answerer
-    batch_size: int
-    group_size: int
-
-    def get_batch(self, index: int) -> Sequence[EnvGroupBuilder]:
-        words = self.words[index * self.batch_size : (index + 1) * self.batch_size]
-        return [TwentyQuestionsGroupBuilder(w, self.renderer, self.answerer, self.group_size)
-                for w in words]  # fmt: skip
-
-    def __len__(self) -> int:
-        return len(self.words) // self.batch_size
-
-
-@dataclass(frozen=True)
 class TwentyQuestionsEnvs:
     """RLDatasetFactory: the train words `num_epochs` times over, and (unless `test_words` is 0)
     the first `test_words` test words in one batch of `test_group_size` games each.
@@ -157,15 +126,18 @@ class TwentyQuestionsEnvs:
     test_words: int = 0
     test_group_size: int = 1
 
-    def __call__(
-        self, ctx: RLEnvContext, backend: Any = None
-    ) -> tuple[TwentyQuestionsDataset, Any]:
+    def __call__(self, ctx: RLEnvContext, backend: Any = None) -> tuple[ItemBatches[str], Any]:
         answerer = self.open_answerer(backend, ctx.renderer)
         train_words, test_words = split_words(load_words())
-        train = TwentyQuestionsDataset(train_words * self.num_epochs, ctx.renderer, answerer,
-                                       self.groups_per_batch, self.group_size)  # fmt: skip
+
+        def games(size: int) -> Callable[[str], MessageEnvGroupBuilder]:
+            return lambda word: MessageEnvGroupBuilder(
+                partial(TwentyQuestionsEnv, word, answerer), ctx.renderer, size, "twenty_questions"
+            )
+
+        train = ItemBatches(train_words * self.num_epochs, self.groups_per_batch,
+                            games(self.group_size), whole_batches=True)  # fmt: skip
         if not self.test_words:
             return train, None
         held = test_words[: self.test_words]
-        return train, TwentyQuestionsDataset(held, ctx.renderer, answerer, len(held),
-                                             self.test_group_size)  # fmt: skip
+        return train, ItemBatches(held, len(held), games(self.test_group_size), whole_batches=True)

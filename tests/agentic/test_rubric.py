@@ -136,7 +136,7 @@ def test_datapoints_load_from_jsonl_in_the_cookbooks_shape(tmp_path):
     (tmp_path / "r.jsonl").write_text(json.dumps(row) + "\n")
     envs = RubricEnvs(1, 1, lambda b, r: RubricGrader(ScriptedGrader()), dataset=str(tmp_path / "r.jsonl"))  # fmt: skip
     train, _ = envs(RLEnvContext(RENDERER, TOKENIZER, HFDatasetStore()))
-    assert train.tasks[0].items[0].extraction_regex == "<s>(.*)</s>"
+    assert train.items[0].items[0].extraction_regex == "<s>(.*)</s>"
 
 
 def test_dry_runs_of_the_default_and_the_cookbook_preset():

@@ -69,7 +69,7 @@ class Replay:
 def replay(demos: list[dict[str, Any]], envs: SearchEnvs) -> tuple[list[float], float]:
     """Every demo replayed through `envs`' train env: the rewards and calls per episode."""
     train, _ = envs(RLEnvContext(RENDERER, TOKENIZER, STORE))
-    by_question = {t.question: t for t in train.tasks}
+    by_question = {t.question: t for t in train.items}
     policy = Replay(demos)
 
     async def all_groups():  # type: ignore[no-untyped-def]

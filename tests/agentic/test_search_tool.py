@@ -102,7 +102,7 @@ class Blind:
 
 def rewards_on_the_test_split(policy):  # type: ignore[no-untyped-def]
     _, test = SearchEnvs(1, 1, test_questions=60)(RLEnvContext(RENDERER, TOKENIZER, STORE))
-    assert test is not None and len(test.tasks) == 60
+    assert test is not None and len(test.items) == 60
 
     async def all_groups():
         return await asyncio.gather(*(do_group_rollout(b, policy) for b in test.get_batch(0)))

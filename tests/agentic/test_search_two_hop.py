@@ -107,7 +107,7 @@ def test_policies_on_the_test_split():
     _, test = SearchEnvs(1, 1, TWO_HOP_BUNDLED, TWO_HOP_BUNDLED, 40, corpus=TWO_HOP_BUNDLED)(
         RLEnvContext(RENDERER, TOKENIZER, STORE)
     )
-    assert test is not None and len(test.tasks) == 40
+    assert test is not None and len(test.items) == 40
 
     def play(policy):  # type: ignore[no-untyped-def]
         async def all_groups():  # type: ignore[no-untyped-def]

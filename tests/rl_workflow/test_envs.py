@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+from functools import partial
 
 import pytest
 
 from cookbook.envs.arithmetic import ArithmeticEnv, ArithmeticEnvs, extract_final_int
-from cookbook.envs.guess_number import GuessNumberEnv, GuessNumberEnvs, GuessNumberGroupBuilder
+from cookbook.envs.guess_number import GuessNumberEnv, GuessNumberEnvs
 from cookbook.envs.math import MathEnv, MathEnvs
 from cookbook.envs.math_grading import extract_boxed, grade_answer, normalize_answer
+from cookbook.envs.message_group import MessageEnvGroupBuilder
 from kitchen.adapters.datasets import HFDatasetStore
 from kitchen.adapters.fake.tokenizer import FakeTokenizer
 from train_core.renderers import get_renderer
@@ -203,7 +205,7 @@ def test_guess_number_token_env_runs_a_multi_turn_episode(renderer):
             tokens = respond(renderer, str(self.turn))
             return TokensWithLogprobs(tokens, [-0.1] * len(tokens))
 
-    builder = GuessNumberGroupBuilder(secret=3, renderer=renderer, num_envs=1, max_turns=5)
+    builder = MessageEnvGroupBuilder(partial(GuessNumberEnv, 3, max_turns=5), renderer, 1, "guess")
     group = asyncio.run(do_group_rollout(builder, Guesser()))
     traj = group.trajectories_G[0]
     assert len(traj.transitions) == 3 and group.get_total_rewards() == [1.0]
@@ -217,5 +219,7 @@ def test_guess_number_envs_build_groups_of_one_secret(renderer):
         RLEnvContext(renderer, renderer.tokenizer)
     )
     batch = train.get_batch(0)
-    assert len(batch) == 3 and all(1 <= b.secret <= 8 and b.num_envs == 4 for b in batch)
+    assert len(batch) == 3 and all(
+        1 <= b.env_thunk().secret <= 8 and b.num_envs == 4 for b in batch
+    )
     assert len(asyncio.run(batch[0].make_envs())) == 4 and len(test.get_batch(0)) == 32
