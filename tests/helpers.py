@@ -126,6 +126,14 @@ def modules_loaded_by(code: str, candidates: tuple[str, ...]) -> list[str]:
     return list(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
+def write_files(root: Path, files: dict[str, str]) -> Path:
+    """Write each `{relative path: text}` under `root`, making its folders; `root` back."""
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
 def write_chat_jsonl(path: Path, n: int = 24, offset: int = 0) -> Path:
     with path.open("w") as f:
         for i in range(offset, offset + n):
