@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -32,14 +31,6 @@ def cookbook_preset(recipe: str, config_class: type[Any]) -> Any:
     cfg = resolve_config(recipe, preset="cookbook").config
     assert isinstance(cfg, config_class)
     return cfg
-
-
-def assert_presets(recipe: str, config_class: type[Any], cookbook: dict[str, Any]) -> None:
-    """The recipe's default dry-runs, and its cookbook preset sets the `cookbook` values (a dotted
-    name reads a nested field)."""
-    dry_run(recipe)
-    cfg = cookbook_preset(recipe, config_class)
-    assert {name: attrgetter(name)(cfg) for name in cookbook} == cookbook
 
 
 def two_steps(recipe: str, tmp_path: Path, **options: Any) -> list[dict[str, Any]]:

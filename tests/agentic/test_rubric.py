@@ -20,7 +20,7 @@ from cookbook.envs.rubric import (
 )
 from cookbook.recipes.rubric import RubricConfig
 from kitchen.adapters.fake.tokenizer import FakeTokenizer
-from tests.agentic.helpers import assert_presets, two_steps
+from tests.agentic.helpers import cookbook_preset, dry_run, two_steps
 from train_core.renderers import get_renderer
 from train_core.renderers.types import Message
 from train_core.rl.types import RLEnvContext
@@ -140,10 +140,11 @@ def test_datapoints_load_from_jsonl_in_the_cookbooks_shape(tmp_path):
 
 
 def test_dry_runs_of_the_default_and_the_cookbook_preset():
-    assert_presets("rubric", RubricConfig, {
-        "model_name": "Qwen/Qwen3.5-9B", "grader_model": "Qwen/Qwen3.6-35B-A3B",
-        "grader_max_tokens": 2048, "groups_per_batch": 100, "group_size": 4,
-        "optimizer.learning_rate": 1e-5})  # fmt: skip
+    dry_run("rubric")
+    cfg = cookbook_preset("rubric", RubricConfig)
+    assert (cfg.model_name, cfg.grader_model, cfg.grader_max_tokens) == (
+        "Qwen/Qwen3.5-9B", "Qwen/Qwen3.6-35B-A3B", 2048)  # fmt: skip
+    assert (cfg.groups_per_batch, cfg.group_size, cfg.optimizer.learning_rate) == (100, 4, 1e-5)
 
 
 @pytest.mark.slow

@@ -16,7 +16,7 @@ from cookbook.envs.twenty_questions import (
 )
 from cookbook.recipes.twenty_questions import TwentyQuestionsConfig
 from kitchen.adapters.fake.tokenizer import FakeTokenizer
-from tests.agentic.helpers import assert_presets, two_steps
+from tests.agentic.helpers import cookbook_preset, dry_run, two_steps
 from train_core.renderers import get_renderer
 from train_core.rl.types import RLEnvContext
 
@@ -76,10 +76,11 @@ def test_words_split_into_train_and_a_disjoint_test_fifth():
 
 
 def test_dry_runs_of_the_default_and_the_cookbook_preset():
-    assert_presets("twenty_questions", TwentyQuestionsConfig, {
-        "model_name": "Qwen/Qwen3.5-4B", "answerer_model": "Qwen/Qwen3.5-9B",
-        "answerer_max_tokens": 5, "groups_per_batch": 64, "group_size": 8,
-        "optimizer.learning_rate": 3e-5})  # fmt: skip
+    dry_run("twenty_questions")
+    cfg = cookbook_preset("twenty_questions", TwentyQuestionsConfig)
+    assert (cfg.model_name, cfg.answerer_model, cfg.answerer_max_tokens) == (
+        "Qwen/Qwen3.5-4B", "Qwen/Qwen3.5-9B", 5)  # fmt: skip
+    assert (cfg.groups_per_batch, cfg.group_size, cfg.optimizer.learning_rate) == (64, 8, 3e-5)
 
 
 @pytest.mark.slow
