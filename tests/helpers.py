@@ -252,6 +252,21 @@ def picture(
     return buffer.getvalue()
 
 
+def image_datum(head: list[int], image: Any, tail: list[int], targets: Any, weights: Any) -> Any:
+    """A datum of text `head`, an image chunk (or the text standing in for one), and `tail` less
+    its last token, which is only a target; `targets` and `weights` are numpy arrays."""
+    from tinker import types
+
+    chunks = [types.EncodedTextChunk(tokens=head), image, types.EncodedTextChunk(tokens=tail[:-1])]
+    return types.Datum(
+        model_input=types.ModelInput(chunks=chunks),
+        loss_fn_inputs={
+            "target_tokens": types.TensorData.from_numpy(targets),
+            "weights": types.TensorData.from_numpy(weights),
+        },
+    )
+
+
 def refused_images() -> list[tuple[Any, str]]:
     """Image chunks the engine cannot take, each with the words its one-line refusal holds: bytes
     that are no image, a format that is not the bytes', a wrong expected_tokens, a missing file,
