@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from model_options import add_model_options, resolve_model_options  # noqa: E402
-from sides import emit, machine, peak_rss_kb, run_side  # noqa: E402
+from sides import emit, machine, peak_rss_kb, run_side, side_or_parent  # noqa: E402
 
 MODES = {
     "off": {"activation_checkpointing": "off", "packing": "off"},
@@ -303,11 +303,9 @@ def main() -> None:
         default=0,
         help="instead: padded against packed tokens/s on this many sl_basic batches",
     )
-    parser.add_argument("--side", choices=sorted(MODES), help=argparse.SUPPRESS)
     parser.add_argument("--side-length", type=int, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.side:
-        side(args)
+    args = side_or_parent(parser, sorted(MODES), side)
+    if args is None:
         return
     resolve_model_options(args)
     if args.sft_steps:

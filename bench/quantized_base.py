@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 # threshold, so a freed mid-sized block leaves RSS and a peak counts what a pass holds.
 from memory import batch, resident_kb, train_steps  # noqa: E402
 from model_options import add_model_options, resolve_model_options  # noqa: E402
-from sides import emit, machine, run_side  # noqa: E402
+from sides import emit, machine, run_side, side_or_parent  # noqa: E402
 
 BASES = ("none", "nf4")
 
@@ -103,10 +103,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=2)
     parser.add_argument("--dtype", default="float32", help="auto | float32 | bfloat16")
     parser.add_argument("--bases", default=",".join(BASES))
-    parser.add_argument("--side", choices=BASES, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.side:
-        side(args)
+    args = side_or_parent(parser, BASES, side)
+    if args is None:
         return
     resolve_model_options(args)
     print(f"model {args.model} on {args.device}, dtype {args.dtype}; {machine()}")

@@ -12,13 +12,14 @@ its padded count can be the smaller one.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,6 +111,21 @@ def emit(result: dict[str, Any]) -> None:
     result["peak_rss_gb"] = peak_rss_kb() / 2**20
     result.update(machine())
     print("RESULT " + json.dumps(result), flush=True)
+
+
+def side_or_parent(
+    parser: argparse.ArgumentParser,
+    sides: Sequence[str],
+    side: Callable[[argparse.Namespace], None],
+) -> argparse.Namespace | None:
+    """Parse the command line. In a child `run_side` started (its `--side NAME`), run `side` and
+    return None; in the parent, return the arguments."""
+    parser.add_argument("--side", choices=sides, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.side:
+        side(args)
+        return None
+    return args
 
 
 def run_side(script: str, side: str, argv: list[str]) -> dict[str, Any]:

@@ -25,7 +25,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sides import emit, run_side
+from sides import emit, run_side, side_or_parent
 
 LAST = 5  # steps averaged at the end
 
@@ -63,10 +63,8 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--max-length", type=int, default=512)
     parser.add_argument("--dataset", default="bundled:chat")
-    parser.add_argument("--side", choices=["float32", "bfloat16"], help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.side:
-        run_one(args.side, args)
+    args = side_or_parent(parser, ["float32", "bfloat16"], lambda a: run_one(a.side, a))
+    if args is None:
         return
     argv = [
         *("--steps", str(args.steps), "--batch-size", str(args.batch_size)),

@@ -43,6 +43,8 @@ def _png(size: tuple[int, int], seed: int) -> bytes:
 def _batch(vision: Any, n: int, text: bool) -> list[Any]:
     from tinker import types
 
+    from tests.helpers import image_datum  # the export test's image datum
+
     data = []
     for i in range(n):
         image = vision.image(_png((128, 96), i), "png", "bench")
@@ -55,23 +57,9 @@ def _batch(vision: Any, n: int, text: bool) -> list[Any]:
         )
         head, tail = [1, 40, 50, 10], [60, 61, 62, 2, 10, 1, 70, 10, 80, 81, 82, 2]
         n_tokens = len(head) + image.tokens + len(tail)
-        data.append(
-            types.Datum(
-                model_input=types.ModelInput(
-                    chunks=[
-                        types.EncodedTextChunk(tokens=head),
-                        middle,
-                        types.EncodedTextChunk(tokens=tail[:-1]),
-                    ]
-                ),
-                loss_fn_inputs={
-                    "target_tokens": types.TensorData.from_numpy(
-                        np.full(n_tokens - 1, 80, dtype=np.int64)
-                    ),
-                    "weights": types.TensorData.from_numpy(np.ones(n_tokens - 1, dtype=np.float32)),
-                },
-            )
-        )
+        targets = np.full(n_tokens - 1, 80, dtype=np.int64)
+        weights = np.ones(n_tokens - 1, dtype=np.float32)
+        data.append(image_datum(head, middle, tail, targets, weights))
     return data
 
 

@@ -126,6 +126,14 @@ def modules_loaded_by(code: str, candidates: tuple[str, ...]) -> list[str]:
     return list(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
+def write_files(root: Path, files: dict[str, str]) -> Path:
+    """Write each `{relative path: text}` under `root`, making its folders; `root` back."""
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
 def write_chat_jsonl(path: Path, n: int = 24, offset: int = 0) -> Path:
     with path.open("w") as f:
         for i in range(offset, offset + n):
@@ -242,6 +250,21 @@ def picture(
     buffer = io.BytesIO()
     image.save(buffer, format=fmt)
     return buffer.getvalue()
+
+
+def image_datum(head: list[int], image: Any, tail: list[int], targets: Any, weights: Any) -> Any:
+    """A datum of text `head`, an image chunk (or the text standing in for one), and `tail` less
+    its last token, which is only a target; `targets` and `weights` are numpy arrays."""
+    from tinker import types
+
+    chunks = [types.EncodedTextChunk(tokens=head), image, types.EncodedTextChunk(tokens=tail[:-1])]
+    return types.Datum(
+        model_input=types.ModelInput(chunks=chunks),
+        loss_fn_inputs={
+            "target_tokens": types.TensorData.from_numpy(targets),
+            "weights": types.TensorData.from_numpy(weights),
+        },
+    )
 
 
 def refused_images() -> list[tuple[Any, str]]:

@@ -5,7 +5,7 @@ import ast
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.helpers import modules_loaded_by
+from tests.helpers import modules_loaded_by, write_files
 
 ROOT = Path(__file__).resolve().parents[2]
 FORBIDDEN: dict[str, set[str]] = {
@@ -149,13 +149,13 @@ def test_training_and_sampling_never_import_the_clients_or_the_ranks():
 
 
 def test_the_room_checks_flag_an_import_up_a_floor(tmp_path):
-    train = tmp_path / "kitchen" / "adapters" / "local" / "train"
-    train.mkdir(parents=True)
-    (train / "forward.py").write_text(
+    forward = (
         "from kitchen.adapters.local.model.host import model_limits\n"
         "def f():\n    from kitchen.adapters.local.distributed.world import World\n"
     )
-    (train / "deal.py").write_text("from kitchen.adapters.local.executor import SOLO\n")
+    deal = "from kitchen.adapters.local.executor import SOLO\n"
+    train = "kitchen/adapters/local/train"
+    write_files(tmp_path, {f"{train}/forward.py": forward, f"{train}/deal.py": deal})
     assert _upward(tmp_path) == {
         "kitchen/adapters/local/train/forward.py -> kitchen.adapters.local.distributed.world",
         "kitchen/adapters/local/train/deal.py -> kitchen.adapters.local.executor",
@@ -187,35 +187,31 @@ def _reaches_the_world(root: Path) -> list[str]:
 
 def test_the_local_engine_reaches_the_ranks_only_through_its_executor(tmp_path):
     assert _reaches_the_world(ROOT) == []
-    engine = tmp_path / "kitchen" / "adapters" / "local"
-    engine.mkdir(parents=True)
-    (engine / "client.py").write_text("def f(backend):\n    return backend.world is None\n")
+    client = "def f(backend):\n    return backend.world is None\n"
+    write_files(tmp_path, {"kitchen/adapters/local/client.py": client})
     assert _reaches_the_world(tmp_path) == ["kitchen/adapters/local/client.py:2"]
 
 
 def test_the_checks_flag_a_cookbook_or_workflow_that_imports_an_adapter(tmp_path):
     # The checks above pass on a clean tree; this shows they would fail on the imports they forbid,
     # at module level and inside a function alike.
-    (tmp_path / "cookbook" / "envs").mkdir(parents=True)
-    (tmp_path / "cookbook" / "envs" / "env.py").write_text(
+    env = (
         "from kitchen.ports.sandbox import SandboxPort\n"
         "from kitchen.adapters.sandbox import make_sandbox\n"
     )
-    (tmp_path / "kitchen" / "workflows" / "rl").mkdir(parents=True)
-    (tmp_path / "kitchen" / "workflows" / "rl" / "stages.py").write_text(
-        "def f():\n    import kitchen.adapters.local.backend\n"
-    )
+    stages = "def f():\n    import kitchen.adapters.local.backend\n"
+    write_files(tmp_path, {"cookbook/envs/env.py": env, "kitchen/workflows/rl/stages.py": stages})
     assert _violations(tmp_path, COOKBOOK_FORBIDDEN, _layer) == [
         "cookbook/envs/env.py:2 imports kitchen.adapters.sandbox"
     ]
     assert _violations(tmp_path, LAYER_FORBIDDEN, _layer) == [
         "kitchen/workflows/rl/stages.py:2 imports kitchen.adapters.local.backend"
     ]
-    (tmp_path / "kitchen" / "adapters" / "local").mkdir(parents=True)
-    (tmp_path / "kitchen" / "adapters" / "local" / "backend.py").write_text(
+    backend = (
         "from kitchen.adapters.local.model.host import ModelHost\n"
         "def f():\n    from kitchen.adapters.vllm.samplers import VllmSamplers\n"
     )
+    write_files(tmp_path, {"kitchen/adapters/local/backend.py": backend})
     assert _violations(tmp_path, LOCAL_FORBIDDEN, _adapter) == [
         "kitchen/adapters/local/backend.py:3 imports kitchen.adapters.vllm.samplers"
     ]

@@ -5,6 +5,8 @@ one value (train/pass_settings.py's PassSettings, batching.py's LossInputs and B
 import ast
 from pathlib import Path
 
+from tests.helpers import write_files
+
 ROOT = Path(__file__).resolve().parents[2]
 MAX_PARAMETERS = 6
 TRAINING_PASS = (
@@ -44,18 +46,20 @@ def test_no_function_on_the_training_pass_takes_more_than_six_parameters():
 
 
 def test_the_scan_finds_a_long_signature(tmp_path):
-    train = tmp_path / "kitchen" / "adapters" / "local" / "train"
-    train.mkdir(parents=True)
-    (train / "forward.py").write_text(
+    forward = (
         "def run(model, data, loss_fn, config, tokens, backward, packed):\n    pass\n"
         "class Client:\n    def call(self, a, b, c, d, e, f, *rest):\n        pass\n"
         "def fits(self, a, b, c, d, e, f):\n    pass\n"
     )
-    (tmp_path / "kitchen/adapters/local/clients").mkdir()
-    (tmp_path / "kitchen/adapters/local/clients/training_client.py").write_text(
-        "async def step(a, b, c, d, e, f, *, g):\n    pass\n"
+    clients = "kitchen/adapters/local/clients"
+    write_files(
+        tmp_path,
+        {
+            "kitchen/adapters/local/train/forward.py": forward,
+            f"{clients}/training_client.py": "async def step(a, b, c, d, e, f, *, g):\n    pass\n",
+            f"{clients}/training_passes.py": "",
+        },
     )
-    (tmp_path / "kitchen/adapters/local/clients/training_passes.py").write_text("")
     assert long_signatures(tmp_path) == [
         "kitchen/adapters/local/train/forward.py:1 run(7)",
         "kitchen/adapters/local/train/forward.py:4 call(7)",

@@ -155,26 +155,16 @@ def test_a_merged_vlm_loads_in_transformers_and_reads_images_as_the_engine_does(
     from transformers import AutoImageProcessor, AutoModelForImageTextToText
 
     from kitchen.adapters.local.clients.export import export_checkpoint
-    from tests.helpers import TINY_VLM, engine_device, picture
+    from tests.helpers import TINY_VLM, engine_device, image_datum, picture
 
     client = backend.create_lora_training_client(TINY_VLM, rank=4, train_vision=train_vision)
     image = types.ImageChunk(data=picture((250, 30, 30)), format="png", expected_tokens=4)
     start, end, pad = 1090, 1091, 1092  # the tiny VLM's vision tokens
     head, tail = [1, 40, 50, 10, start], [end, 60, 61, 62, 63, 2]
     tokens = [*head, *[pad] * 4, *tail]
-    datum = types.Datum(
-        model_input=types.ModelInput(
-            chunks=[
-                types.EncodedTextChunk(tokens=head),
-                image,
-                types.EncodedTextChunk(tokens=tail[:-1]),
-            ]
-        ),
-        loss_fn_inputs={
-            "target_tokens": np.asarray(tokens[1:], dtype=np.int64),
-            "weights": np.asarray([0.0] * 8 + [1.0] * 6, dtype=np.float32),
-        },
-    )
+    targets = np.asarray(tokens[1:], dtype=np.int64)
+    weights = np.asarray([0.0] * 8 + [1.0] * 6, dtype=np.float32)
+    datum = image_datum(head, image, tail, targets, weights)
     for _ in range(3):
         client.forward_backward([datum], "cross_entropy").result()
         client.optim_step(types.AdamParams(learning_rate=5e-2)).result()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib.util
 import itertools
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 import numpy as np
@@ -465,13 +465,21 @@ def test_a_pass_that_cannot_fit_is_refused_in_one_line_naming_the_way_out() -> N
     assert "\n" not in str(on.value) and "with activation checkpointing" in str(on.value)
 
 
-def test_the_engine_refuses_before_any_work(backend: Any, monkeypatch: Any) -> None:
-    client = backend.create_lora_training_client(TINY, rank=4, seed=3)
-    monkeypatch.setattr(memory, "free_memory", lambda device: 1000)
-    refused = pytest.raises(BackendError, match="datum 0: a pass of 27 tokens")
+def auto_pass_layer_calls(
+    client: Any, monkeypatch: Any, free: int, refused: AbstractContextManager[Any] = nullcontext()
+) -> int:
+    """First-layer forwards of an RL pass under checkpointing "auto" with `free` bytes free;
+    `refused` wraps the pass when it is expected to raise."""
+    monkeypatch.setattr(memory, "free_memory", lambda device: free)
     with client.host.use(client.adapter) as model, counting_layer_calls(model) as calls, refused:
         run(client, rl_data("cross_entropy"), "cross_entropy", checkpointing="auto")
-    assert calls[0] == 0
+    return calls[0]
+
+
+def test_the_engine_refuses_before_any_work(backend: Any, monkeypatch: Any) -> None:
+    client = backend.create_lora_training_client(TINY, rank=4, seed=3)
+    refused = pytest.raises(BackendError, match="datum 0: a pass of 27 tokens")
+    assert auto_pass_layer_calls(client, monkeypatch, 1000, refused) == 0
     client.close()
 
 
@@ -483,10 +491,7 @@ def test_auto_checkpoints_a_pass_that_would_not_fit_otherwise(
     plain = memory.activation_bytes(config, 27, 4, checkpointed=False)  # the pass: 3 rows x 9
     saved = memory.activation_bytes(config, 27, 4, checkpointed=True)
     free = (plain + saved) / 2 / memory.USABLE_SHARE  # room for the checkpointed pass only
-    monkeypatch.setattr(memory, "free_memory", lambda device: int(free))
-    with client.host.use(client.adapter) as model, counting_layer_calls(model) as calls:
-        run(client, rl_data("cross_entropy"), "cross_entropy", checkpointing="auto")
-    assert calls[0] == 2
+    assert auto_pass_layer_calls(client, monkeypatch, int(free)) == 2
     client.close()
 
 
