@@ -16,6 +16,7 @@ from pydantic import Field, model_validator
 from cookbook.envs.search import BUNDLED, SearchEnvs, SearchSettings
 from cookbook.recipes import SMOLLM2_RL
 from cookbook.recipes.env_rl import EnvRL
+from cookbook.recipes.episodes import episode_limits
 from kitchen.workflows.reinforcement import RLConfig
 from train_core.rl.types import RLDatasetFactory
 
@@ -76,13 +77,7 @@ class SearchR1(EnvRL[SearchToolConfig]):
     name = "search_tool"
 
     def envs(self, cfg: SearchToolConfig) -> RLDatasetFactory:
-        settings = SearchSettings(
-            max_turns=cfg.max_turns,
-            format_coef=cfg.format_coef,
-            max_trajectory_tokens=cfg.max_trajectory_tokens,
-            max_generation_tokens=cfg.max_tokens,
-            context_overflow_reward=cfg.context_overflow_reward,
-        )
+        settings = SearchSettings(**episode_limits(cfg))
         chroma = {"collection": cfg.chroma_collection, "host": cfg.chroma_host,
                   "port": cfg.chroma_port}  # fmt: skip
         return SearchEnvs(
