@@ -15,11 +15,9 @@ from pydantic import Field
 
 from cookbook.envs.calculator_agent import CalculatorAgentTasks
 from cookbook.recipes import SMOLLM2_RL
-from kitchen.engine.graph import Workflow
-from kitchen.engine.recipe import Recipe
-from kitchen.workflows.reinforcement import reinforcement
+from cookbook.recipes.env_rl import EnvRL
 from kitchen.workflows.reinforcement.config import AgentRLConfig
-from kitchen.workflows.reinforcement.state import RLState
+from train_core.rl.types import RLDatasetFactory
 
 
 class AgentRLRecipeConfig(AgentRLConfig):
@@ -33,13 +31,13 @@ class AgentRLRecipeConfig(AgentRLConfig):
     )
 
 
-class AgentRL(Recipe[AgentRLRecipeConfig]):
+class AgentRL(EnvRL[AgentRLRecipeConfig]):
     """RL of a tool-calling agent on an OpenAI client, trained token for token."""
 
     name = "agent_rl"
 
-    def workflow(self, cfg: AgentRLRecipeConfig) -> Workflow[RLState]:
-        make = CalculatorAgentTasks(
+    def envs(self, cfg: AgentRLRecipeConfig) -> RLDatasetFactory:
+        return CalculatorAgentTasks(
             cfg.groups_per_batch,
             cfg.group_size,
             cfg.num_batches or 100,
@@ -48,4 +46,3 @@ class AgentRL(Recipe[AgentRLRecipeConfig]):
             max_tokens=cfg.max_tokens,
             temperature=cfg.temperature,
         )
-        return reinforcement(cfg, make, self.name)

@@ -14,6 +14,7 @@ from pydantic import Field, model_validator
 from cookbook.envs.code import CodeEnvName, CodeEnvs, CodeEnvSettings
 from cookbook.envs.humaneval import HumanEvalPassAtK
 from cookbook.recipes import SMOLLM2
+from cookbook.recipes.episodes import episode_limits
 from kitchen.engine.graph import Workflow
 from kitchen.engine.recipe import Recipe
 from kitchen.workflows.reinforcement.code_workflow import CodeRLWorkflowConfig, code_reinforcement
@@ -118,12 +119,7 @@ class CodeRL(Recipe[CodeRLConfig]):
 
     def workflow(self, cfg: CodeRLConfig) -> Workflow[CodeRLState]:
         settings = CodeEnvSettings(
-            max_turns=cfg.max_turns,
-            format_coef=cfg.format_coef,
-            check_tests=cfg.check_solution_tests or None,
-            max_trajectory_tokens=cfg.max_trajectory_tokens,
-            max_generation_tokens=cfg.max_tokens,
-            context_overflow_reward=cfg.context_overflow_reward,
+            **episode_limits(cfg), check_tests=cfg.check_solution_tests or None
         )
         envs = CodeEnvs(
             cfg.env,

@@ -83,26 +83,25 @@ class DistillCompositeConfig(DistillationConfig):
     )
 
 
+def fixed_source(cfg: DistillCompositeConfig, prefix: str) -> DistillSource:
+    """Source 0 or 1 as an extra source is given, so all sources are wired alike: each of its
+    fields but the name is the config's `<prefix>_<field>` (prefix math or chat)."""
+    fields = [f for f in DistillSource.model_fields if f != "name"]
+    return DistillSource(name=prefix, **{f: getattr(cfg, f"{prefix}_{f}") for f in fields})
+
+
 class DistillComposite(Recipe[DistillCompositeConfig]):
     """Multi-teacher on-policy distillation over N prompt datasets, a teacher each."""
 
     name = "distill_composite"
 
     def workflow(self, cfg: DistillCompositeConfig) -> Workflow[DistillationState]:
-        sources = [
-            PromptSource(cfg.math_dataset, cfg.math_groups_per_batch, name="math"),
-            PromptSource(cfg.chat_dataset, cfg.chat_groups_per_batch, name="chat"),
-        ]
+        given = [fixed_source(cfg, "math"), fixed_source(cfg, "chat"), *cfg.extra_sources]
+        sources = [PromptSource(s.dataset, s.groups_per_batch, name=s.name) for s in given]
         teachers = [
-            TeacherSpec(cfg.math_teacher_model, cfg.math_teacher_checkpoint, cfg.teacher_renderer_name,
-                        resolve_system_prompt(cfg.math_teacher_system_prompt)),
-            TeacherSpec(cfg.chat_teacher_model, cfg.chat_teacher_checkpoint, cfg.teacher_renderer_name,
-                        resolve_system_prompt(cfg.chat_teacher_system_prompt)),
+            TeacherSpec(s.teacher_model, s.teacher_checkpoint, cfg.teacher_renderer_name,
+                        resolve_system_prompt(s.teacher_system_prompt))
+            for s in given
         ]  # fmt: skip
-        for extra in cfg.extra_sources:
-            sources.append(PromptSource(extra.dataset, extra.groups_per_batch, name=extra.name))
-            teachers.append(TeacherSpec(extra.teacher_model, extra.teacher_checkpoint,
-                                        cfg.teacher_renderer_name,
-                                        resolve_system_prompt(extra.teacher_system_prompt)))  # fmt: skip
         make = prompt_datasets(sources, cfg.group_size, cfg.seed, cfg.max_prompt_tokens)
         return on_policy_distillation(cfg, make, teachers, self.name)

@@ -15,10 +15,9 @@ from pydantic import Field, model_validator
 
 from cookbook.envs.guess_number import GuessNumberEnvs, GuessRulesName
 from cookbook.recipes import SMOLLM2_RL
-from kitchen.engine.graph import Workflow
-from kitchen.engine.recipe import Recipe
-from kitchen.workflows.reinforcement import RLConfig, reinforcement
-from kitchen.workflows.reinforcement.state import RLState
+from cookbook.recipes.env_rl import EnvRL
+from kitchen.workflows.reinforcement import RLConfig
+from train_core.rl.types import RLDatasetFactory
 
 
 class GuessNumberConfig(RLConfig):
@@ -48,13 +47,13 @@ class GuessNumberConfig(RLConfig):
         return self
 
 
-class GuessNumber(Recipe[GuessNumberConfig]):
+class GuessNumber(EnvRL[GuessNumberConfig]):
     """Multi-turn RL: guess a secret number from hints (small game, or the cookbook's rules)."""
 
     name = "guess_number"
 
-    def workflow(self, cfg: GuessNumberConfig) -> Workflow[RLState]:
-        envs = GuessNumberEnvs(
+    def envs(self, cfg: GuessNumberConfig) -> RLDatasetFactory:
+        return GuessNumberEnvs(
             cfg.groups_per_batch,
             cfg.group_size,
             cfg.num_batches or 100,
@@ -65,4 +64,3 @@ class GuessNumber(Recipe[GuessNumberConfig]):
             seed=cfg.seed,
             test_problems=cfg.num_test_problems,
         )
-        return reinforcement(cfg, envs, self.name)

@@ -6,14 +6,12 @@ Locally: SmolLM2-135M-Instruct learns small additions (the reward rises within m
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
-from cookbook.envs import RLEnvFields, env_dataset
+from cookbook.envs import RLEnvFields
 from cookbook.recipes import SMOLLM2
-from kitchen.engine.graph import Workflow
-from kitchen.engine.recipe import Recipe
-from kitchen.workflows.reinforcement import RLConfig, RLLoopConfig, reinforcement
-from kitchen.workflows.reinforcement.state import RLState
+from cookbook.recipes.env_rl import EnvRL
+from kitchen.workflows.reinforcement import RLConfig
 
 
 class RLBasicConfig(RLConfig, RLEnvFields):
@@ -27,20 +25,6 @@ class RLBasicConfig(RLConfig, RLEnvFields):
         "remove_constant_reward_groups": True,
         "eval_every": 0,
     }
-
-
-E = TypeVar("E", bound=RLLoopConfig)
-
-
-class EnvRL(Recipe[E]):
-    """A recipe that runs the reinforcement workflow on its config's env (RLEnvFields): rl_basic,
-    math_rl and rl_loop differ only in their configs."""
-
-    def workflow(self, cfg: E) -> Workflow[RLState]:
-        if not isinstance(cfg, RLEnvFields):
-            raise TypeError(f"recipe {self.name}: its Config must mix in RLEnvFields")
-        make = env_dataset(cfg, cfg.groups_per_batch, cfg.group_size, cfg.num_batches, cfg.seed)
-        return reinforcement(cfg, make, self.name)
 
 
 class RLBasic(EnvRL[RLBasicConfig]):

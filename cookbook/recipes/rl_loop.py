@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 from cookbook.envs import RLEnvFields
 from cookbook.recipes import SMOLLM2
-from cookbook.recipes.rl_basic import EnvRL
+from cookbook.recipes.env_rl import EnvRL
 from kitchen.workflows.reinforcement import RLLoopConfig
 
 

@@ -19,11 +19,10 @@ from pydantic import Field, model_validator
 from cookbook.envs.openai_completer import OpenAIChatCompleter
 from cookbook.envs.rubric import Grader, RubricEnvs, RubricGrader
 from cookbook.recipes import SMOLLM2_RL
-from cookbook.recipes.on_backend import frozen_completer, on_backend
-from kitchen.engine.graph import Workflow
-from kitchen.engine.recipe import Recipe
-from kitchen.workflows.reinforcement import RLConfig, reinforcement
-from kitchen.workflows.reinforcement.state import RLState
+from cookbook.recipes.env_rl import EnvRL
+from cookbook.recipes.on_backend import frozen_completer
+from kitchen.workflows.reinforcement import RLConfig
+from train_core.rl.types import RLDatasetFactory
 
 
 class RubricConfig(RLConfig):
@@ -97,15 +96,15 @@ def open_grader(cfg: RubricConfig, backend: Any, policy_renderer: Any) -> Rubric
                         cfg.grader_max_concurrency, cfg.grader_max_failures)  # fmt: skip
 
 
-class Rubric(Recipe[RubricConfig]):
+class Rubric(EnvRL[RubricConfig]):
     """RL against a prompted LLM grader scoring rubric items (failures counted, bounded)."""
 
     name = "rubric"
+    samples_on_backend = True
 
-    def workflow(self, cfg: RubricConfig) -> Workflow[RLState]:
-        envs = RubricEnvs(
+    def envs(self, cfg: RubricConfig) -> RLDatasetFactory:
+        return RubricEnvs(
             cfg.groups_per_batch, cfg.group_size,
             partial(open_grader, cfg), cfg.dataset,
             cfg.num_train, cfg.num_test, cfg.num_test_problems, cfg.format_coef, cfg.seed,
         )  # fmt: skip
-        return on_backend(reinforcement(cfg, envs, self.name))

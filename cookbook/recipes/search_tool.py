@@ -15,10 +15,10 @@ from pydantic import Field, model_validator
 
 from cookbook.envs.search import BUNDLED, SearchEnvs, SearchSettings
 from cookbook.recipes import SMOLLM2_RL
-from kitchen.engine.graph import Workflow
-from kitchen.engine.recipe import Recipe
-from kitchen.workflows.reinforcement import RLConfig, reinforcement
-from kitchen.workflows.reinforcement.state import RLState
+from cookbook.recipes.env_rl import EnvRL
+from cookbook.recipes.episodes import episode_limits
+from kitchen.workflows.reinforcement import RLConfig
+from train_core.rl.types import RLDatasetFactory
 
 
 class SearchToolConfig(RLConfig):
@@ -71,24 +71,17 @@ class SearchToolConfig(RLConfig):
         return self
 
 
-class SearchR1(Recipe[SearchToolConfig]):
+class SearchR1(EnvRL[SearchToolConfig]):
     """Search-R1: RL of a model answering questions with a search tool (BM25 or Chroma)."""
 
     name = "search_tool"
 
-    def workflow(self, cfg: SearchToolConfig) -> Workflow[RLState]:
-        settings = SearchSettings(
-            max_turns=cfg.max_turns,
-            format_coef=cfg.format_coef,
-            max_trajectory_tokens=cfg.max_trajectory_tokens,
-            max_generation_tokens=cfg.max_tokens,
-            context_overflow_reward=cfg.context_overflow_reward,
-        )
+    def envs(self, cfg: SearchToolConfig) -> RLDatasetFactory:
+        settings = SearchSettings(**episode_limits(cfg))
         chroma = {"collection": cfg.chroma_collection, "host": cfg.chroma_host,
                   "port": cfg.chroma_port}  # fmt: skip
-        envs = SearchEnvs(
+        return SearchEnvs(
             cfg.groups_per_batch, cfg.group_size, cfg.dataset, cfg.test_dataset,
             cfg.num_test_questions, cfg.retriever, cfg.corpus, cfg.corpus_split, chroma,
             cfg.n_results, settings, cfg.seed,
         )  # fmt: skip
-        return reinforcement(cfg, envs, self.name)

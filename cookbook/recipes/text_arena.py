@@ -21,12 +21,10 @@ from cookbook.envs.text_arena import Opponent, TextArenaEnvs
 from cookbook.envs.tictactoe import MinimaxOpponent, RandomOpponent
 from cookbook.envs.tictactoe_games import GameName
 from cookbook.recipes import SMOLLM2_RL
-from cookbook.recipes.on_backend import on_backend
-from kitchen.engine.graph import Workflow
-from kitchen.engine.recipe import Recipe
-from kitchen.workflows.reinforcement import RLConfig, reinforcement
-from kitchen.workflows.reinforcement.state import RLState
+from cookbook.recipes.env_rl import EnvRL
+from kitchen.workflows.reinforcement import RLConfig
 from train_core.completers import TinkerMessageCompleter
+from train_core.rl.types import RLDatasetFactory
 
 OpponentName = Literal["random", "minimax", "base_model"]
 
@@ -68,12 +66,12 @@ def open_opponent(cfg: TextArenaConfig, backend: Any, renderer: Any) -> Opponent
     return TinkerMessageCompleter(client, renderer, cfg.max_tokens, temperature=1.0)
 
 
-class TextArena(Recipe[TextArenaConfig]):
+class TextArena(EnvRL[TextArenaConfig]):
     """Two-player self-play RL on tic-tac-toe (tests vs random, minimax or the base model)."""
 
     name = "text_arena"
+    samples_on_backend = True
 
-    def workflow(self, cfg: TextArenaConfig) -> Workflow[RLState]:
-        envs = TextArenaEnvs(cfg.groups_per_batch, cfg.num_games, cfg.num_test_games,
+    def envs(self, cfg: TextArenaConfig) -> RLDatasetFactory:
+        return TextArenaEnvs(cfg.groups_per_batch, cfg.num_games, cfg.num_test_games,
                              partial(open_opponent, cfg), cfg.game)  # fmt: skip
-        return on_backend(reinforcement(cfg, envs, self.name))

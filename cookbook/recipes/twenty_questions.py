@@ -16,11 +16,10 @@ from pydantic import Field
 
 from cookbook.envs.twenty_questions import Answerer, ScriptedAnswerer, TwentyQuestionsEnvs
 from cookbook.recipes import SMOLLM2_RL
-from cookbook.recipes.on_backend import frozen_completer, on_backend
-from kitchen.engine.graph import Workflow
-from kitchen.engine.recipe import Recipe
-from kitchen.workflows.reinforcement import RLConfig, reinforcement
-from kitchen.workflows.reinforcement.state import RLState
+from cookbook.recipes.env_rl import EnvRL
+from cookbook.recipes.on_backend import frozen_completer
+from kitchen.workflows.reinforcement import RLConfig
+from train_core.rl.types import RLDatasetFactory
 
 
 class TwentyQuestionsConfig(RLConfig):
@@ -54,15 +53,15 @@ def open_answerer(cfg: TwentyQuestionsConfig, backend: Any, policy_renderer: Any
                             cfg.answerer_renderer, cfg.answerer_max_tokens)  # fmt: skip
 
 
-class TwentyQuestions(Recipe[TwentyQuestionsConfig]):
+class TwentyQuestions(EnvRL[TwentyQuestionsConfig]):
     """Multi-turn RL: ask yes/no questions, then guess the word (answerer: a model or a rule)."""
 
     name = "twenty_questions"
+    samples_on_backend = True
 
-    def workflow(self, cfg: TwentyQuestionsConfig) -> Workflow[RLState]:
-        envs = TwentyQuestionsEnvs(
+    def envs(self, cfg: TwentyQuestionsConfig) -> RLDatasetFactory:
+        return TwentyQuestionsEnvs(
             cfg.groups_per_batch, cfg.group_size,
             partial(open_answerer, cfg),
             cfg.num_epochs, cfg.num_test_words, cfg.test_group_size,
         )  # fmt: skip
-        return on_backend(reinforcement(cfg, envs, self.name))

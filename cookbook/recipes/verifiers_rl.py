@@ -16,11 +16,9 @@ from typing import Any, ClassVar
 from pydantic import Field, field_validator
 
 from cookbook.recipes import SMOLLM2_RL
-from kitchen.engine.graph import Workflow
-from kitchen.engine.recipe import Recipe
-from kitchen.workflows.reinforcement import reinforcement
+from cookbook.recipes.env_rl import EnvRL
 from kitchen.workflows.reinforcement.config import AgentRLConfig
-from kitchen.workflows.reinforcement.state import RLState
+from train_core.rl.types import RLDatasetFactory
 
 # verifiers takes seconds to import: this module names the bundled ids and imports it only to run.
 BUNDLED_TASKSET = "kitchen-reverse-text"  # cookbook/envs/verifiers_reverse_text.py
@@ -73,15 +71,15 @@ def _installed(kind: str, plugin_id: str) -> str:
     return plugin_id
 
 
-class VerifiersRL(Recipe[VerifiersRLConfig]):
+class VerifiersRL(EnvRL[VerifiersRLConfig]):
     """RL of a verifiers environment's agent, trained token for token."""
 
     name = "verifiers_rl"
 
-    def workflow(self, cfg: VerifiersRLConfig) -> Workflow[RLState]:
+    def envs(self, cfg: VerifiersRLConfig) -> RLDatasetFactory:
         from cookbook.envs.verifiers_bridge import VerifiersTasks
 
-        make = VerifiersTasks(
+        return VerifiersTasks(
             cfg.vf_env_id,
             cfg.groups_per_batch,
             cfg.group_size,
@@ -93,4 +91,3 @@ class VerifiersRL(Recipe[VerifiersRLConfig]):
             max_tokens=cfg.max_tokens,
             temperature=cfg.temperature,
         )
-        return reinforcement(cfg, make, self.name)

@@ -12,11 +12,10 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from cookbook.envs.shapes import ShapesEnvs, Target
+from cookbook.recipes.env_rl import EnvRL
 from cookbook.recipes.vlm_classifier import TINY_VLM
-from kitchen.engine.graph import Workflow
-from kitchen.engine.recipe import Recipe
-from kitchen.workflows.reinforcement import RLConfig, reinforcement
-from kitchen.workflows.reinforcement.state import RLState
+from kitchen.workflows.reinforcement import RLConfig
+from train_core.rl.types import RLDatasetFactory
 
 
 class VLMRLConfig(RLConfig):
@@ -47,13 +46,13 @@ class VLMRLConfig(RLConfig):
     )
 
 
-class VLMRL(Recipe[VLMRLConfig]):
+class VLMRL(EnvRL[VLMRLConfig]):
     """RL on image prompts: name the colour or shape in the picture (verifiable reward)."""
 
     name = "vlm_rl"
 
-    def workflow(self, cfg: VLMRLConfig) -> Workflow[RLState]:
-        envs = ShapesEnvs(
+    def envs(self, cfg: VLMRLConfig) -> RLDatasetFactory:
+        return ShapesEnvs(
             cfg.dataset,
             cfg.groups_per_batch,
             cfg.group_size,
@@ -61,4 +60,3 @@ class VLMRL(Recipe[VLMRLConfig]):
             cfg.seed,
             cfg.num_test_problems,
         )
-        return reinforcement(cfg, envs, self.name)

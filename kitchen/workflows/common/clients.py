@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kitchen.engine.stage import Context, Metrics
+from kitchen.workflows.common.naming import name_by_default
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -25,8 +26,7 @@ class OpenSamplingClient:
     ports: frozenset[str] = frozenset({"backend"})
 
     def __post_init__(self) -> None:
-        if not self.name:
-            object.__setattr__(self, "name", f"open_{self.into}")
+        name_by_default(self, f"open_{self.into}")
 
     @property
     def reads(self) -> frozenset[str]:

@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 from kitchen.engine.graph import Every, Node, When
 from kitchen.engine.stage import Context, Metrics
+from kitchen.workflows.common.naming import name_by_default
 from train_core.evaluation.evaluator import Evaluator
 
 # crucible_kitchen's eval_results keys: a held-out metric also under its bare name (test/nll -> nll;
@@ -56,8 +57,7 @@ class Evaluate:
     phase: ClassVar[str] = "evaluation"
 
     def __post_init__(self) -> None:
-        if not self.name:
-            object.__setattr__(self, "name", f"evaluate_{self.evaluator.name}")
+        name_by_default(self, f"evaluate_{self.evaluator.name}")
 
     @property
     def _client_field(self) -> str:

@@ -22,6 +22,7 @@ from kitchen.engine.graph import Workflow
 from kitchen.engine.runner import Runner
 from kitchen.engine.stage import Context, Metrics, Resume, stage_ports
 from kitchen.engine.validate import walk
+from kitchen.workflows.common.naming import name_by_default
 
 SectionPaths = dict[str, dict[str, str]]
 """section name -> {"state_path", "sampler_path"} of its final checkpoint."""
@@ -71,8 +72,7 @@ class RunSection:
     writes: frozenset[str] = frozenset({"section_paths"})
 
     def __post_init__(self) -> None:
-        if not self.name:
-            object.__setattr__(self, "name", f"section_{self.section}")
+        name_by_default(self, f"section_{self.section}")
 
     @cached_property
     def ports(self) -> frozenset[str]:
