@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar, runtime_checkable
 
 from kitchen.engine.futures import APIFuture
 
@@ -129,14 +129,40 @@ class BackendSettings:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class LoraRequest:
+    """create_lora_training_client's arguments, its defaults filled in, as one value."""
+
+    base_model: str
+    rank: int
+    seed: int | None
+    train_mlp: bool
+    train_attn: bool
+    train_unembed: bool
+    train_vision: bool
+    user_metadata: dict[str, str] | None
+
+
+ClientT = TypeVar("ClientT", covariant=True)
+
+
+class LoraClients(Protocol[ClientT]):
+    """A backend by the clients its `lora_training_client` makes: create_lora_training_client's
+    self type, so that a backend's own client type is what a caller gets back."""
+
+    def lora_training_client(self, request: LoraRequest) -> ClientT: ...
+
+
 @runtime_checkable
 class TrainingBackend(Protocol):
-    """A ServiceClient-shaped factory of training and sampling clients."""
+    """A ServiceClient-shaped factory of training and sampling clients. A backend that subclasses
+    it inherits create_lora_training_client, the SDK's signature stated here once, and answers
+    its arguments as one LoraRequest in `lora_training_client`."""
 
     name: str
 
     def create_lora_training_client(
-        self,
+        self: LoraClients[ClientT],
         base_model: str,
         rank: int = 32,
         seed: int | None = None,
@@ -144,7 +170,21 @@ class TrainingBackend(Protocol):
         train_attn: bool = True,
         train_unembed: bool = True,
         train_vision: bool = False,
-    ) -> TrainingClient: ...
+        user_metadata: dict[str, str] | None = None,
+    ) -> ClientT:
+        request = LoraRequest(
+            base_model,
+            rank,
+            seed,
+            train_mlp,
+            train_attn,
+            train_unembed,
+            train_vision,
+            user_metadata,
+        )
+        return self.lora_training_client(request)
+
+    def lora_training_client(self, request: LoraRequest) -> TrainingClient: ...
 
     def create_training_client_from_state(self, path: str) -> TrainingClient: ...
 

@@ -38,7 +38,13 @@ from kitchen.adapters.fake.images import FakeImageProcessor
 from kitchen.adapters.fake.tokenizer import FakeTokenizer
 from kitchen.engine.errors import BackendError
 from kitchen.engine.futures import APIFuture
-from kitchen.ports import GRAD_NORM_METRIC, BackendSettings, CustomLossFn
+from kitchen.ports import (
+    GRAD_NORM_METRIC,
+    BackendSettings,
+    CustomLossFn,
+    LoraRequest,
+    TrainingBackend,
+)
 from kitchen.ports.sample_request import check_counts
 from train_core.losses import LOSSES, OPTIONAL_INPUTS, REQUIRED_INPUTS
 
@@ -106,7 +112,7 @@ def _loss_and_gradient(
 
 
 @dataclass
-class FakeBackend:
+class FakeBackend(TrainingBackend):
     name: str = "fake"
     seed: int = 0
     # prompt tokens -> completion text; default: a deterministic short string
@@ -177,18 +183,9 @@ class FakeBackend:
         return tokens
 
     # TrainingBackend
-    def create_lora_training_client(
-        self,
-        base_model: str,
-        rank: int = 32,
-        seed: int | None = None,
-        train_mlp: bool = True,
-        train_attn: bool = True,
-        train_unembed: bool = True,
-        train_vision: bool = False,
-    ) -> FakeTrainingClient:
+    def lora_training_client(self, request: LoraRequest) -> FakeTrainingClient:
         self.record("create_lora_training_client")
-        return FakeTrainingClient(self, base_model, rank)
+        return FakeTrainingClient(self, request.base_model, request.rank)
 
     def create_training_client_from_state(self, path: str) -> FakeTrainingClient:
         self.record("create_training_client_from_state")
