@@ -1,6 +1,8 @@
 """Ports: the interfaces adapters implement. The training ports are the subset of the Tinker SDK's
 client surface that recipes use, with the SDK's own types, so the tinker adapter is thin and the
-local engine is a drop-in.
+local engine is a drop-in. Where every adapter would restate a long SDK signature (sample,
+create_lora_training_client), the port states it once: an adapter subclasses the port and answers
+the call's arguments as one request value (sample_request, lora_training_client).
 """
 
 from __future__ import annotations
@@ -27,6 +29,33 @@ GRAD_NORM_METRIC = "unclipped_grad_l2:mean"
 CustomLossFn: TypeAlias = "Callable[[list[types.Datum], list[Any]], tuple[Any, dict[str, float]]]"
 
 
+@dataclass(frozen=True)
+class SampleRequest:
+    """SamplingClient.sample's arguments, its defaults filled in, as one value."""
+
+    prompt: types.ModelInput
+    num_samples: int
+    sampling_params: types.SamplingParams
+    include_prompt_logprobs: bool
+    topk_prompt_logprobs: int
+    topk_sample_logprobs: int
+    target_prompt_logprobs: types.TensorData | None
+    prompt_alt_tokens_k: int
+    record_stability_info: bool
+    sequence_ids: list[str] | None
+    on_token: Callable[[int, int, float], None] | None
+
+
+FutureT = TypeVar("FutureT", covariant=True)
+
+
+class SampleAnswers(Protocol[FutureT]):
+    """A sampler by the futures its `sample_request` returns: SamplingClient.sample's self type,
+    so that a sampler's own future type is what a caller gets back."""
+
+    def sample_request(self, request: SampleRequest) -> FutureT: ...
+
+
 @runtime_checkable
 class SamplingClient(Protocol):
     """The SDK's SampleRequest extras, as its SamplingClient.sample names them: every prompt
@@ -35,10 +64,16 @@ class SamplingClient(Protocol):
     chosen ids at chosen prompt positions (`target_prompt_logprobs`, int64 [len(prompt) - 1, K],
     -1 for none; answered float32 in the same layout), and k draws at every prompt position after
     the first at the request's temperature (`prompt_alt_tokens_k`). The last three are keywords
-    here (the SDK also takes them by position), so a client may put its own options between."""
+    here (the SDK also takes them by position), and so are Kitchen's own options after them:
+    `record_stability_info` (keep a record of each sample for stable_reinforce), `sequence_ids`
+    (the samples' names) and `on_token(sample, token, logprob)` (see each token as it is
+    chosen). A sampler that lacks one fails a request that sets it.
+
+    A sampler that subclasses this port inherits sample, the signature stated here once, and
+    answers its arguments as one SampleRequest in `sample_request`."""
 
     def sample(
-        self,
+        self: SampleAnswers[FutureT],
         prompt: types.ModelInput,
         num_samples: int,
         sampling_params: types.SamplingParams,
@@ -48,7 +83,26 @@ class SamplingClient(Protocol):
         topk_sample_logprobs: int = 0,
         target_prompt_logprobs: types.TensorData | None = None,
         prompt_alt_tokens_k: int = 0,
-    ) -> APIFuture[types.SampleResponse]: ...
+        record_stability_info: bool = False,
+        sequence_ids: list[str] | None = None,
+        on_token: Callable[[int, int, float], None] | None = None,
+    ) -> FutureT:
+        request = SampleRequest(
+            prompt,
+            num_samples,
+            sampling_params,
+            include_prompt_logprobs,
+            topk_prompt_logprobs,
+            topk_sample_logprobs,
+            target_prompt_logprobs,
+            prompt_alt_tokens_k,
+            record_stability_info,
+            sequence_ids,
+            on_token,
+        )
+        return self.sample_request(request)
+
+    def sample_request(self, request: SampleRequest) -> APIFuture[types.SampleResponse]: ...
 
     def compute_logprobs(self, prompt: types.ModelInput) -> APIFuture[list[float | None]]: ...
 

@@ -43,9 +43,11 @@ from kitchen.ports import (
     BackendSettings,
     CustomLossFn,
     LoraRequest,
+    SampleRequest,
+    SamplingClient,
     TrainingBackend,
 )
-from kitchen.ports.sample_request import check_counts
+from kitchen.ports.sample_request import KITCHEN, check_counts, refuse_options
 from train_core.losses import LOSSES, OPTIONAL_INPUTS, REQUIRED_INPUTS
 
 T = TypeVar("T")
@@ -358,7 +360,7 @@ class FakeTrainingClient:
         )
 
 
-class FakeSamplingClient:
+class FakeSamplingClient(SamplingClient):
     def __init__(self, backend: FakeBackend, version: int) -> None:
         self.backend = backend
         self.version = version
@@ -372,63 +374,48 @@ class FakeSamplingClient:
             text = f"answer {(sum(prompt_tokens) + index + self.backend.seed) % 10}"
         return [*self.backend.tokenizer.encode(text), self.backend.tokenizer.eos_token_id]
 
-    def sample(
-        self,
-        prompt: types.ModelInput,
-        num_samples: int,
-        sampling_params: types.SamplingParams,
-        include_prompt_logprobs: bool = False,
-        topk_prompt_logprobs: int = 0,
-        *,
-        topk_sample_logprobs: int = 0,
-        target_prompt_logprobs: types.TensorData | None = None,
-        prompt_alt_tokens_k: int = 0,
-    ) -> APIFuture[types.SampleResponse]:
+    def sample_request(self, request: SampleRequest) -> APIFuture[types.SampleResponse]:
         """The responder's completions, and the extras the request asks for, read from the
         fake's distribution (distribution.py); a bad request fails its future, as the SDK's do."""
         self.backend.record("sample")
+        sampling_params = request.sampling_params
         self.backend.sample_seeds.append(sampling_params.seed)
-        prompt_tokens = self.backend.read_input(prompt, "prompt")
+        prompt_tokens = self.backend.read_input(request.prompt, "prompt")
         theta, vocab = _logprob(self.version), self.backend.tokenizer.vocab_size
-        request = next(self._requests)
+        serial = next(self._requests)
         try:
-            check_counts(
-                topk_prompt_logprobs=topk_prompt_logprobs,
-                topk_sample_logprobs=topk_sample_logprobs,
-                prompt_alt_tokens_k=prompt_alt_tokens_k,
-            )
+            refuse_options(request, "the fake", *KITCHEN)
+            check_counts(request)
             targets = (
                 None
-                if target_prompt_logprobs is None
-                else prompt_targets(target_prompt_logprobs, prompt_tokens, theta, vocab)
+                if request.target_prompt_logprobs is None
+                else prompt_targets(request.target_prompt_logprobs, prompt_tokens, theta, vocab)
             )
+            k = request.topk_prompt_logprobs
             topk_prompt = (
-                [
-                    None,
-                    *topk_rows(logprobs_RV(prompt_tokens[1:], theta, vocab), topk_prompt_logprobs),
-                ]
-                if topk_prompt_logprobs > 0
+                [None, *topk_rows(logprobs_RV(prompt_tokens[1:], theta, vocab), k)]
+                if k > 0
                 else None
             )
             alt = None
-            if prompt_alt_tokens_k > 0:
+            if request.prompt_alt_tokens_k > 0:
                 key = (
                     [self.backend.seed, 0, sampling_params.seed]
                     if sampling_params.seed is not None
-                    else [self.backend.seed, 1, request]
+                    else [self.backend.seed, 1, serial]
                 )
                 alt = alt_draws(
                     prompt_tokens,
                     theta,
                     vocab,
-                    prompt_alt_tokens_k,
+                    request.prompt_alt_tokens_k,
                     sampling_params.temperature,
                     key,
                 )
         except BackendError as e:
             return self.backend.failed(e)
         sequences = []
-        for i in range(num_samples):
+        for i in range(request.num_samples):
             self.backend.sample_policy_versions.append(self.version)
             tokens = self._completion(prompt_tokens, i)
             stop: types.StopReason = "stop"
@@ -441,13 +428,15 @@ class FakeSamplingClient:
                     _tokens_list=tokens,
                     _logprobs_list=[theta] * len(tokens),
                     _topk_logprobs_list=topk_rows(
-                        logprobs_RV(tokens, theta, vocab), topk_sample_logprobs
+                        logprobs_RV(tokens, theta, vocab), request.topk_sample_logprobs
                     )
-                    if topk_sample_logprobs > 0
+                    if request.topk_sample_logprobs > 0
                     else None,
                 )
             )
-        prompt_lp = [None] + [theta] * (len(prompt_tokens) - 1) if include_prompt_logprobs else None
+        prompt_lp = (
+            [None] + [theta] * (len(prompt_tokens) - 1) if request.include_prompt_logprobs else None
+        )
         return self.backend.future(
             types.SampleResponse(
                 sequences=sequences,

@@ -2,8 +2,9 @@
 
 Thin: each method forwards to the SDK and wraps its future (kitchen.adapters.tinker.futures). The
 SDK keeps its own retries, request ordering and pipelining; the raw SDK client is `.sdk`. Where the
-port's signature (kitchen.ports) is the SDK's own (sample, forward, forward_backward), the method
-passes its arguments through as given, so the signature is stated in one place.
+port's signature (kitchen.ports) is the SDK's own (forward, forward_backward), the method passes
+its arguments through as given, so the signature is stated in one place; sample is the port's,
+and the sampler hands the SDK its request by the SDK's names.
 """
 
 from __future__ import annotations
@@ -16,21 +17,26 @@ from tinker import types
 from kitchen.adapters.tinker.futures import wait, wrap
 from kitchen.adapters.tinker.tokenizers import load_image_processor, load_tokenizer
 from kitchen.engine.futures import APIFuture
-from kitchen.ports import CustomLossFn
+from kitchen.ports import CustomLossFn, SampleRequest, SamplingClient
+from kitchen.ports.sample_request import KITCHEN, refuse_options, sdk_arguments
 
 if TYPE_CHECKING:
     from kitchen.adapters.tinker.backend import TinkerBackend
 
 
-class TinkerSamplingClient:
+class TinkerSamplingClient(SamplingClient):
     """A sampler on the service: fixed weights (a snapshot, a saved path, or the base model)."""
 
     def __init__(self, sdk: Any, backend: TinkerBackend) -> None:
         self.sdk = sdk
         self._backend = backend
 
-    def sample(self, *args: Any, **kwargs: Any) -> APIFuture[types.SampleResponse]:
-        return wrap(lambda: self.sdk.sample(*args, **kwargs), "sample", self._backend.api_key)
+    def sample_request(self, request: SampleRequest) -> APIFuture[types.SampleResponse]:
+        def submit() -> Any:
+            refuse_options(request, "tinker", *KITCHEN)  # the local engine's options
+            return self.sdk.sample(**sdk_arguments(request))
+
+        return wrap(submit, "sample", self._backend.api_key)
 
     def compute_logprobs(self, prompt: types.ModelInput) -> APIFuture[list[float | None]]:
         return wrap(
