@@ -1,8 +1,9 @@
 """Ports: the interfaces adapters implement. The training ports are the subset of the Tinker SDK's
 client surface that recipes use, with the SDK's own types, so the tinker adapter is thin and the
-local engine is a drop-in. Where every adapter would restate a long SDK signature (sample,
-create_lora_training_client), the port states it once: an adapter subclasses the port and answers
-the call's arguments as one request value (sample_request, lora_training_client).
+local engine is a drop-in. Where every adapter would restate an SDK signature (sample, forward,
+forward_backward, create_lora_training_client), the port states it once: an adapter subclasses the
+port and answers the call's arguments as one request value (sample_request, loss_pass,
+lora_training_client).
 """
 
 from __future__ import annotations
@@ -109,21 +110,40 @@ class SamplingClient(Protocol):
     def get_tokenizer(self) -> Any: ...
 
 
+@dataclass(frozen=True)
+class LossRequest:
+    """forward's and forward_backward's arguments as one value; `backward`: forward_backward's."""
+
+    data: list[types.Datum]
+    loss_fn: types.LossFnType
+    loss_fn_config: Mapping[str, float] | None
+    backward: bool
+
+
 @runtime_checkable
 class TrainingClient(Protocol):
+    """A client that subclasses this port inherits forward and forward_backward, the SDK's
+    signature stated here, and answers both as one LossRequest in `loss_pass`."""
+
     def forward(
         self,
         data: list[types.Datum],
         loss_fn: types.LossFnType,
         loss_fn_config: Mapping[str, float] | None = None,
-    ) -> APIFuture[types.ForwardBackwardOutput]: ...
+    ) -> APIFuture[types.ForwardBackwardOutput]:
+        """Loss and logprobs without gradients."""
+        return self.loss_pass(LossRequest(data, loss_fn, loss_fn_config, backward=False))
 
     def forward_backward(
         self,
         data: list[types.Datum],
         loss_fn: types.LossFnType,
         loss_fn_config: Mapping[str, float] | None = None,
-    ) -> APIFuture[types.ForwardBackwardOutput]: ...
+    ) -> APIFuture[types.ForwardBackwardOutput]:
+        """Loss, logprobs, and gradients added to those already accumulated."""
+        return self.loss_pass(LossRequest(data, loss_fn, loss_fn_config, backward=True))
+
+    def loss_pass(self, request: LossRequest) -> APIFuture[types.ForwardBackwardOutput]: ...
 
     def forward_backward_custom(
         self, data: list[types.Datum], loss_fn: CustomLossFn

@@ -43,9 +43,11 @@ from kitchen.ports import (
     BackendSettings,
     CustomLossFn,
     LoraRequest,
+    LossRequest,
     SampleRequest,
     SamplingClient,
     TrainingBackend,
+    TrainingClient,
 )
 from kitchen.ports.sample_request import KITCHEN, check_counts, refuse_options
 from train_core.losses import LOSSES, OPTIONAL_INPUTS, REQUIRED_INPUTS
@@ -222,7 +224,7 @@ class FakeBackend(TrainingBackend):
         return self.states[path]
 
 
-class FakeTrainingClient:
+class FakeTrainingClient(TrainingClient):
     def __init__(self, backend: FakeBackend, base_model: str, rank: int) -> None:
         self.backend = backend
         self.base_model = base_model
@@ -262,25 +264,13 @@ class FakeTrainingClient:
             for d in data
         ]
 
-    def forward(
-        self,
-        data: list[types.Datum],
-        loss_fn: types.LossFnType,
-        loss_fn_config: Mapping[str, float] | None = None,
-    ) -> APIFuture[types.ForwardBackwardOutput]:
-        self.backend.record("forward")
-        return self.backend.future(self._outputs(data, loss_fn, loss_fn_config)[0])
-
-    def forward_backward(
-        self,
-        data: list[types.Datum],
-        loss_fn: types.LossFnType,
-        loss_fn_config: Mapping[str, float] | None = None,
-    ) -> APIFuture[types.ForwardBackwardOutput]:
-        self.backend.record("forward_backward")
-        self.backend.loss_fns.append(loss_fn)
-        output, grad = self._outputs(data, loss_fn, loss_fn_config)
-        self._grad += grad
+    def loss_pass(self, request: LossRequest) -> APIFuture[types.ForwardBackwardOutput]:
+        self.backend.record("forward_backward" if request.backward else "forward")
+        if request.backward:
+            self.backend.loss_fns.append(request.loss_fn)
+        output, grad = self._outputs(request.data, request.loss_fn, request.loss_fn_config)
+        if request.backward:
+            self._grad += grad
         return self.backend.future(output)
 
     def forward_backward_custom(

@@ -1,10 +1,9 @@
 """Kitchen's TrainingClient / SamplingClient ports over the Tinker SDK's clients.
 
 Thin: each method forwards to the SDK and wraps its future (kitchen.adapters.tinker.futures). The
-SDK keeps its own retries, request ordering and pipelining; the raw SDK client is `.sdk`. Where the
-port's signature (kitchen.ports) is the SDK's own (forward, forward_backward), the method passes
-its arguments through as given, so the signature is stated in one place; sample is the port's,
-and the sampler hands the SDK its request by the SDK's names.
+SDK keeps its own retries, request ordering and pipelining; the raw SDK client is `.sdk`. sample,
+forward and forward_backward are the ports' (kitchen.ports states each signature once): a client
+hands the SDK the request they make.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from tinker import types
 from kitchen.adapters.tinker.futures import wait, wrap
 from kitchen.adapters.tinker.tokenizers import load_image_processor, load_tokenizer
 from kitchen.engine.futures import APIFuture
-from kitchen.ports import CustomLossFn, SampleRequest, SamplingClient
+from kitchen.ports import CustomLossFn, LossRequest, SampleRequest, SamplingClient, TrainingClient
 from kitchen.ports.sample_request import KITCHEN, refuse_options, sdk_arguments
 
 if TYPE_CHECKING:
@@ -50,7 +49,7 @@ class TinkerSamplingClient(SamplingClient):
         return load_tokenizer(self.get_base_model(), None, self.sdk.get_tokenizer)
 
 
-class TinkerTrainingClient:
+class TinkerTrainingClient(TrainingClient):
     """A LoRA model being trained on the service. Requests run in submission order there, so
     callers may queue forward_backward and optim_step for batch N+1 before awaiting batch N."""
 
@@ -63,12 +62,11 @@ class TinkerTrainingClient:
     def model_id(self) -> str:
         return str(self.sdk.model_id)
 
-    def forward(self, *args: Any, **kwargs: Any) -> APIFuture[types.ForwardBackwardOutput]:
-        return wrap(lambda: self.sdk.forward(*args, **kwargs), "forward", self._key)
-
-    def forward_backward(self, *args: Any, **kwargs: Any) -> APIFuture[types.ForwardBackwardOutput]:
+    def loss_pass(self, request: LossRequest) -> APIFuture[types.ForwardBackwardOutput]:
+        name = "forward_backward" if request.backward else "forward"
+        call = getattr(self.sdk, name)
         return wrap(
-            lambda: self.sdk.forward_backward(*args, **kwargs), "forward_backward", self._key
+            lambda: call(request.data, request.loss_fn, request.loss_fn_config), name, self._key
         )
 
     def forward_backward_custom(
