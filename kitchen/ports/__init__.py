@@ -1,6 +1,9 @@
 """Ports: the interfaces adapters implement. The training ports are the subset of the Tinker SDK's
 client surface that recipes use, with the SDK's own types, so the tinker adapter is thin and the
-local engine is a drop-in.
+local engine is a drop-in. Where every adapter would restate an SDK signature (sample, forward,
+forward_backward, create_lora_training_client), the port states it once: an adapter subclasses the
+port and answers the call's arguments as one request value (sample_request, loss_pass,
+lora_training_client).
 """
 
 from __future__ import annotations
@@ -8,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar, runtime_checkable
 
 from kitchen.engine.futures import APIFuture
 
@@ -27,6 +30,33 @@ GRAD_NORM_METRIC = "unclipped_grad_l2:mean"
 CustomLossFn: TypeAlias = "Callable[[list[types.Datum], list[Any]], tuple[Any, dict[str, float]]]"
 
 
+@dataclass(frozen=True)
+class SampleRequest:
+    """SamplingClient.sample's arguments, its defaults filled in, as one value."""
+
+    prompt: types.ModelInput
+    num_samples: int
+    sampling_params: types.SamplingParams
+    include_prompt_logprobs: bool
+    topk_prompt_logprobs: int
+    topk_sample_logprobs: int
+    target_prompt_logprobs: types.TensorData | None
+    prompt_alt_tokens_k: int
+    record_stability_info: bool
+    sequence_ids: list[str] | None
+    on_token: Callable[[int, int, float], None] | None
+
+
+FutureT = TypeVar("FutureT", covariant=True)
+
+
+class SampleAnswers(Protocol[FutureT]):
+    """A sampler by the futures its `sample_request` returns: SamplingClient.sample's self type,
+    so that a sampler's own future type is what a caller gets back."""
+
+    def sample_request(self, request: SampleRequest) -> FutureT: ...
+
+
 @runtime_checkable
 class SamplingClient(Protocol):
     """The SDK's SampleRequest extras, as its SamplingClient.sample names them: every prompt
@@ -35,10 +65,16 @@ class SamplingClient(Protocol):
     chosen ids at chosen prompt positions (`target_prompt_logprobs`, int64 [len(prompt) - 1, K],
     -1 for none; answered float32 in the same layout), and k draws at every prompt position after
     the first at the request's temperature (`prompt_alt_tokens_k`). The last three are keywords
-    here (the SDK also takes them by position), so a client may put its own options between."""
+    here (the SDK also takes them by position), and so are Kitchen's own options after them:
+    `record_stability_info` (keep a record of each sample for stable_reinforce), `sequence_ids`
+    (the samples' names) and `on_token(sample, token, logprob)` (see each token as it is
+    chosen). A sampler that lacks one fails a request that sets it.
+
+    A sampler that subclasses this port inherits sample, the signature stated here once, and
+    answers its arguments as one SampleRequest in `sample_request`."""
 
     def sample(
-        self,
+        self: SampleAnswers[FutureT],
         prompt: types.ModelInput,
         num_samples: int,
         sampling_params: types.SamplingParams,
@@ -48,28 +84,66 @@ class SamplingClient(Protocol):
         topk_sample_logprobs: int = 0,
         target_prompt_logprobs: types.TensorData | None = None,
         prompt_alt_tokens_k: int = 0,
-    ) -> APIFuture[types.SampleResponse]: ...
+        record_stability_info: bool = False,
+        sequence_ids: list[str] | None = None,
+        on_token: Callable[[int, int, float], None] | None = None,
+    ) -> FutureT:
+        request = SampleRequest(
+            prompt,
+            num_samples,
+            sampling_params,
+            include_prompt_logprobs,
+            topk_prompt_logprobs,
+            topk_sample_logprobs,
+            target_prompt_logprobs,
+            prompt_alt_tokens_k,
+            record_stability_info,
+            sequence_ids,
+            on_token,
+        )
+        return self.sample_request(request)
+
+    def sample_request(self, request: SampleRequest) -> APIFuture[types.SampleResponse]: ...
 
     def compute_logprobs(self, prompt: types.ModelInput) -> APIFuture[list[float | None]]: ...
 
     def get_tokenizer(self) -> Any: ...
 
 
+@dataclass(frozen=True)
+class LossRequest:
+    """forward's and forward_backward's arguments as one value; `backward`: forward_backward's."""
+
+    data: list[types.Datum]
+    loss_fn: types.LossFnType
+    loss_fn_config: Mapping[str, float] | None
+    backward: bool
+
+
 @runtime_checkable
 class TrainingClient(Protocol):
+    """A client that subclasses this port inherits forward and forward_backward, the SDK's
+    signature stated here, and answers both as one LossRequest in `loss_pass`."""
+
     def forward(
         self,
         data: list[types.Datum],
         loss_fn: types.LossFnType,
         loss_fn_config: Mapping[str, float] | None = None,
-    ) -> APIFuture[types.ForwardBackwardOutput]: ...
+    ) -> APIFuture[types.ForwardBackwardOutput]:
+        """Loss and logprobs without gradients."""
+        return self.loss_pass(LossRequest(data, loss_fn, loss_fn_config, backward=False))
 
     def forward_backward(
         self,
         data: list[types.Datum],
         loss_fn: types.LossFnType,
         loss_fn_config: Mapping[str, float] | None = None,
-    ) -> APIFuture[types.ForwardBackwardOutput]: ...
+    ) -> APIFuture[types.ForwardBackwardOutput]:
+        """Loss, logprobs, and gradients added to those already accumulated."""
+        return self.loss_pass(LossRequest(data, loss_fn, loss_fn_config, backward=True))
+
+    def loss_pass(self, request: LossRequest) -> APIFuture[types.ForwardBackwardOutput]: ...
 
     def forward_backward_custom(
         self, data: list[types.Datum], loss_fn: CustomLossFn
@@ -129,14 +203,40 @@ class BackendSettings:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class LoraRequest:
+    """create_lora_training_client's arguments, its defaults filled in, as one value."""
+
+    base_model: str
+    rank: int
+    seed: int | None
+    train_mlp: bool
+    train_attn: bool
+    train_unembed: bool
+    train_vision: bool
+    user_metadata: dict[str, str] | None
+
+
+ClientT = TypeVar("ClientT", covariant=True)
+
+
+class LoraClients(Protocol[ClientT]):
+    """A backend by the clients its `lora_training_client` makes: create_lora_training_client's
+    self type, so that a backend's own client type is what a caller gets back."""
+
+    def lora_training_client(self, request: LoraRequest) -> ClientT: ...
+
+
 @runtime_checkable
 class TrainingBackend(Protocol):
-    """A ServiceClient-shaped factory of training and sampling clients."""
+    """A ServiceClient-shaped factory of training and sampling clients. A backend that subclasses
+    it inherits create_lora_training_client, the SDK's signature stated here once, and answers
+    its arguments as one LoraRequest in `lora_training_client`."""
 
     name: str
 
     def create_lora_training_client(
-        self,
+        self: LoraClients[ClientT],
         base_model: str,
         rank: int = 32,
         seed: int | None = None,
@@ -144,7 +244,21 @@ class TrainingBackend(Protocol):
         train_attn: bool = True,
         train_unembed: bool = True,
         train_vision: bool = False,
-    ) -> TrainingClient: ...
+        user_metadata: dict[str, str] | None = None,
+    ) -> ClientT:
+        request = LoraRequest(
+            base_model,
+            rank,
+            seed,
+            train_mlp,
+            train_attn,
+            train_unembed,
+            train_vision,
+            user_metadata,
+        )
+        return self.lora_training_client(request)
+
+    def lora_training_client(self, request: LoraRequest) -> TrainingClient: ...
 
     def create_training_client_from_state(self, path: str) -> TrainingClient: ...
 

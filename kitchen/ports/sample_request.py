@@ -7,20 +7,39 @@ the request, not of an engine: no adapter owns them."""
 
 from __future__ import annotations
 
+from dataclasses import fields
+from typing import Any
+
 import numpy as np
 from tinker import types
 
 from kitchen.engine.errors import BackendError
+from kitchen.ports import SampleRequest
 
 WHERE = "sample: target_prompt_logprobs"
+# SamplingClient.sample's options that are Kitchen's, not the SDK's (kitchen.ports).
+KITCHEN = ("record_stability_info", "sequence_ids", "on_token")
 
 
-def check_counts(**counts: int) -> None:
+def check_counts(request: SampleRequest) -> None:
     """The request's top-k and draw counts (topk_prompt_logprobs, topk_sample_logprobs,
     prompt_alt_tokens_k) are 0 or more; every sampler that takes the extras checks them alike."""
-    for name, k in counts.items():
+    for name in ("topk_prompt_logprobs", "topk_sample_logprobs", "prompt_alt_tokens_k"):
+        k = getattr(request, name)
         if k < 0:
             raise BackendError(f"sample: {name} is {k}; expected 0 or more")
+
+
+def sdk_arguments(request: SampleRequest) -> dict[str, Any]:
+    """The request's fields that the SDK's SamplingClient.sample takes, by its names."""
+    return {f.name: getattr(request, f.name) for f in fields(request) if f.name not in KITCHEN}
+
+
+def refuse_options(request: SampleRequest, sampler: str, *names: str) -> None:
+    """BackendError when `request` sets one of `names`, options `sampler` does not take."""
+    for name in names:
+        if getattr(request, name) not in (None, False, 0):
+            raise BackendError(f"sample: {sampler} does not take {name}")
 
 
 def target_ids(asked: types.TensorData, prompt_length: int, vocab_size: int) -> np.ndarray:

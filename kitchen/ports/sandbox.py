@@ -6,6 +6,7 @@ Model-written code is hostile input. Every adapter returns the same `ExecutionRe
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -113,10 +114,23 @@ class ExecutionResult(BaseModel):
         return self.reason == "ok"
 
 
+@dataclass(frozen=True)
+class RunRequest:
+    """run's and run_async's arguments, their defaults filled in, as one value."""
+
+    program: str
+    language: str
+    stdin: str
+    files: dict[str, str] | None
+    limits: Limits | None
+
+
 @runtime_checkable
 class SandboxPort(Protocol):
     """Runs one program in isolation. `run_async` lets an RL env grade many rollouts at once;
-    adapters bound how many run concurrently (`max_concurrency`)."""
+    adapters bound how many run concurrently (`max_concurrency`). An adapter that subclasses the
+    port inherits run and run_async, the signature stated here, and answers each as one
+    RunRequest (`run_request`, `run_request_async`)."""
 
     def run(
         self,
@@ -126,7 +140,8 @@ class SandboxPort(Protocol):
         stdin: str = "",
         files: dict[str, str] | None = None,
         limits: Limits | None = None,
-    ) -> ExecutionResult: ...
+    ) -> ExecutionResult:
+        return self.run_request(RunRequest(program, language, stdin, files, limits))
 
     async def run_async(
         self,
@@ -136,7 +151,12 @@ class SandboxPort(Protocol):
         stdin: str = "",
         files: dict[str, str] | None = None,
         limits: Limits | None = None,
-    ) -> ExecutionResult: ...
+    ) -> ExecutionResult:
+        return await self.run_request_async(RunRequest(program, language, stdin, files, limits))
+
+    def run_request(self, request: RunRequest) -> ExecutionResult: ...
+
+    async def run_request_async(self, request: RunRequest) -> ExecutionResult: ...
 
 
 class SandboxError(BackendError):

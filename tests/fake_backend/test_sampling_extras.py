@@ -145,3 +145,16 @@ def test_the_port_names_the_extras_every_sampling_client_takes() -> None:
         for client in (FakeSamplingClient, LocalSamplingClient, SdkClient):
             theirs = inspect.signature(client.sample).parameters
             assert extra in theirs and theirs[extra].default == port[extra].default, client
+
+
+@pytest.mark.parametrize("option", ["record_stability_info", "sequence_ids", "on_token"])
+def test_a_sampler_fails_a_request_for_an_option_it_lacks(option: str) -> None:
+    """Every sampler has the port's whole signature; the fake keeps no stability records, names
+    no samples and streams nothing, so a request that sets one of those fails its future."""
+    from kitchen.serve.openai.generate import streams_tokens
+
+    _, sampler = _sampler()
+    value = {"record_stability_info": True, "sequence_ids": ["a", "b"], "on_token": print}[option]
+    with pytest.raises(BackendError, match=f"does not take {option}"):
+        _sample(sampler, **{option: value})
+    assert not streams_tokens(sampler)

@@ -170,6 +170,18 @@ def test_what_vllm_cannot_honour_is_refused_before_any_request(fake, params, wor
     assert fake.requests == []
 
 
+@pytest.mark.parametrize(
+    "extra",
+    [{"topk_sample_logprobs": 2}, {"prompt_alt_tokens_k": 1}, {"on_token": print}],
+)
+def test_the_ports_options_vllm_cannot_answer_are_refused_before_any_request(fake, extra):
+    client = client_on(fake)
+    (name,) = extra
+    with pytest.raises(BackendError, match=f"--sampler vllm does not take {name}"):
+        client.sample(prompt(1, 2), 1, types.SamplingParams(), **extra).result()
+    assert fake.requests == []
+
+
 def test_bad_prompts_are_refused(fake):
     client = client_on(fake)
     with pytest.raises(BackendError, match="outside the vocabulary"):

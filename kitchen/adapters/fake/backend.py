@@ -38,8 +38,18 @@ from kitchen.adapters.fake.images import FakeImageProcessor
 from kitchen.adapters.fake.tokenizer import FakeTokenizer
 from kitchen.engine.errors import BackendError
 from kitchen.engine.futures import APIFuture
-from kitchen.ports import GRAD_NORM_METRIC, BackendSettings, CustomLossFn
-from kitchen.ports.sample_request import check_counts
+from kitchen.ports import (
+    GRAD_NORM_METRIC,
+    BackendSettings,
+    CustomLossFn,
+    LoraRequest,
+    LossRequest,
+    SampleRequest,
+    SamplingClient,
+    TrainingBackend,
+    TrainingClient,
+)
+from kitchen.ports.sample_request import KITCHEN, check_counts, refuse_options
 from train_core.losses import LOSSES, OPTIONAL_INPUTS, REQUIRED_INPUTS
 
 T = TypeVar("T")
@@ -106,7 +116,7 @@ def _loss_and_gradient(
 
 
 @dataclass
-class FakeBackend:
+class FakeBackend(TrainingBackend):
     name: str = "fake"
     seed: int = 0
     # prompt tokens -> completion text; default: a deterministic short string
@@ -177,18 +187,9 @@ class FakeBackend:
         return tokens
 
     # TrainingBackend
-    def create_lora_training_client(
-        self,
-        base_model: str,
-        rank: int = 32,
-        seed: int | None = None,
-        train_mlp: bool = True,
-        train_attn: bool = True,
-        train_unembed: bool = True,
-        train_vision: bool = False,
-    ) -> FakeTrainingClient:
+    def lora_training_client(self, request: LoraRequest) -> FakeTrainingClient:
         self.record("create_lora_training_client")
-        return FakeTrainingClient(self, base_model, rank)
+        return FakeTrainingClient(self, request.base_model, request.rank)
 
     def create_training_client_from_state(self, path: str) -> FakeTrainingClient:
         self.record("create_training_client_from_state")
@@ -223,7 +224,7 @@ class FakeBackend:
         return self.states[path]
 
 
-class FakeTrainingClient:
+class FakeTrainingClient(TrainingClient):
     def __init__(self, backend: FakeBackend, base_model: str, rank: int) -> None:
         self.backend = backend
         self.base_model = base_model
@@ -263,25 +264,13 @@ class FakeTrainingClient:
             for d in data
         ]
 
-    def forward(
-        self,
-        data: list[types.Datum],
-        loss_fn: types.LossFnType,
-        loss_fn_config: Mapping[str, float] | None = None,
-    ) -> APIFuture[types.ForwardBackwardOutput]:
-        self.backend.record("forward")
-        return self.backend.future(self._outputs(data, loss_fn, loss_fn_config)[0])
-
-    def forward_backward(
-        self,
-        data: list[types.Datum],
-        loss_fn: types.LossFnType,
-        loss_fn_config: Mapping[str, float] | None = None,
-    ) -> APIFuture[types.ForwardBackwardOutput]:
-        self.backend.record("forward_backward")
-        self.backend.loss_fns.append(loss_fn)
-        output, grad = self._outputs(data, loss_fn, loss_fn_config)
-        self._grad += grad
+    def loss_pass(self, request: LossRequest) -> APIFuture[types.ForwardBackwardOutput]:
+        self.backend.record("forward_backward" if request.backward else "forward")
+        if request.backward:
+            self.backend.loss_fns.append(request.loss_fn)
+        output, grad = self._outputs(request.data, request.loss_fn, request.loss_fn_config)
+        if request.backward:
+            self._grad += grad
         return self.backend.future(output)
 
     def forward_backward_custom(
@@ -361,7 +350,7 @@ class FakeTrainingClient:
         )
 
 
-class FakeSamplingClient:
+class FakeSamplingClient(SamplingClient):
     def __init__(self, backend: FakeBackend, version: int) -> None:
         self.backend = backend
         self.version = version
@@ -375,63 +364,48 @@ class FakeSamplingClient:
             text = f"answer {(sum(prompt_tokens) + index + self.backend.seed) % 10}"
         return [*self.backend.tokenizer.encode(text), self.backend.tokenizer.eos_token_id]
 
-    def sample(
-        self,
-        prompt: types.ModelInput,
-        num_samples: int,
-        sampling_params: types.SamplingParams,
-        include_prompt_logprobs: bool = False,
-        topk_prompt_logprobs: int = 0,
-        *,
-        topk_sample_logprobs: int = 0,
-        target_prompt_logprobs: types.TensorData | None = None,
-        prompt_alt_tokens_k: int = 0,
-    ) -> APIFuture[types.SampleResponse]:
+    def sample_request(self, request: SampleRequest) -> APIFuture[types.SampleResponse]:
         """The responder's completions, and the extras the request asks for, read from the
         fake's distribution (distribution.py); a bad request fails its future, as the SDK's do."""
         self.backend.record("sample")
+        sampling_params = request.sampling_params
         self.backend.sample_seeds.append(sampling_params.seed)
-        prompt_tokens = self.backend.read_input(prompt, "prompt")
+        prompt_tokens = self.backend.read_input(request.prompt, "prompt")
         theta, vocab = _logprob(self.version), self.backend.tokenizer.vocab_size
-        request = next(self._requests)
+        serial = next(self._requests)
         try:
-            check_counts(
-                topk_prompt_logprobs=topk_prompt_logprobs,
-                topk_sample_logprobs=topk_sample_logprobs,
-                prompt_alt_tokens_k=prompt_alt_tokens_k,
-            )
+            refuse_options(request, "the fake", *KITCHEN)
+            check_counts(request)
             targets = (
                 None
-                if target_prompt_logprobs is None
-                else prompt_targets(target_prompt_logprobs, prompt_tokens, theta, vocab)
+                if request.target_prompt_logprobs is None
+                else prompt_targets(request.target_prompt_logprobs, prompt_tokens, theta, vocab)
             )
+            k = request.topk_prompt_logprobs
             topk_prompt = (
-                [
-                    None,
-                    *topk_rows(logprobs_RV(prompt_tokens[1:], theta, vocab), topk_prompt_logprobs),
-                ]
-                if topk_prompt_logprobs > 0
+                [None, *topk_rows(logprobs_RV(prompt_tokens[1:], theta, vocab), k)]
+                if k > 0
                 else None
             )
             alt = None
-            if prompt_alt_tokens_k > 0:
+            if request.prompt_alt_tokens_k > 0:
                 key = (
                     [self.backend.seed, 0, sampling_params.seed]
                     if sampling_params.seed is not None
-                    else [self.backend.seed, 1, request]
+                    else [self.backend.seed, 1, serial]
                 )
                 alt = alt_draws(
                     prompt_tokens,
                     theta,
                     vocab,
-                    prompt_alt_tokens_k,
+                    request.prompt_alt_tokens_k,
                     sampling_params.temperature,
                     key,
                 )
         except BackendError as e:
             return self.backend.failed(e)
         sequences = []
-        for i in range(num_samples):
+        for i in range(request.num_samples):
             self.backend.sample_policy_versions.append(self.version)
             tokens = self._completion(prompt_tokens, i)
             stop: types.StopReason = "stop"
@@ -444,13 +418,15 @@ class FakeSamplingClient:
                     _tokens_list=tokens,
                     _logprobs_list=[theta] * len(tokens),
                     _topk_logprobs_list=topk_rows(
-                        logprobs_RV(tokens, theta, vocab), topk_sample_logprobs
+                        logprobs_RV(tokens, theta, vocab), request.topk_sample_logprobs
                     )
-                    if topk_sample_logprobs > 0
+                    if request.topk_sample_logprobs > 0
                     else None,
                 )
             )
-        prompt_lp = [None] + [theta] * (len(prompt_tokens) - 1) if include_prompt_logprobs else None
+        prompt_lp = (
+            [None] + [theta] * (len(prompt_tokens) - 1) if request.include_prompt_logprobs else None
+        )
         return self.backend.future(
             types.SampleResponse(
                 sequences=sequences,

@@ -41,10 +41,10 @@ from kitchen.adapters.local.remote_samplers import RemoteSamplers, RemoteSampler
 from kitchen.adapters.local.sample.compute_thread import ComputeThread
 from kitchen.adapters.local.train.stability import StabilityRecords
 from kitchen.engine.errors import BackendError, ConfigError
-from kitchen.ports import BackendSettings
+from kitchen.ports import BackendSettings, LoraRequest, TrainingBackend
 
 
-class LocalBackend:
+class LocalBackend(TrainingBackend):
     """A ServiceClient-shaped factory of local training and sampling clients."""
 
     name = "local"
@@ -104,35 +104,26 @@ class LocalBackend:
         """The compute dtype in use ("float32" or "bfloat16"), "auto" resolved: what a run reports."""
         return self.settings.dtype_name
 
-    def create_lora_training_client(
-        self,
-        base_model: str,
-        rank: int = 32,
-        seed: int | None = None,
-        train_mlp: bool = True,
-        train_attn: bool = True,
-        train_unembed: bool = True,
-        train_vision: bool = False,
-        user_metadata: dict[str, str] | None = None,
-    ) -> LocalTrainingClient:
-        """A LoRA adapter of r = `rank` (the SDK's name) on the selected modules; `rank` 0 asks
-        for full fine-tuning of every weight (`lora` None from here on). `user_metadata` is
-        accepted for SDK compatibility and not used."""
+    def lora_training_client(self, request: LoraRequest) -> LocalTrainingClient:
+        """create_lora_training_client: a LoRA adapter of r = `rank` (the SDK's name) on the
+        selected modules; `rank` 0 asks for full fine-tuning of every weight (`lora` None from
+        here on). `user_metadata` is accepted for SDK compatibility and not used."""
+        rank, base_model = request.rank, request.base_model
         if rank < 0:
             raise ConfigError(
                 f"LoRA rank is {rank}; expected a positive rank, or 0 for full fine-tuning"
             )
-        seed = self.settings.seed if seed is None else seed
+        seed = self.settings.seed if request.seed is None else request.seed
         if self._remote_factory is not None:
             self.remote().check_trainable(rank, resolve_model(base_model))
         lora = None
         if rank > 0:
             lora = LoraSpec(
                 rank=rank,
-                train_attn=train_attn,
-                train_mlp=train_mlp,
-                train_unembed=train_unembed,
-                train_vision=train_vision,
+                train_attn=request.train_attn,
+                train_mlp=request.train_mlp,
+                train_unembed=request.train_unembed,
+                train_vision=request.train_vision,
             )
         # On the compute thread: loading and wrapping a model run torch ops (see compute_thread.py).
         client = self.compute.run(lambda: self._training_client(base_model, lora, seed))
@@ -309,14 +300,17 @@ class LocalBackend:
                 f"checkpoint {folder} holds sampler weights; resuming needs a save_state folder"
             )
         lora = LoraSpec(**meta.lora) if meta.lora else None
-        client = self.create_lora_training_client(
-            meta.base_model,
-            rank=lora.rank if lora else 0,
-            seed=meta.seed,
-            train_mlp=lora.train_mlp if lora else True,
-            train_attn=lora.train_attn if lora else True,
-            train_unembed=lora.train_unembed if lora else True,
-            train_vision=lora.train_vision if lora else False,
+        client = self.lora_training_client(
+            LoraRequest(
+                meta.base_model,
+                rank=lora.rank if lora else 0,
+                seed=meta.seed,
+                train_mlp=lora.train_mlp if lora else True,
+                train_attn=lora.train_attn if lora else True,
+                train_unembed=lora.train_unembed if lora else True,
+                train_vision=lora.train_vision if lora else False,
+                user_metadata=None,
+            )
         )
         load = client.load_state_with_optimizer if with_optimizer else client.load_state
         load(str(folder)).result()

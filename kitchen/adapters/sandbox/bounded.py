@@ -13,10 +13,10 @@ import functools
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from kitchen.ports.sandbox import ExecutionResult, Limits
+from kitchen.ports.sandbox import ExecutionResult, Limits, RunRequest, SandboxPort
 
 
-class BoundedSandbox:
+class BoundedSandbox(SandboxPort):
     """Base for adapters: subclasses implement `_execute`; callers use `run` / `run_async`."""
 
     def __init__(self, max_concurrency: int, limits: Limits | None = None) -> None:
@@ -33,34 +33,15 @@ class BoundedSandbox:
     ) -> ExecutionResult:
         raise NotImplementedError
 
-    def run(
-        self,
-        program: str,
-        *,
-        language: str = "python",
-        stdin: str = "",
-        files: dict[str, str] | None = None,
-        limits: Limits | None = None,
-    ) -> ExecutionResult:
+    def run_request(self, request: RunRequest) -> ExecutionResult:
         """Run one program and block until its verdict."""
+        files, limits = dict(request.files or {}), request.limits or self.default_limits
         with self._slots:
-            return self._execute(
-                program, language, stdin, dict(files or {}), limits or self.default_limits
-            )
+            return self._execute(request.program, request.language, request.stdin, files, limits)
 
-    async def run_async(
-        self,
-        program: str,
-        *,
-        language: str = "python",
-        stdin: str = "",
-        files: dict[str, str] | None = None,
-        limits: Limits | None = None,
-    ) -> ExecutionResult:
+    async def run_request_async(self, request: RunRequest) -> ExecutionResult:
         """Run one program on the adapter's pool; at most `max_concurrency` run at a time."""
-        call = functools.partial(
-            self.run, program, language=language, stdin=stdin, files=files, limits=limits
-        )
+        call = functools.partial(self.run_request, request)
         return await asyncio.get_running_loop().run_in_executor(self._executor(), call)
 
     def _executor(self) -> ThreadPoolExecutor:

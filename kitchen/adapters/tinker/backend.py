@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from dataclasses import asdict
 from typing import Any, Literal
 
 from kitchen.adapters.tinker.clients import TinkerSamplingClient, TinkerTrainingClient
@@ -17,13 +18,13 @@ from kitchen.adapters.tinker.credentials import api_key_from_env, base_url
 from kitchen.adapters.tinker.futures import backend_error, quiet_request_failures, wait, wrap
 from kitchen.engine.errors import BackendError
 from kitchen.engine.futures import APIFuture
-from kitchen.ports import BackendSettings
+from kitchen.ports import BackendSettings, LoraRequest, TrainingBackend
 
 log = logging.getLogger("kitchen.tinker")
 PREFLIGHT_TIMEOUT_S = 10.0
 
 
-class TinkerBackend:
+class TinkerBackend(TrainingBackend):
     """A ServiceClient-shaped factory of SDK-backed training and sampling clients."""
 
     name = "tinker"
@@ -43,38 +44,24 @@ class TinkerBackend:
         self._rest: Any = None  # the SDK's RestClient, made at the first delete
         self._closed = False
 
-    def create_lora_training_client(
-        self,
-        base_model: str,
-        rank: int = 32,
-        seed: int | None = None,
-        train_mlp: bool = True,
-        train_attn: bool = True,
-        train_unembed: bool = True,
-        train_vision: bool = False,
-    ) -> TinkerTrainingClient:
-        if rank <= 0:
+    def lora_training_client(self, request: LoraRequest) -> TinkerTrainingClient:
+        if request.rank <= 0:
             raise BackendError(
-                f"tinker: LoRA rank is {rank}; the service trains LoRA only (rank >= 1)"
+                f"tinker: LoRA rank is {request.rank}; the service trains LoRA only (rank >= 1)"
             )
-        if train_vision:
+        if request.train_vision:
             raise BackendError(
                 "tinker: the service adapts the language model only; train_vision is a "
                 "local-engine option"
             )
+        # The request's other fields are the SDK's own arguments, by the SDK's names.
+        sdk_args = {k: v for k, v in asdict(request).items() if k != "train_vision"}
         client = wait(
-            lambda: self.sdk.create_lora_training_client(
-                base_model,
-                rank=rank,
-                seed=seed,
-                train_mlp=train_mlp,
-                train_attn=train_attn,
-                train_unembed=train_unembed,
-            ),
-            f"create_lora_training_client({base_model})",
+            lambda: self.sdk.create_lora_training_client(**sdk_args),
+            f"create_lora_training_client({request.base_model})",
             self.api_key,
         )
-        log.info("tinker: training client %s on %s", client.model_id, base_model)
+        log.info("tinker: training client %s on %s", client.model_id, request.base_model)
         return TinkerTrainingClient(client, self)
 
     def create_training_client_from_state(self, path: str) -> TinkerTrainingClient:

@@ -1,9 +1,9 @@
 """Kitchen's TrainingClient / SamplingClient ports over the Tinker SDK's clients.
 
 Thin: each method forwards to the SDK and wraps its future (kitchen.adapters.tinker.futures). The
-SDK keeps its own retries, request ordering and pipelining; the raw SDK client is `.sdk`. Where the
-port's signature (kitchen.ports) is the SDK's own (sample, forward, forward_backward), the method
-passes its arguments through as given, so the signature is stated in one place.
+SDK keeps its own retries, request ordering and pipelining; the raw SDK client is `.sdk`. sample,
+forward and forward_backward are the ports' (kitchen.ports states each signature once): a client
+hands the SDK the request they make.
 """
 
 from __future__ import annotations
@@ -16,21 +16,26 @@ from tinker import types
 from kitchen.adapters.tinker.futures import wait, wrap
 from kitchen.adapters.tinker.tokenizers import load_image_processor, load_tokenizer
 from kitchen.engine.futures import APIFuture
-from kitchen.ports import CustomLossFn
+from kitchen.ports import CustomLossFn, LossRequest, SampleRequest, SamplingClient, TrainingClient
+from kitchen.ports.sample_request import KITCHEN, refuse_options, sdk_arguments
 
 if TYPE_CHECKING:
     from kitchen.adapters.tinker.backend import TinkerBackend
 
 
-class TinkerSamplingClient:
+class TinkerSamplingClient(SamplingClient):
     """A sampler on the service: fixed weights (a snapshot, a saved path, or the base model)."""
 
     def __init__(self, sdk: Any, backend: TinkerBackend) -> None:
         self.sdk = sdk
         self._backend = backend
 
-    def sample(self, *args: Any, **kwargs: Any) -> APIFuture[types.SampleResponse]:
-        return wrap(lambda: self.sdk.sample(*args, **kwargs), "sample", self._backend.api_key)
+    def sample_request(self, request: SampleRequest) -> APIFuture[types.SampleResponse]:
+        def submit() -> Any:
+            refuse_options(request, "tinker", *KITCHEN)  # the local engine's options
+            return self.sdk.sample(**sdk_arguments(request))
+
+        return wrap(submit, "sample", self._backend.api_key)
 
     def compute_logprobs(self, prompt: types.ModelInput) -> APIFuture[list[float | None]]:
         return wrap(
@@ -44,7 +49,7 @@ class TinkerSamplingClient:
         return load_tokenizer(self.get_base_model(), None, self.sdk.get_tokenizer)
 
 
-class TinkerTrainingClient:
+class TinkerTrainingClient(TrainingClient):
     """A LoRA model being trained on the service. Requests run in submission order there, so
     callers may queue forward_backward and optim_step for batch N+1 before awaiting batch N."""
 
@@ -57,12 +62,11 @@ class TinkerTrainingClient:
     def model_id(self) -> str:
         return str(self.sdk.model_id)
 
-    def forward(self, *args: Any, **kwargs: Any) -> APIFuture[types.ForwardBackwardOutput]:
-        return wrap(lambda: self.sdk.forward(*args, **kwargs), "forward", self._key)
-
-    def forward_backward(self, *args: Any, **kwargs: Any) -> APIFuture[types.ForwardBackwardOutput]:
+    def loss_pass(self, request: LossRequest) -> APIFuture[types.ForwardBackwardOutput]:
+        name = "forward_backward" if request.backward else "forward"
+        call = getattr(self.sdk, name)
         return wrap(
-            lambda: self.sdk.forward_backward(*args, **kwargs), "forward_backward", self._key
+            lambda: call(request.data, request.loss_fn, request.loss_fn_config), name, self._key
         )
 
     def forward_backward_custom(

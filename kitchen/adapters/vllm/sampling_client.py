@@ -21,11 +21,15 @@ from kitchen.adapters.vllm.completions import check_honoured, completion_body, s
 from kitchen.adapters.vllm.pool import ServerPool
 from kitchen.engine.errors import BackendError
 from kitchen.engine.futures import APIFuture, gather
+from kitchen.ports import SampleRequest, SamplingClient
+from kitchen.ports.sample_request import refuse_options
 
 _sampler_ids = itertools.count(1)
+# SamplingClient's options that vLLM's completions cannot answer; a request that sets one fails.
+NOT_TAKEN = ("topk_sample_logprobs", "target_prompt_logprobs", "prompt_alt_tokens_k", "on_token")
 
 
-class VllmSamplingClient:
+class VllmSamplingClient(SamplingClient):
     """Samples `model` (a name vLLM serves) with Tinker's meaning (completions.py).
 
     Without `SamplingParams.seed`, each request draws its seed from a stream seeded by the backend
@@ -60,18 +64,16 @@ class VllmSamplingClient:
         self._seeds = RequestSeeds(seed, self.sampler_id)
         self._sequence_ids = itertools.count()
 
-    def sample(
-        self,
-        prompt: types.ModelInput,
-        num_samples: int,
-        sampling_params: types.SamplingParams,
-        include_prompt_logprobs: bool = False,
-        topk_prompt_logprobs: int = 0,
-        record_stability_info: bool = False,
-        sequence_ids: list[str] | None = None,
-    ) -> VllmSampleFuture:
+    def sample_request(self, request: SampleRequest) -> VllmSampleFuture:
+        prompt, num_samples, sequence_ids = (
+            request.prompt,
+            request.num_samples,
+            request.sequence_ids,
+        )
+        sampling_params = request.sampling_params
         seed = self._seeds.draw(sampling_params)
         try:
+            refuse_options(request, "--sampler vllm", *NOT_TAKEN)
             tokens = self._prompt(prompt, "sample")
             if num_samples < 1:
                 raise BackendError(f"sample: num_samples is {num_samples}; expected at least 1")
@@ -102,18 +104,18 @@ class VllmSamplingClient:
         ids = sequence_ids or [
             f"{self.sampler_id}:{next(self._sequence_ids)}" for _ in range(num_samples)
         ]
-        request = self.pool.post("/v1/completions", body)
-        sampled = APIFuture(request)
+        posted = self.pool.post("/v1/completions", body)
+        sampled = APIFuture(posted)
         scored = None
-        if include_prompt_logprobs or topk_prompt_logprobs > 0:
+        if request.include_prompt_logprobs or request.topk_prompt_logprobs > 0:
             scored = self.scorer.sample(
                 prompt,
                 1,
                 types.SamplingParams(max_tokens=0),
-                include_prompt_logprobs=include_prompt_logprobs,
-                topk_prompt_logprobs=topk_prompt_logprobs,
+                include_prompt_logprobs=request.include_prompt_logprobs,
+                topk_prompt_logprobs=request.topk_prompt_logprobs,
             )
-        records = self.records if record_stability_info else None
+        records = self.records if request.record_stability_info else None
         empty = sampling_params.max_tokens == 0
 
         def respond(done: tuple[Any, types.SampleResponse | None]) -> types.SampleResponse:
@@ -134,7 +136,7 @@ class VllmSamplingClient:
         # Both halves settle before respond runs, on whichever thread settles last: the HTTP
         # loop never waits on the engine.
         halves = gather(sampled, scored if scored is not None else APIFuture.completed(None))
-        return VllmSampleFuture(halves.map(respond), request)
+        return VllmSampleFuture(halves.map(respond), posted)
 
     def compute_logprobs(self, prompt: types.ModelInput) -> APIFuture[list[float | None]]:
         """log p(token | prefix) for every prompt token (None for the first), from the scorer."""

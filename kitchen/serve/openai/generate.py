@@ -5,7 +5,6 @@ samples decode together, in the backend's shared decode batch), tokens streamed 
 from __future__ import annotations
 
 import asyncio
-import inspect
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -109,11 +108,9 @@ async def generate(
 
 
 def streams_tokens(sampler: Any) -> bool:
-    """Whether `sampler.sample` takes `on_token` (the local engine's samplers do)."""
-    try:
-        return "on_token" in inspect.signature(sampler.sample).parameters
-    except (TypeError, ValueError):
-        return False
+    """Whether `sampler.sample` answers `on_token` (the local engine's samplers do): every
+    sampler has it from the port (kitchen.ports.SamplingClient), and the others refuse it."""
+    return getattr(sampler, "streams_tokens", False) is True
 
 
 async def finished(

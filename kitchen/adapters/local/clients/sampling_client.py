@@ -30,12 +30,13 @@ from kitchen.adapters.local.train.batching import check_token_ids
 from kitchen.adapters.local.train.stability import SequenceRecord, StabilityRecords
 from kitchen.engine.errors import BackendError
 from kitchen.engine.futures import APIFuture, settle
+from kitchen.ports import SampleRequest, SamplingClient
 from kitchen.ports.sample_request import check_counts, target_answer, target_ids
 
 _sampler_ids = itertools.count(1)
 
 
-class LocalSamplingClient:
+class LocalSamplingClient(SamplingClient):
     """Samples and scores with one fixed set of weights; requests run in submission order.
 
     Without `SamplingParams.seed`, each request draws its seed from a stream seeded by the backend
@@ -48,6 +49,8 @@ class LocalSamplingClient:
     batch's rows (distributed/ranked_executor.py's RankShares); compute_logprobs batches are dealt to
     the ranks (docs/distributed.md).
     """
+
+    streams_tokens = True  # answers sample's on_token (kitchen/serve/openai/generate.py)
 
     def __init__(
         self,
@@ -74,21 +77,7 @@ class LocalSamplingClient:
         self._seeds = RequestSeeds(seed, self.sampler_id)
         self._sequence_ids = itertools.count()
 
-    def sample(
-        self,
-        prompt: types.ModelInput,
-        num_samples: int,
-        sampling_params: types.SamplingParams,
-        include_prompt_logprobs: bool = False,
-        topk_prompt_logprobs: int = 0,
-        record_stability_info: bool = False,
-        sequence_ids: list[str] | None = None,
-        on_token: Callable[[int, int, float], None] | None = None,
-        *,
-        topk_sample_logprobs: int = 0,
-        target_prompt_logprobs: types.TensorData | None = None,
-        prompt_alt_tokens_k: int = 0,
-    ) -> SampleFuture:
+    def sample_request(self, request: SampleRequest) -> SampleFuture:
         """`num_samples` continuations. `sequence_ids` names them (the server names them at
         submission); `record_stability_info` keeps a record of each for stable_reinforce;
         `on_token(sample, token, logprob)` sees each token as it is chosen (streaming).
@@ -97,28 +86,25 @@ class LocalSamplingClient:
         chosen ids at chosen prompt positions (`target_prompt_logprobs`), and k draws at every
         prompt position (`prompt_alt_tokens_k`, from a stream of their own: the samples are the
         ones the same seed gives without them)."""
-        seed = self._seeds.draw(sampling_params)
+        num_samples, targets = request.num_samples, request.target_prompt_logprobs
+        seed = self._seeds.draw(request.sampling_params)
         try:
-            check_counts(
-                topk_prompt_logprobs=topk_prompt_logprobs,
-                topk_sample_logprobs=topk_sample_logprobs,
-                prompt_alt_tokens_k=prompt_alt_tokens_k,
-            )
+            check_counts(request)
+            alt_k = request.prompt_alt_tokens_k
             asks = PromptAsks(
-                logprobs=include_prompt_logprobs,
-                topk=topk_prompt_logprobs,
-                alt_k=prompt_alt_tokens_k,
-                alt_stream=SeedStream(_alt_seed(seed), self.host.device)
-                if prompt_alt_tokens_k
-                else None,
+                logprobs=request.include_prompt_logprobs,
+                topk=request.topk_prompt_logprobs,
+                alt_k=alt_k,
+                alt_stream=SeedStream(_alt_seed(seed), self.host.device) if alt_k else None,
             )
             job = self._job(
-                prompt, num_samples, sampling_params, seed, asks, target_prompt_logprobs
+                request.prompt, num_samples, request.sampling_params, seed, asks, targets
             )
         except BackendError as e:  # bad requests fail their future, as the SDK's do
             failed: Future[types.SampleResponse] = Future()
             failed.set_exception(e)
             return SampleFuture(failed, failed)
+        sequence_ids = request.sequence_ids
         if sequence_ids is not None and len(sequence_ids) != num_samples:
             raise BackendError(
                 f"sample: {len(sequence_ids)} sequence ids for {num_samples} samples"
@@ -126,15 +112,12 @@ class LocalSamplingClient:
         ids = sequence_ids or [
             f"{self.sampler_id}:{next(self._sequence_ids)}" for _ in range(num_samples)
         ]
-        job.topk_sample_logprobs = topk_sample_logprobs
-        job.on_token = on_token
+        job.topk_sample_logprobs = request.topk_sample_logprobs
+        job.on_token = request.on_token
         done = self._compute.submit_sample(job)
-        record = self.records if record_stability_info else None
+        record = self.records if request.record_stability_info else None
         return SampleFuture(
-            _then(
-                done,
-                lambda out: self._response(out, ids, job.prompt, record, target_prompt_logprobs),
-            ),
+            _then(done, lambda out: self._response(out, ids, job.prompt, record, targets)),
             done,
             self._compute.queue_gathered,
         )

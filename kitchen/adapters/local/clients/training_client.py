@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import Future, wait
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -34,7 +34,7 @@ from kitchen.adapters.local.train.optimizer import AdamState, adam_step
 from kitchen.adapters.local.train.pass_settings import PassSettings
 from kitchen.adapters.local.train.stability import with_sampler_logprobs
 from kitchen.engine.futures import APIFuture
-from kitchen.ports import CustomLossFn
+from kitchen.ports import CustomLossFn, LossRequest, TrainingClient
 
 if TYPE_CHECKING:
     from kitchen.adapters.local.clients.engine import Engine
@@ -47,7 +47,7 @@ def next_model_id() -> str:
     return f"local-train-{next(_client_ids)}"
 
 
-class LocalTrainingClient:
+class LocalTrainingClient(TrainingClient):
     """A model being trained. `lora` is None for full fine-tuning (then `host` is private to it)."""
 
     def __init__(
@@ -103,23 +103,10 @@ class LocalTrainingClient:
 
     # -- training ---------------------------------------------------------------------------------
 
-    def forward(
-        self,
-        data: list[types.Datum],
-        loss_fn: types.LossFnType,
-        loss_fn_config: Mapping[str, float] | None = None,
-    ) -> APIFuture[types.ForwardBackwardOutput]:
-        """Loss and logprobs without gradients."""
-        return self._submit(self._run_builtin, list(data), loss_fn, loss_fn_config, False)
-
-    def forward_backward(
-        self,
-        data: list[types.Datum],
-        loss_fn: types.LossFnType,
-        loss_fn_config: Mapping[str, float] | None = None,
-    ) -> APIFuture[types.ForwardBackwardOutput]:
-        """Loss, logprobs, and gradients added to those already accumulated."""
-        return self._submit(self._run_builtin, list(data), loss_fn, loss_fn_config, True)
+    def loss_pass(self, request: LossRequest) -> APIFuture[types.ForwardBackwardOutput]:
+        """forward and forward_backward (the port's): the loss, on the compute thread."""
+        data, config = list(request.data), request.loss_fn_config
+        return self._submit(self._run_builtin, data, request.loss_fn, config, request.backward)
 
     def forward_backward_custom(
         self, data: list[types.Datum], loss_fn: CustomLossFn
