@@ -65,8 +65,9 @@ def test_native_stable_reinforce_equals_the_served_path(backend: Any) -> None:
 
 def test_the_rl_workflow_trains_with_it_on_the_local_engine(tmp_path: Any) -> None:
     """Two steps with the cookbook's rl_loop loss on the tiny model: each step trains (a gradient
-    from the rollouts' own logprobs; the KL penalty keeps the tiny model's constant reward from
-    zeroing every advantage)."""
+    from the rollouts' own logprobs). The tiny model's reward is constant, so the advantages come
+    from the KL penalty, against the other tiny model: against its own base, which the untrained
+    adapter equals, the penalty was rounding noise (exactly 0 on an Intel Xeon with AMX)."""
     from kitchen.app.launch import run
     from kitchen.app.resolve import resolve_config
 
@@ -74,7 +75,8 @@ def test_the_rl_workflow_trains_with_it_on_the_local_engine(tmp_path: Any) -> No
     values = {"model_name": TINY, "loss_fn": "stable_reinforce", "group_size": 2,
               "groups_per_batch": 1, "max_tokens": 6, "kl_penalty_coef": 0.5,
               "remove_constant_reward_groups": False, "num_test_problems": 0, "eval_every": 0,
-              "no_register": True, "save_every": 0}  # fmt: skip
+              "kl_reference_model": "kitchen/tiny-qwen", "no_register": True,
+              "save_every": 0}  # fmt: skip
     result = run("rl_basic", values, backend="local", log_dir=tmp_path / "run", max_steps=2)
     grads = [m[GRAD_NORM_METRIC] for m in result.metrics if GRAD_NORM_METRIC in m]
     assert result.steps == 2 and len(grads) == 2 and all(g > 0 for g in grads)
