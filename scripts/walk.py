@@ -9,7 +9,9 @@ A repository file (kitchen/, train_core/, cookbook/) is on the walk when it hold
 1. a frame on the call stack at one of three moments: when the recipe's Config is validated (the
    config is resolved), when the recipe's `workflow` method is entered (the graph is built), and
    when the local engine's `forward_backward` or `forward_backward_custom` is entered (a training
-   call, from the stage that makes it, through the runner);
+   call, from the stage that makes it, through the runner; forward_backward is the port's, which
+   hands it to the engine's `loss_pass`), and the file of the recipe's class, whose `workflow`
+   may be a base class's;
 2. a function the recipe's `workflow` method calls directly: the workflow factory it hands the
    config to (`preference(cfg)`), whose file is the graph a reader reads top to bottom;
 3. the loss a training call names: the file of the function a `forward_backward_custom` call is
@@ -48,7 +50,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]  # reset by trace() to the checkout `kitchen` loads from
 PACKAGES = ("kitchen", "train_core", "cookbook")
 ENGINE_FILE = "kitchen/adapters/local/clients/training_client.py"
-TRAINING_CALLS = frozenset({"forward_backward", "forward_backward_custom"})
+# forward_backward reaches the engine as the port's hook, loss_pass (backward set; forward unset)
+TRAINING_CALLS = frozenset({"loss_pass", "forward_backward_custom"})
 TRACED_FLAGS = ("--backend", "local", "--model", "kitchen/tiny-llama", "--max-steps", "1")
 
 
@@ -71,6 +74,12 @@ def _is_recipe_workflow(frame: FrameType) -> bool:
     return frame.f_code.co_name == "workflow" and bool(
         path and path.startswith("cookbook/recipes/")
     )
+
+
+def _recipe_file(frame: FrameType) -> set[str]:
+    """The file of the recipe's own class, whose `workflow` may be a base class's (EnvRL)."""
+    path = repository_file(sys.modules[type(frame.f_locals["self"]).__module__].__file__ or "")
+    return {path} if path else set()
 
 
 class Walk:
@@ -114,7 +123,8 @@ class Walk:
     def _training_call(self, frame: FrameType) -> None:
         self.found["engine"] |= self._stack(frame)
         self.training_calls += 1
-        loss_fn = frame.f_locals.get("loss_fn")
+        request = frame.f_locals.get("request")
+        loss_fn = frame.f_locals.get("loss_fn", getattr(request, "loss_fn", None))
         if isinstance(loss_fn, str):  # a built-in loss: the engine's function of that name
             self.loss_names.add(loss_fn)
         elif (code := getattr(loss_fn, "__code__", None)) is not None:  # a custom loss
@@ -140,10 +150,10 @@ class Walk:
         # A trace function sees Python calls only; returning None asks for no line events.
         code = frame.f_code
         path = repository_file(code.co_filename)
-        if path == ENGINE_FILE and code.co_name in TRAINING_CALLS:
+        if path == ENGINE_FILE and code.co_name in TRAINING_CALLS and _trains(frame):
             self._training_call(frame)
         elif _is_recipe_workflow(frame):
-            self.found["workflow"] |= self._stack(frame)
+            self.found["workflow"] |= self._stack(frame) | _recipe_file(frame)
         elif path and frame.f_back is not None and _is_recipe_workflow(frame.f_back):
             self.found["factory"].add(path)
         elif path and code.co_name in self.loss_names and self._beneath_engine(frame):
@@ -156,6 +166,12 @@ class Walk:
 
     def files(self) -> list[str]:
         return sorted(set().union(*self.found.values()))
+
+
+def _trains(frame: FrameType) -> bool:
+    """A training call's frame: forward_backward_custom, or loss_pass for a forward_backward."""
+    request = frame.f_locals.get("request")
+    return frame.f_code.co_name != "loss_pass" or bool(getattr(request, "backward", False))
 
 
 def run_kitchen(args: list[str], tracer: Any) -> None:
@@ -198,7 +214,7 @@ def trace(recipe: str) -> dict[str, Any]:
     run_kitchen([recipe, *TRACED_FLAGS], walk)
     if not walk.training_calls:
         raise RuntimeError(
-            f"kitchen run {recipe} never entered {', '.join(sorted(TRAINING_CALLS))}"
+            f"kitchen run {recipe} never entered forward_backward or forward_backward_custom"
         )
     files = walk.files()
     segment = sorted(walk.segment - walk.found["loss"])
