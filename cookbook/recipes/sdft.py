@@ -17,16 +17,15 @@ LR 2e-5, 2048 tokens, LoRA rank 128) on Tinker.
 from __future__ import annotations
 
 import itertools
-import math
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeAlias
 
 import numpy as np
 from pydantic import Field, field_validator
 
 from cookbook.datasets.catalog import convert_rows, load_chat
 from cookbook.datasets.demonstrations import DEMONSTRATION_SETS, carve_demonstrations
+from cookbook.envs.problem_rows import ItemBatches
 from cookbook.envs.prompt_env import PromptGroupBuilder
 from cookbook.recipes import SMOLLM2
 from kitchen.engine.errors import ConfigError, DataError
@@ -36,7 +35,7 @@ from kitchen.workflows.common.evaluate import Scheduled
 from kitchen.workflows.distillation.config import SDFTWorkflowConfig
 from kitchen.workflows.distillation.sdft import sdft
 from kitchen.workflows.distillation.state import SDFTState
-from train_core.rl.types import EnvGroupBuilder, RLDataset, RLEnvContext
+from train_core.rl.types import EnvGroupBuilder, RLEnvContext
 
 
 @dataclass(frozen=True)
@@ -50,22 +49,22 @@ class DemonstrationGroupBuilder(PromptGroupBuilder):
         return self.prompt
 
 
-class DemonstrationDataset(RLDataset):
+# (question, golden answer) pairs in batches
+DemonstrationBatches: TypeAlias = ItemBatches[tuple[str, str]]
+
+
+def demonstration_batches(
+    pairs: list[tuple[str, str]], renderer: Any, batch_size: int, group_size: int
+) -> DemonstrationBatches:
     """Consecutive slices of (question, golden answer) pairs, one group per question."""
 
-    def __init__(self, pairs: list[tuple[str, str]], renderer: Any, batch_size: int, group_size: int) -> None:  # fmt: skip
-        self.pairs, self.renderer = pairs, renderer
-        self.batch_size, self.group_size = batch_size, group_size
+    def group(pair: tuple[str, str]) -> EnvGroupBuilder:
+        question, answer = pair
+        return DemonstrationGroupBuilder(
+            question, renderer, group_size, dataset_name="sdft", golden_answer=answer
+        )
 
-    def get_batch(self, index: int) -> Sequence[EnvGroupBuilder]:
-        pairs = self.pairs[index * self.batch_size : (index + 1) * self.batch_size]
-        return [
-            DemonstrationGroupBuilder(q, self.renderer, self.group_size, dataset_name="sdft", golden_answer=a)
-            for q, a in pairs
-        ]  # fmt: skip
-
-    def __len__(self) -> int:
-        return math.ceil(len(self.pairs) / self.batch_size)
+    return ItemBatches(pairs, batch_size, group)
 
 
 def demonstrations(rows: list[dict[str, Any]], where: str) -> list[tuple[str, str]]:
@@ -98,14 +97,14 @@ class Demonstrations:
 
     def __call__(
         self, ctx: RLEnvContext
-    ) -> tuple[DemonstrationDataset, DemonstrationDataset | None]:
+    ) -> tuple[DemonstrationBatches, DemonstrationBatches | None]:
         if ctx.datasets is None:
             raise ConfigError("sdft needs a dataset store; none is configured")
         if self.dataset in DEMONSTRATION_SETS:
             return self.named_set(ctx)
         pairs = demonstrations(load_chat(ctx.datasets, self.dataset), self.dataset)
         order = np.random.default_rng(self.seed).permutation(len(pairs))
-        train = DemonstrationDataset([pairs[i] for i in order], ctx.renderer, self.groups_per_batch, self.group_size)  # fmt: skip
+        train = demonstration_batches([pairs[i] for i in order], ctx.renderer, self.groups_per_batch, self.group_size)  # fmt: skip
         if not self.test_dataset or self.test_demos == 0:
             return train, None
         name, _, split = self.test_dataset.partition("@")
@@ -113,11 +112,11 @@ class Demonstrations:
             load_chat(ctx.datasets, name, split or "test"), self.test_dataset
         )
         test_pairs = test_pairs[: self.test_demos]
-        return train, DemonstrationDataset(test_pairs, ctx.renderer, len(test_pairs), 1)
+        return train, demonstration_batches(test_pairs, ctx.renderer, len(test_pairs), 1)
 
     def named_set(
         self, ctx: RLEnvContext
-    ) -> tuple[DemonstrationDataset, DemonstrationDataset | None]:
+    ) -> tuple[DemonstrationBatches, DemonstrationBatches | None]:
         """SciKnowEval or ToolAlpaca as the cookbook loads them: converted, one domain kept
         (SciKnowEval), carved 90/10 by its seed, the training rows in that order."""
         spec = DEMONSTRATION_SETS[self.dataset]
@@ -138,11 +137,11 @@ class Demonstrations:
         if not train_rows:
             raise DataError(f"{source}: {len(rows)} demonstrations leave none for training")
         train_pairs = demonstrations(train_rows, source)
-        train = DemonstrationDataset(train_pairs, ctx.renderer, self.groups_per_batch, self.group_size)  # fmt: skip
+        train = demonstration_batches(train_pairs, ctx.renderer, self.groups_per_batch, self.group_size)  # fmt: skip
         test_pairs = demonstrations(test_rows, source)[: self.test_demos] if test_rows else []
         if not test_pairs:
             return train, None
-        return train, DemonstrationDataset(test_pairs, ctx.renderer, len(test_pairs), 1)
+        return train, demonstration_batches(test_pairs, ctx.renderer, len(test_pairs), 1)
 
 
 class SDFTConfig(SDFTWorkflowConfig):

@@ -34,7 +34,7 @@ def our_pairs(dataset: str, **kw: Any) -> tuple[list[tuple[str, str]], list[tupl
     """The recipe's train and held-out (question, golden answer) pairs."""
     make = Demonstrations(dataset, None, groups_per_batch=100, group_size=1, test_demos=100, **kw)
     train, test = make(RLEnvContext(renderer=None, tokenizer=None, datasets=HFDatasetStore()))
-    return train.pairs, test.pairs if test is not None else []
+    return train.items, test.items if test is not None else []
 
 
 def their_pairs(loaded: tuple[list[str], list[str], list[str], list[str]]) -> tuple[list, list]:
