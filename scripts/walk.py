@@ -38,6 +38,7 @@ tests/docs/test_architecture_walk.py fails when the two differ.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import sys
@@ -78,7 +79,7 @@ def _is_recipe_workflow(frame: FrameType) -> bool:
 
 def _recipe_file(frame: FrameType) -> set[str]:
     """The file of the recipe's own class, whose `workflow` may be a base class's (EnvRL)."""
-    path = repository_file(sys.modules[type(frame.f_locals["self"]).__module__].__file__ or "")
+    path = repository_file(inspect.getfile(type(frame.f_locals["self"])))
     return {path} if path else set()
 
 
