@@ -6,11 +6,11 @@ rollout has budgets (`limit`), its RolloutMeter, which every call on it is admit
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
 from typing import Any
 
 from kitchen.serve.errors import UserError
 from kitchen.serve.gateway.turns import ChatTurn, Sampled, next_prompt
+from kitchen.serve.openai.models import SampledCall
 from train_core.agents import CallLog, CallRecord
 from train_core.agents.budgets import Admission, BudgetExceeded, Refusal, RolloutMeter
 
@@ -118,33 +118,24 @@ class RolloutCalls:
         previous = self._book.last_chat(self.address)
         return next_prompt(renderer, previous, tools, messages, conversation, fresh)
 
-    def record(
-        self,
-        prompt: Sequence[int],
-        tokens: Sequence[int],
-        logprobs: Sequence[float],
-        stop_reason: str,
-        version: int,
-        turn: Any = None,
-        reply: dict[str, Any] | None = None,
-    ) -> None:
+    def record(self, call: SampledCall) -> None:
         if self._meter is not None:
-            tool_calls = len((reply or {}).get("tool_calls") or ())
+            tool_calls = len((call.reply or {}).get("tool_calls") or ())
             try:
-                self._meter.settle(self._admission, len(tokens), tool_calls)
+                self._meter.settle(self._admission, len(call.tokens), tool_calls)
             except BudgetExceeded as e:
                 raise RolloutBudgetExceeded(self.address, e.refusal) from None
         self._book.log.add(
             self.address,
-            prompt_tokens=prompt,
-            sampled_tokens=tokens,
-            sampled_logprobs=logprobs,
-            stop_reason=stop_reason,
-            sampler_version=version,
+            prompt_tokens=call.prompt,
+            sampled_tokens=call.tokens,
+            sampled_logprobs=call.logprobs,
+            stop_reason=call.stop_reason,
+            sampler_version=call.version,
             started=self.started,
         )
-        if isinstance(turn, ChatTurn) and reply is not None:
+        if isinstance(call.turn, ChatTurn) and call.reply is not None:
             from kitchen.serve.openai.chat import to_message
 
-            sampled = Sampled(turn, tuple(tokens), to_message(reply, "reply"))
+            sampled = Sampled(call.turn, tuple(call.tokens), to_message(call.reply, "reply"))
             self._book._after_chat(self.address, sampled)

@@ -119,21 +119,6 @@ def _prompt(model: ServedModel, request: ChatRequest) -> tuple[list[int], Any]:
     return prompt, turn
 
 
-def _record(
-    model: ServedModel, prompt: list[int], turn: Any, choice: Choice, reply: dict[str, Any]
-) -> None:
-    if model.rollout is not None:
-        model.rollout.record(
-            prompt,
-            choice.tokens,
-            choice.logprobs,
-            choice.stop_reason,
-            model.version,
-            turn=turn,
-            reply=reply,
-        )
-
-
 def _stops(model: ServedModel, request: ChatRequest) -> tuple[list[str], set[int]]:
     """(stop strings, stop tokens): the chat format's end of turn and the request's `stop`."""
     own = model.renderer().get_stop_sequences()
@@ -224,7 +209,7 @@ async def chat(model: ServedModel, request: ChatRequest) -> dict[str, Any]:
     out = []
     for index, choice in enumerate(choices):
         message, finish = _reply(model, request, choice)
-        _record(model, prompt, turn, choice, message)
+        model.record(prompt, choice, turn=turn, reply=message)
         logprobs = await _logprobs(model, request, prompt, choice) if request.logprobs else None
         entry = {"index": index, "message": message, "logprobs": logprobs, "finish_reason": finish}
         if request.return_token_ids:
@@ -290,7 +275,7 @@ async def stream(model: ServedModel, request: ChatRequest) -> AsyncIterator[dict
             if rest or pending[index]:
                 yield chunk(index, {"content": rest}, tokens=flush(index))
             message, finish = _reply(model, request, choice)
-            _record(model, prompt, turn, choice, message)
+            model.record(prompt, choice, turn=turn, reply=message)
             tool_calls = message.get("tool_calls", [])
             for i, call in enumerate(tool_calls):
                 yield chunk(index, {"tool_calls": [{"index": i, **call}]})

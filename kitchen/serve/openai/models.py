@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from kitchen.serve.errors import UserError
 
 if TYPE_CHECKING:
+    from kitchen.serve.openai.generate import Choice
     from kitchen.serve.service import KitchenService
 
 
@@ -61,6 +62,21 @@ class ChatFormat:
             return self._renderer
 
 
+@dataclass(frozen=True)
+class SampledCall:
+    """One sampled call as its rollout records it: the prompt, the sampled tokens and their
+    logprobs, why it stopped and the policy version that sampled it; a chat call adds its `turn`
+    and the `reply` it returned, which the next turn may extend."""
+
+    prompt: Sequence[int]
+    tokens: Sequence[int]
+    logprobs: Sequence[float]
+    stop_reason: str
+    version: int
+    turn: Any = None
+    reply: dict[str, Any] | None = None
+
+
 class CallRecorder(Protocol):
     """Where a call addressed to a rollout is recorded (kitchen/serve/gateway implements it)."""
 
@@ -84,18 +100,8 @@ class CallRecorder(Protocol):
         its rollout's budget has left); raises a UserError when the budget refuses the call."""
         ...
 
-    def record(
-        self,
-        prompt: Sequence[int],
-        tokens: Sequence[int],
-        logprobs: Sequence[float],
-        stop_reason: str,
-        version: int,
-        turn: Any = None,
-        reply: dict[str, Any] | None = None,
-    ) -> None:
-        """Record one sampled call; a chat call passes its `turn` and the `reply` it returned, which
-        the next turn may extend."""
+    def record(self, call: SampledCall) -> None:
+        """Record one sampled call."""
         ...
 
 
@@ -133,6 +139,29 @@ class ServedModel:
         """The chat format the base model was trained with (ChatFormat.renderer)."""
         assert self.chat_format is not None
         return self.chat_format.renderer(self.name)
+
+    def record(
+        self,
+        prompt: Sequence[int],
+        choice: Choice,
+        *,
+        turn: Any = None,
+        reply: dict[str, Any] | None = None,
+    ) -> None:
+        """Record the call's sampled `choice` where it is addressed to a rollout (a chat call
+        passes its `turn` and `reply`)."""
+        if self.rollout is not None:
+            self.rollout.record(
+                SampledCall(
+                    prompt,
+                    choice.tokens,
+                    choice.logprobs,
+                    choice.stop_reason,
+                    self.version,
+                    turn,
+                    reply,
+                )
+            )
 
     def addressed(self, rollout: CallRecorder | None) -> ServedModel:
         """This model as a call addressed to `rollout` sees it."""
