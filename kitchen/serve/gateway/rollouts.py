@@ -44,19 +44,10 @@ class RolloutBook:
             meter = self._meters.get(address)
         return RolloutCalls(address, self, self.log.start(address), meter)
 
-    def limit(
-        self,
-        address: str,
-        max_turns: int | None = None,
-        max_sampled_tokens: int | None = None,
-        max_tool_calls: int | None = None,
-    ) -> RolloutMeter:
-        """From now on the calls on `address` spend these budgets (None: no limit); the meter
-        tells what they spent and the first call refused."""
-        meter = RolloutMeter(address, max_turns, max_sampled_tokens, max_tool_calls)
+    def limit(self, meter: RolloutMeter) -> None:
+        """From now on the calls on `meter.address` spend its budgets."""
         with self._lock:
-            self._meters[address] = meter
-        return meter
+            self._meters[meter.address] = meter
 
     def take(self, address: str) -> list[CallRecord]:
         """The address's calls, in order, removed (with what its next call would have extended,
