@@ -10,7 +10,7 @@ from typing import Any
 
 from kitchen.serve.errors import UserError
 from kitchen.serve.gateway.turns import ChatTurn, Sampled, next_prompt
-from kitchen.serve.openai.models import SampledCall
+from kitchen.serve.openai.models import ChatPrompt, SampledCall
 from train_core.agents import CallLog, CallRecord
 from train_core.agents.budgets import Admission, BudgetExceeded, Refusal, RolloutMeter
 
@@ -98,16 +98,8 @@ class RolloutCalls:
         if self._meter is not None and self._admission is not None:
             self._meter.cancel(self._admission)
 
-    def chat_turn(
-        self,
-        renderer: Any,
-        tools: list[dict[str, Any]] | None,
-        messages: list[Any],
-        conversation: list[Any],
-        fresh: list[int],
-    ) -> ChatTurn:
-        previous = self._book.last_chat(self.address)
-        return next_prompt(renderer, previous, tools, messages, conversation, fresh)
+    def chat_turn(self, renderer: Any, rendered: ChatPrompt) -> ChatTurn:
+        return next_prompt(renderer, self._book.last_chat(self.address), rendered)
 
     def record(self, call: SampledCall) -> None:
         if self._meter is not None:

@@ -26,7 +26,7 @@ from kitchen.serve.openai.generate import (
     sampling_params,
     score,
 )
-from kitchen.serve.openai.models import ServedModel
+from kitchen.serve.openai.models import ChatPrompt, ServedModel
 from kitchen.serve.openai.schemas import ChatRequest
 from kitchen.serve.openai.text import TextStream
 
@@ -111,9 +111,8 @@ def _prompt(model: ServedModel, request: ChatRequest) -> tuple[list[int], Any]:
     if model.rollout is not None:
         if request.n != 1:
             raise UserError(f"n={request.n}: a call addressed to a rollout samples one choice")
-        turn = model.rollout.chat_turn(
-            renderer, request.offered_tools, messages, conversation, prompt
-        )
+        rendered = ChatPrompt(messages, request.offered_tools, conversation, prompt)
+        turn = model.rollout.chat_turn(renderer, rendered)
         prompt = list(turn.prompt)
     check_prompt(prompt, model.max_context)
     return prompt, turn

@@ -63,6 +63,18 @@ class ChatFormat:
 
 
 @dataclass(frozen=True)
+class ChatPrompt:
+    """A chat call rendered fresh: the request's messages (train_core Messages), the tools it
+    offers (None for none), the conversation rendered (a tool-declaring prefix and the messages)
+    and its generation prompt's token ids."""
+
+    messages: Sequence[Any]
+    tools: list[dict[str, Any]] | None
+    conversation: Sequence[Any]
+    fresh: Sequence[int]
+
+
+@dataclass(frozen=True)
 class SampledCall:
     """One sampled call as its rollout records it: the prompt, the sampled tokens and their
     logprobs, why it stopped and the policy version that sampled it; a chat call adds its `turn`
@@ -82,17 +94,10 @@ class CallRecorder(Protocol):
 
     address: str
 
-    def chat_turn(
-        self,
-        renderer: Any,
-        tools: list[dict[str, Any]] | None,
-        messages: list[Any],
-        conversation: list[Any],
-        fresh: list[int],
-    ) -> Any:
+    def chat_turn(self, renderer: Any, rendered: ChatPrompt) -> Any:
         """A chat call's turn (its `.prompt`: token ids): the address's previous prompt + sampled
-        tokens + the new messages' tokens where `messages` extend the previous call's messages and
-        its reply, else `fresh` (the conversation rendered anew)."""
+        tokens + the new messages' tokens where the call's messages extend the previous call's
+        messages and its reply, else the fresh render's."""
         ...
 
     def admit(self, max_tokens: int | None) -> int | None:
