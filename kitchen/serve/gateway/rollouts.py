@@ -105,20 +105,20 @@ class RolloutCalls:
         if self._meter is not None:
             tool_calls = len((call.reply or {}).get("tool_calls") or ())
             try:
-                self._meter.settle(self._admission, len(call.tokens), tool_calls)
+                self._meter.settle(self._admission, len(call.choice.tokens), tool_calls)
             except BudgetExceeded as e:
                 raise RolloutBudgetExceeded(self.address, e.refusal) from None
         self._book.log.add(
             self.address,
             prompt_tokens=call.prompt,
-            sampled_tokens=call.tokens,
-            sampled_logprobs=call.logprobs,
-            stop_reason=call.stop_reason,
+            sampled_tokens=call.choice.tokens,
+            sampled_logprobs=call.choice.logprobs,
+            stop_reason=call.choice.stop_reason,
             sampler_version=call.version,
             started=self.started,
         )
         if isinstance(call.turn, ChatTurn) and call.reply is not None:
             from kitchen.serve.openai.chat import to_message
 
-            sampled = Sampled(call.turn, tuple(call.tokens), to_message(call.reply, "reply"))
+            sampled = Sampled(call.turn, tuple(call.choice.tokens), to_message(call.reply, "reply"))
             self._book._after_chat(self.address, sampled)

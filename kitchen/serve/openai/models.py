@@ -76,14 +76,12 @@ class ChatPrompt:
 
 @dataclass(frozen=True)
 class SampledCall:
-    """One sampled call as its rollout records it: the prompt, the sampled tokens and their
-    logprobs, why it stopped and the policy version that sampled it; a chat call adds its `turn`
-    and the `reply` it returned, which the next turn may extend."""
+    """One sampled call as its rollout records it: the prompt, the choice sampled from it (its
+    tokens, their logprobs, why it stopped) and the policy version that sampled it; a chat call
+    adds its `turn` and the `reply` it returned, which the next turn may extend."""
 
     prompt: Sequence[int]
-    tokens: Sequence[int]
-    logprobs: Sequence[float]
-    stop_reason: str
+    choice: Choice
     version: int
     turn: Any = None
     reply: dict[str, Any] | None = None
@@ -156,17 +154,7 @@ class ServedModel:
         """Record the call's sampled `choice` where it is addressed to a rollout (a chat call
         passes its `turn` and `reply`)."""
         if self.rollout is not None:
-            self.rollout.record(
-                SampledCall(
-                    prompt,
-                    choice.tokens,
-                    choice.logprobs,
-                    choice.stop_reason,
-                    self.version,
-                    turn,
-                    reply,
-                )
-            )
+            self.rollout.record(SampledCall(prompt, choice, self.version, turn, reply))
 
     def addressed(self, rollout: CallRecorder | None) -> ServedModel:
         """This model as a call addressed to `rollout` sees it."""
