@@ -29,12 +29,12 @@ from kitchen.serve.gateway.addresses import RolloutPaths, rollout_path
 from kitchen.serve.gateway.policy import PolicySlot
 from kitchen.serve.gateway.rollouts import RolloutBook
 from kitchen.serve.openai.models import Lease
+from train_core.agents.budgets import RolloutMeter
 
 if TYPE_CHECKING:
     from kitchen.serve.gateway.rollouts import RolloutCalls
     from kitchen.serve.openai.models import ModelCatalog
     from train_core.agents import CallRecord
-    from train_core.agents.budgets import RolloutMeter
 
 IN_PROCESS_URL = "http://kitchen-gateway"
 """The origin in-process clients name (no socket is opened for it)."""
@@ -104,12 +104,11 @@ class Gateway:
         max_sampled_tokens and max_tool_calls) until `take(address)`: a call past one is answered
         with a 400 whose code is rollout_budget_exceeded. The meter tells what the calls spent
         and the first one refused."""
-        return self.book.limit(
-            address,
-            max_turns=budgets.max_turns,
-            max_sampled_tokens=budgets.max_sampled_tokens,
-            max_tool_calls=budgets.max_tool_calls,
+        meter = RolloutMeter(
+            address, budgets.max_turns, budgets.max_sampled_tokens, budgets.max_tool_calls
         )
+        self.book.limit(meter)
+        return meter
 
     def live_snapshots(self) -> int:
         return self.policy.live()

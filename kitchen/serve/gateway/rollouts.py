@@ -6,11 +6,11 @@ rollout has budgets (`limit`), its RolloutMeter, which every call on it is admit
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
 from typing import Any
 
 from kitchen.serve.errors import UserError
 from kitchen.serve.gateway.turns import ChatTurn, Sampled, next_prompt
+from kitchen.serve.openai.models import ChatPrompt, SampledCall
 from train_core.agents import CallLog, CallRecord
 from train_core.agents.budgets import Admission, BudgetExceeded, Refusal, RolloutMeter
 
@@ -44,19 +44,10 @@ class RolloutBook:
             meter = self._meters.get(address)
         return RolloutCalls(address, self, self.log.start(address), meter)
 
-    def limit(
-        self,
-        address: str,
-        max_turns: int | None = None,
-        max_sampled_tokens: int | None = None,
-        max_tool_calls: int | None = None,
-    ) -> RolloutMeter:
-        """From now on the calls on `address` spend these budgets (None: no limit); the meter
-        tells what they spent and the first call refused."""
-        meter = RolloutMeter(address, max_turns, max_sampled_tokens, max_tool_calls)
+    def limit(self, meter: RolloutMeter) -> None:
+        """From now on the calls on `meter.address` spend its budgets."""
         with self._lock:
-            self._meters[address] = meter
-        return meter
+            self._meters[meter.address] = meter
 
     def take(self, address: str) -> list[CallRecord]:
         """The address's calls, in order, removed (with what its next call would have extended,
@@ -107,44 +98,27 @@ class RolloutCalls:
         if self._meter is not None and self._admission is not None:
             self._meter.cancel(self._admission)
 
-    def chat_turn(
-        self,
-        renderer: Any,
-        tools: list[dict[str, Any]] | None,
-        messages: list[Any],
-        conversation: list[Any],
-        fresh: list[int],
-    ) -> ChatTurn:
-        previous = self._book.last_chat(self.address)
-        return next_prompt(renderer, previous, tools, messages, conversation, fresh)
+    def chat_turn(self, renderer: Any, rendered: ChatPrompt) -> ChatTurn:
+        return next_prompt(renderer, self._book.last_chat(self.address), rendered)
 
-    def record(
-        self,
-        prompt: Sequence[int],
-        tokens: Sequence[int],
-        logprobs: Sequence[float],
-        stop_reason: str,
-        version: int,
-        turn: Any = None,
-        reply: dict[str, Any] | None = None,
-    ) -> None:
+    def record(self, call: SampledCall) -> None:
         if self._meter is not None:
-            tool_calls = len((reply or {}).get("tool_calls") or ())
+            tool_calls = len((call.reply or {}).get("tool_calls") or ())
             try:
-                self._meter.settle(self._admission, len(tokens), tool_calls)
+                self._meter.settle(self._admission, len(call.choice.tokens), tool_calls)
             except BudgetExceeded as e:
                 raise RolloutBudgetExceeded(self.address, e.refusal) from None
         self._book.log.add(
             self.address,
-            prompt_tokens=prompt,
-            sampled_tokens=tokens,
-            sampled_logprobs=logprobs,
-            stop_reason=stop_reason,
-            sampler_version=version,
+            prompt_tokens=call.prompt,
+            sampled_tokens=call.choice.tokens,
+            sampled_logprobs=call.choice.logprobs,
+            stop_reason=call.choice.stop_reason,
+            sampler_version=call.version,
             started=self.started,
         )
-        if isinstance(turn, ChatTurn) and reply is not None:
+        if isinstance(call.turn, ChatTurn) and call.reply is not None:
             from kitchen.serve.openai.chat import to_message
 
-            sampled = Sampled(turn, tuple(tokens), to_message(reply, "reply"))
+            sampled = Sampled(call.turn, tuple(call.choice.tokens), to_message(call.reply, "reply"))
             self._book._after_chat(self.address, sampled)

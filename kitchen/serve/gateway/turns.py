@@ -19,9 +19,11 @@ where re-encoding the reply's text would give others: that drift is what splicin
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kitchen.serve.openai.models import ChatPrompt
 
 
 @dataclass(frozen=True)
@@ -52,21 +54,14 @@ class Sampled:
     """The reply as a train_core Message (what the client must send back to extend)."""
 
 
-def next_prompt(
-    renderer: Any,
-    previous: Sampled | None,
-    tools: Any,
-    messages: Sequence[Any],
-    conversation: Sequence[Any],
-    fresh: Sequence[int],
-) -> ChatTurn:
+def next_prompt(renderer: Any, previous: Sampled | None, rendered: ChatPrompt) -> ChatTurn:
     """The turn for a chat call on a rollout whose last chat call was `previous`."""
     turn = ChatTurn(
-        messages=tuple(messages),
-        tools=tools,
-        conversation=tuple(conversation),
-        prompt=tuple(fresh),
-        fresh=tuple(fresh),
+        messages=tuple(rendered.messages),
+        tools=rendered.tools,
+        conversation=tuple(rendered.conversation),
+        prompt=tuple(rendered.fresh),
+        fresh=tuple(rendered.fresh),
         extended=False,
     )
     spliced = _splice(renderer, previous, turn)

@@ -26,7 +26,7 @@ from kitchen.serve.openai.generate import (
     sampling_params,
     score,
 )
-from kitchen.serve.openai.models import ServedModel
+from kitchen.serve.openai.models import ChatPrompt, ServedModel
 from kitchen.serve.openai.schemas import ChatRequest
 from kitchen.serve.openai.text import TextStream
 
@@ -111,27 +111,11 @@ def _prompt(model: ServedModel, request: ChatRequest) -> tuple[list[int], Any]:
     if model.rollout is not None:
         if request.n != 1:
             raise UserError(f"n={request.n}: a call addressed to a rollout samples one choice")
-        turn = model.rollout.chat_turn(
-            renderer, request.offered_tools, messages, conversation, prompt
-        )
+        rendered = ChatPrompt(messages, request.offered_tools, conversation, prompt)
+        turn = model.rollout.chat_turn(renderer, rendered)
         prompt = list(turn.prompt)
     check_prompt(prompt, model.max_context)
     return prompt, turn
-
-
-def _record(
-    model: ServedModel, prompt: list[int], turn: Any, choice: Choice, reply: dict[str, Any]
-) -> None:
-    if model.rollout is not None:
-        model.rollout.record(
-            prompt,
-            choice.tokens,
-            choice.logprobs,
-            choice.stop_reason,
-            model.version,
-            turn=turn,
-            reply=reply,
-        )
 
 
 def _stops(model: ServedModel, request: ChatRequest) -> tuple[list[str], set[int]]:
@@ -224,7 +208,7 @@ async def chat(model: ServedModel, request: ChatRequest) -> dict[str, Any]:
     out = []
     for index, choice in enumerate(choices):
         message, finish = _reply(model, request, choice)
-        _record(model, prompt, turn, choice, message)
+        model.record(prompt, choice, turn=turn, reply=message)
         logprobs = await _logprobs(model, request, prompt, choice) if request.logprobs else None
         entry = {"index": index, "message": message, "logprobs": logprobs, "finish_reason": finish}
         if request.return_token_ids:
@@ -290,7 +274,7 @@ async def stream(model: ServedModel, request: ChatRequest) -> AsyncIterator[dict
             if rest or pending[index]:
                 yield chunk(index, {"content": rest}, tokens=flush(index))
             message, finish = _reply(model, request, choice)
-            _record(model, prompt, turn, choice, message)
+            model.record(prompt, choice, turn=turn, reply=message)
             tool_calls = message.get("tool_calls", [])
             for i, call in enumerate(tool_calls):
                 yield chunk(index, {"tool_calls": [{"index": i, **call}]})

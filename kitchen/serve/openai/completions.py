@@ -45,13 +45,6 @@ def prompt_tokens(model: ServedModel, request: CompletionRequest) -> list[list[i
     return prompts
 
 
-def _record(model: ServedModel, prompt: list[int], choice: Choice) -> None:
-    if model.rollout is not None:
-        model.rollout.record(
-            prompt, choice.tokens, choice.logprobs, choice.stop_reason, model.version
-        )
-
-
 def _params(model: ServedModel, request: CompletionRequest) -> Any:
     """The sampling params; a call addressed to a rollout is admitted by its budget here (its
     max_tokens capped to what is left)."""
@@ -75,7 +68,7 @@ async def complete(model: ServedModel, request: CompletionRequest) -> dict[str, 
     out = []
     for index, choice in enumerate(choices):
         prompt = prompts[choice.prompt_index]
-        _record(model, prompt, choice)
+        model.record(prompt, choice)
         text = final_text(model.tokenizer, choice.tokens, request.stop_strings, stop_ids)
         if request.echo:
             text = model.tokenizer.decode(prompt, skip_special_tokens=False) + text
@@ -167,7 +160,7 @@ async def stream(model: ServedModel, request: CompletionRequest) -> AsyncIterato
                 yield chunk(item.index, delta, None, first=opening(item.index))
             continue
         for index, choice in enumerate(item):
-            _record(model, prompts[choice.prompt_index], choice)
+            model.record(prompts[choice.prompt_index], choice)
             yield chunk(index, texts[index].finish(), choice.stop_reason, first=opening(index))
         if request.include_usage:
             yield {**head, "choices": [], "usage": usage(sum(map(len, prompts)), item)}

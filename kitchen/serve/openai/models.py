@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from kitchen.serve.errors import UserError
 
 if TYPE_CHECKING:
+    from kitchen.serve.openai.generate import Choice
     from kitchen.serve.service import KitchenService
 
 
@@ -61,22 +62,40 @@ class ChatFormat:
             return self._renderer
 
 
+@dataclass(frozen=True)
+class ChatPrompt:
+    """A chat call rendered fresh: the request's messages (train_core Messages), the tools it
+    offers (None for none), the conversation rendered (a tool-declaring prefix and the messages)
+    and its generation prompt's token ids."""
+
+    messages: Sequence[Any]
+    tools: list[dict[str, Any]] | None
+    conversation: Sequence[Any]
+    fresh: Sequence[int]
+
+
+@dataclass(frozen=True)
+class SampledCall:
+    """One sampled call as its rollout records it: the prompt, the choice sampled from it (its
+    tokens, their logprobs, why it stopped) and the policy version that sampled it; a chat call
+    adds its `turn` and the `reply` it returned, which the next turn may extend."""
+
+    prompt: Sequence[int]
+    choice: Choice
+    version: int
+    turn: Any = None
+    reply: dict[str, Any] | None = None
+
+
 class CallRecorder(Protocol):
     """Where a call addressed to a rollout is recorded (kitchen/serve/gateway implements it)."""
 
     address: str
 
-    def chat_turn(
-        self,
-        renderer: Any,
-        tools: list[dict[str, Any]] | None,
-        messages: list[Any],
-        conversation: list[Any],
-        fresh: list[int],
-    ) -> Any:
+    def chat_turn(self, renderer: Any, rendered: ChatPrompt) -> Any:
         """A chat call's turn (its `.prompt`: token ids): the address's previous prompt + sampled
-        tokens + the new messages' tokens where `messages` extend the previous call's messages and
-        its reply, else `fresh` (the conversation rendered anew)."""
+        tokens + the new messages' tokens where the call's messages extend the previous call's
+        messages and its reply, else the fresh render's."""
         ...
 
     def admit(self, max_tokens: int | None) -> int | None:
@@ -84,18 +103,8 @@ class CallRecorder(Protocol):
         its rollout's budget has left); raises a UserError when the budget refuses the call."""
         ...
 
-    def record(
-        self,
-        prompt: Sequence[int],
-        tokens: Sequence[int],
-        logprobs: Sequence[float],
-        stop_reason: str,
-        version: int,
-        turn: Any = None,
-        reply: dict[str, Any] | None = None,
-    ) -> None:
-        """Record one sampled call; a chat call passes its `turn` and the `reply` it returned, which
-        the next turn may extend."""
+    def record(self, call: SampledCall) -> None:
+        """Record one sampled call."""
         ...
 
 
@@ -133,6 +142,19 @@ class ServedModel:
         """The chat format the base model was trained with (ChatFormat.renderer)."""
         assert self.chat_format is not None
         return self.chat_format.renderer(self.name)
+
+    def record(
+        self,
+        prompt: Sequence[int],
+        choice: Choice,
+        *,
+        turn: Any = None,
+        reply: dict[str, Any] | None = None,
+    ) -> None:
+        """Record the call's sampled `choice` where it is addressed to a rollout (a chat call
+        passes its `turn` and `reply`)."""
+        if self.rollout is not None:
+            self.rollout.record(SampledCall(prompt, choice, self.version, turn, reply))
 
     def addressed(self, rollout: CallRecorder | None) -> ServedModel:
         """This model as a call addressed to `rollout` sees it."""

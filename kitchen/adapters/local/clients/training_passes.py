@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tinker import types
@@ -25,25 +26,18 @@ if TYPE_CHECKING:
     from kitchen.ports import CustomLossFn
 
 
+# One client's passes: equal only to themselves, and no repr of their tensors.
+@dataclass(eq=False, repr=False)
 class TrainingPasses:
     """The passes of client `model_id` on `host` (through `adapter`; None: full fine-tuning),
     whose gradients land in `params`, run as `settings` say and computed where `ranks` say."""
 
-    def __init__(
-        self,
-        host: ModelHost,
-        adapter: str | None,
-        params: list[Any],
-        ranks: Executor,
-        settings: PassSettings,
-        model_id: str,
-    ) -> None:
-        self.host = host
-        self.adapter = adapter
-        self.params = params
-        self.ranks = ranks
-        self.settings = settings
-        self.model_id = model_id
+    host: ModelHost
+    adapter: str | None
+    params: list[Any]
+    ranks: Executor
+    settings: PassSettings
+    model_id: str
 
     def run_loss(
         self,

@@ -20,6 +20,12 @@ from typing import Any
 TINY_DIR = Path(__file__).resolve().parent / "tiny"
 TINY_SEED = 1234
 MAX_CONTEXT = 2048
+# The token each chat template starts a sequence with (None: none) and ends a reply with.
+TEMPLATE_TOKENS: dict[str, tuple[str | None, str]] = {
+    "llama3": ("<|begin_of_text|>", "<|eot_id|>"),
+    "chatml": (None, "<|im_end|>"),
+    "qwen3_vl": (None, "<|im_end|>"),
+}
 
 
 @dataclass(frozen=True)
@@ -28,9 +34,7 @@ class TinySpec:
 
     name: str
     arch: str  # "llama" | "qwen2" | "qwen3_vl"
-    chat_template: str  # key of CHAT_TEMPLATES
-    bos_token: str | None
-    eos_token: str
+    chat_template: str  # key of chat_templates.json and of TEMPLATE_TOKENS
     hidden_size: int = 128
     intermediate_size: int = 384
     num_layers: int = 4
@@ -41,6 +45,14 @@ class TinySpec:
     )
 
     @property
+    def bos_token(self) -> str | None:
+        return TEMPLATE_TOKENS[self.chat_template][0]
+
+    @property
+    def eos_token(self) -> str:
+        return TEMPLATE_TOKENS[self.chat_template][1]
+
+    @property
     def folder(self) -> str:
         """Cache folder name; it changes with the spec version and the committed tokenizer, so a
         regenerated tokenizer never meets weights built for an older vocabulary."""
@@ -49,30 +61,19 @@ class TinySpec:
 
 
 TINY_MODELS: dict[str, TinySpec] = {
-    "kitchen/tiny-llama": TinySpec(
-        name="kitchen/tiny-llama",
-        arch="llama",
-        chat_template="llama3",
-        bos_token="<|begin_of_text|>",
-        eos_token="<|eot_id|>",
-    ),
-    "kitchen/tiny-qwen": TinySpec(
-        name="kitchen/tiny-qwen",
-        arch="qwen2",
-        chat_template="chatml",
-        bos_token=None,
-        eos_token="<|im_end|>",
-    ),
-    "kitchen/tiny-qwen3-vl": TinySpec(
-        name="kitchen/tiny-qwen3-vl",
-        arch="qwen3_vl",
-        chat_template="qwen3_vl",
-        bos_token=None,
-        eos_token="<|im_end|>",
-        hidden_size=64,
-        intermediate_size=128,
-        num_layers=2,
-    ),
+    spec.name: spec
+    for spec in (
+        TinySpec(name="kitchen/tiny-llama", arch="llama", chat_template="llama3"),
+        TinySpec(name="kitchen/tiny-qwen", arch="qwen2", chat_template="chatml"),
+        TinySpec(
+            name="kitchen/tiny-qwen3-vl",
+            arch="qwen3_vl",
+            chat_template="qwen3_vl",
+            hidden_size=64,
+            intermediate_size=128,
+            num_layers=2,
+        ),
+    )
 }
 
 # Qwen3-VL's vision tokens, appended to the tiny vocabulary (in this order) for the VLM.
