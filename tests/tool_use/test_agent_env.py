@@ -238,7 +238,7 @@ def test_tool_lifetimes_share_state_as_named_and_cleanup_closes_what_the_group_m
 
     groups = [AgentToolGroupBuilder(make_env, provider, 3) for _ in range(2)]
     envs = [run(g.make_envs()) for g in groups]
-    owners = {id(e.tools["lookup"].owner) for e in envs[0]}  # type: ignore[attr-defined]
+    owners = {id(e.tools_by_name["lookup"].owner) for e in envs[0]}  # type: ignore[attr-defined]
     assert len(owners) == distinct
     run(groups[0].cleanup())
     assert len(made) == {"episode": 6, "group": 2, "run": 1}[lifetime]

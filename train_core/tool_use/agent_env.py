@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from train_core.completers import RendererLike
@@ -56,6 +57,7 @@ def renderer_has_tools(renderer: Any, specs: Sequence[Any] = ()) -> bool:
     return True
 
 
+@dataclass(eq=False, repr=False)  # one episode's state: equal only to itself
 class AgentToolMessageEnv(MessageEnv):
     """One episode over `initial_messages` with `tools`; see the module doc.
 
@@ -64,39 +66,33 @@ class AgentToolMessageEnv(MessageEnv):
     `unknown_tool_errors` renders the error of a call to a tool not in `tools`.
     """
 
-    def __init__(
-        self,
-        tools: Sequence[Tool],
-        initial_messages: Sequence[Message],
-        reward_fn: RewardFn,
-        budget: ToolBudget = ToolBudget(),
-        execution: ToolExecution = "parallel",
-        failed_parse_reward: float = -0.1,
-        terminate_on_parse_error: bool = True,
-        parse_errors: ParseErrorPolicy | None = None,
-        termination: TerminationPolicy = TerminationPolicy(),
-        unknown_tool_errors: Callable[[CallError], str] = json_error,
-        example_id: str | None = None,
-    ) -> None:
-        names = [t.name for t in tools]
+    tools: Sequence[Tool]
+    initial_messages: Sequence[Message]
+    reward_fn: RewardFn
+    budget: ToolBudget = field(default_factory=ToolBudget)
+    execution: ToolExecution = "parallel"
+    failed_parse_reward: float = -0.1
+    terminate_on_parse_error: bool = True
+    parse_errors: ParseErrorPolicy | None = None
+    termination: TerminationPolicy = field(default_factory=TerminationPolicy)
+    unknown_tool_errors: Callable[[CallError], str] = json_error
+    example_id: str | None = None
+    tools_by_name: dict[str, Tool] = field(init=False)
+    history: list[Message] = field(init=False)
+    turns: int = field(default=0, init=False)
+    tool_calls_made: int = field(default=0, init=False)
+    consecutive_parse_errors: int = field(default=0, init=False)
+    done: bool = field(default=False, init=False)
+
+    def __post_init__(self) -> None:
+        names = [t.name for t in self.tools]
         if len(set(names)) != len(names):
             raise ValueError(f"tool names must be unique; got {names}")
-        self.tools = {t.name: t for t in tools}
-        self.initial_messages = list(initial_messages)
-        self.reward_fn = reward_fn
-        self.budget = budget
-        self.execution: ToolExecution = execution
-        self.failed_parse_reward = failed_parse_reward
-        self.terminate_on_parse_error = terminate_on_parse_error
-        self.parse_errors = parse_errors
-        self.termination = termination
-        self.unknown_tool_errors = unknown_tool_errors
-        self.example_id = example_id
-        self.history: list[Message] = list(self.initial_messages)
-        self.turns = 0
-        self.tool_calls_made = 0
-        self.consecutive_parse_errors = 0
-        self.done = False
+        self.tools_by_name = {t.name: t for t in self.tools}
+        self.initial_messages = list(
+            self.initial_messages
+        )  # grade() drops the prompt by its length
+        self.history = list(self.initial_messages)
 
     async def initial_observation(self) -> list[Message]:
         return list(self.history)
@@ -123,7 +119,9 @@ class AgentToolMessageEnv(MessageEnv):
             remaining = max(remaining - self.tool_calls_made, 0)
         to_run = calls if remaining is None else calls[:remaining]
         metrics["tool_calls"] = float(len(to_run))
-        results = await call_tools(self.tools, to_run, self.execution, self.unknown_tool_errors)
+        results = await call_tools(
+            self.tools_by_name, to_run, self.execution, self.unknown_tool_errors
+        )
         self.tool_calls_made += len(to_run)
         stopped = False
         i = 0
