@@ -10,7 +10,6 @@ from typer.testing import CliRunner
 
 from kitchen.app.cli import app
 from kitchen.app.launch import run
-from kitchen.app.resolve import resolve_config
 
 runner = CliRunner()
 TINY = {"model_name": "kitchen/tiny-llama", "num_batches": 2, "groups_per_batch": 2,
@@ -23,14 +22,6 @@ def dry_run(recipe: str, *args: str) -> str:
     assert result.exit_code == 0, result.output
     assert "config valid" in result.output
     return result.output
-
-
-def cookbook_preset(recipe: str, config_class: type[Any]) -> Any:
-    """The recipe's `--preset cookbook` config, after its dry run passed."""
-    dry_run(recipe, "--preset", "cookbook")
-    cfg = resolve_config(recipe, preset="cookbook").config
-    assert isinstance(cfg, config_class)
-    return cfg
 
 
 def two_steps(recipe: str, tmp_path: Path, **options: Any) -> list[dict[str, Any]]:

@@ -13,11 +13,10 @@ from cookbook.envs.retrievers import BM25Retriever, ChromaRetriever
 from cookbook.envs.search import SearchEnvs, SearchTool, search_task
 from cookbook.envs.search_data import FILES, write_bundled
 from cookbook.envs.search_grading import answer_reward, normalize_answer
-from cookbook.recipes.search_tool import SearchToolConfig
 from kitchen.adapters.datasets import HFDatasetStore
 from kitchen.adapters.fake.tokenizer import FakeTokenizer
 from kitchen.engine.errors import DataError
-from tests.agentic.helpers import cookbook_preset, dry_run, two_steps
+from tests.agentic.helpers import two_steps
 from train_core.completers import TokensWithLogprobs
 from train_core.renderers import get_renderer
 from train_core.rl import do_group_rollout
@@ -185,20 +184,6 @@ def test_the_chroma_retriever_queries_by_text_or_by_the_given_embedding():
     )
     assert by_text.collection.asked == [{"query_texts": ["q"], "n_results": 2}]
     assert by_vector.collection.asked == [{"query_embeddings": [[0.5, 0.5]], "n_results": 3}]
-
-
-def test_dry_runs_of_the_default_and_the_cookbook_preset():
-    assert "SearchEnvs" in dry_run("search_tool")
-    cfg = cookbook_preset("search_tool", SearchToolConfig)
-    assert (cfg.dataset, cfg.retriever, cfg.chroma_collection) == (
-        "PeterJinGo/nq_hotpotqa_train", "chroma", "wiki_embeddings")  # fmt: skip
-    assert (cfg.groups_per_batch, cfg.group_size, cfg.max_turns, cfg.max_tokens) == (
-        512,
-        8,
-        5,
-        1024,
-    )
-    assert (cfg.optimizer.learning_rate, cfg.seed, cfg.n_results) == (4e-5, 2, 3)
 
 
 @pytest.mark.slow

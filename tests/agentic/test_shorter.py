@@ -8,9 +8,8 @@ import asyncio
 import pytest
 
 from cookbook.envs.shorter import WHO_ARE_YOU, ShorterPrompts
-from cookbook.recipes.shorter import ShorterConfig
 from kitchen.adapters.fake.tokenizer import FakeTokenizer
-from tests.agentic.helpers import cookbook_preset, dry_run, two_steps
+from tests.agentic.helpers import dry_run, two_steps
 from train_core.completers import TokensWithLogprobs
 from train_core.renderers import get_renderer
 from train_core.rl import do_group_rollout
@@ -45,12 +44,8 @@ def test_the_shorter_reply_wins_every_matchup_and_the_longest_loses_every_one():
     assert rewards[2] == pytest.approx(1.0) and rewards[0] == pytest.approx(-1.0)
 
 
-def test_dry_runs_of_the_default_the_cookbook_preset_and_a_comparison_dataset():
-    assert "ShorterPrompts" in dry_run("shorter")
+def test_a_comparison_dataset_dry_runs_as_preference_prompts():
     assert "PreferenceRLDatasets" in dry_run("shorter", "--dataset", "bundled:prefs")
-    cfg = cookbook_preset("shorter", ShorterConfig)
-    assert (cfg.model_name, cfg.group_size, cfg.groups_per_batch) == ("Qwen/Qwen3.5-4B", 16, 32)
-    assert (cfg.optimizer.learning_rate, cfg.max_tokens, cfg.num_prompts) == (3e-5, 64, 1024)
 
 
 @pytest.mark.slow

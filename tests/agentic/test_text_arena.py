@@ -24,7 +24,7 @@ from cookbook.envs.tictactoe import (
 from cookbook.recipes.text_arena import TextArenaConfig
 from kitchen.adapters.fake.tokenizer import FakeTokenizer
 from kitchen.app.cli import app
-from tests.agentic.helpers import cookbook_preset, dry_run, runner, two_steps
+from tests.agentic.helpers import runner, two_steps
 from train_core.completers import TokensWithLogprobs
 from train_core.renderers import get_renderer
 from train_core.rl import compute_advantages, do_group_rollout
@@ -155,11 +155,8 @@ def test_against_an_opponent_the_policy_plays_both_sides_in_two_games():
     assert policy.asked_by == [0, 1] or policy.asked_by == [1, 0]
 
 
-def test_dry_runs_of_the_default_and_the_cookbook_preset():
-    dry_run("text_arena")  # the game is made when the run starts: no package needed here
-    cfg = cookbook_preset("text_arena", TextArenaConfig)
-    assert (cfg.groups_per_batch, cfg.num_games, cfg.test_opponent) == (256, 20480, "base_model")
-    assert cfg.game == "textarena" and TextArenaConfig().game == "textarena"
+def test_the_default_game_is_textarenas_and_takes_two_players():
+    assert TextArenaConfig().game == "textarena"
     result = runner.invoke(app, ["run", "text_arena", "--dry-run", "--group-size", "4"])
     assert result.exit_code == 2 and "2 players" in result.output
 

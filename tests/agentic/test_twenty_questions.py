@@ -16,7 +16,7 @@ from cookbook.envs.twenty_questions import (
 )
 from cookbook.recipes.twenty_questions import TwentyQuestionsConfig
 from kitchen.adapters.fake.tokenizer import FakeTokenizer
-from tests.agentic.helpers import cookbook_preset, dry_run, two_steps
+from tests.agentic.helpers import two_steps
 from train_core.renderers import get_renderer
 from train_core.rl.types import RLEnvContext
 
@@ -73,14 +73,6 @@ def test_words_split_into_train_and_a_disjoint_test_fifth():
     envs = TwentyQuestionsEnvs(4, 2, lambda b, r: ScriptedAnswerer(), num_epochs=2, test_words=5)
     train_set, test_set = envs(RLEnvContext(renderer, renderer.tokenizer))
     assert len(train_set) == 2 * len(train) // 4 and len(test_set.get_batch(0)) == 5
-
-
-def test_dry_runs_of_the_default_and_the_cookbook_preset():
-    dry_run("twenty_questions")
-    cfg = cookbook_preset("twenty_questions", TwentyQuestionsConfig)
-    assert (cfg.model_name, cfg.answerer_model, cfg.answerer_max_tokens) == (
-        "Qwen/Qwen3.5-4B", "Qwen/Qwen3.5-9B", 5)  # fmt: skip
-    assert (cfg.groups_per_batch, cfg.group_size, cfg.optimizer.learning_rate) == (64, 8, 3e-5)
 
 
 @pytest.mark.slow
