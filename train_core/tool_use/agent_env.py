@@ -89,9 +89,8 @@ class AgentToolMessageEnv(MessageEnv):
         if len(set(names)) != len(names):
             raise ValueError(f"tool names must be unique; got {names}")
         self.tools_by_name = {t.name: t for t in self.tools}
-        self.initial_messages = list(
-            self.initial_messages
-        )  # grade() drops the prompt by its length
+        # A copy: grade() cuts the prompt off the history by its length, which the caller must not change.
+        self.initial_messages = list(self.initial_messages)
         self.history = list(self.initial_messages)
 
     async def initial_observation(self) -> list[Message]:
