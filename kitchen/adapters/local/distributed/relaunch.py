@@ -6,11 +6,13 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import os
 import shutil
 import signal
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 
 from kitchen.adapters.local.distributed.world import ENV_FLAG, STALL_FILE_ENV, STALLED_EXIT
@@ -100,6 +102,55 @@ def _close_rendezvous(stop: BaseException) -> None:
         tb = tb.tb_next
 
 
+def _started_ranks() -> list[int]:
+    """The ranks this process started that still run: its children whose environment names it as
+    their launcher (Linux; elsewhere none are found)."""
+    me = str(os.getpid())
+    mark = f"{LAUNCHER_ENV}={me}".encode()
+    pids = []
+    for entry in os.scandir("/proc") if os.path.isdir("/proc") else ():
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                parent = f.read().rsplit(b")", 1)[1].split()[1].decode()
+            if parent != me:
+                continue
+            with open(f"/proc/{entry.name}/environ", "rb") as f:
+                if mark in f.read().split(b"\0"):
+                    pids.append(int(entry.name))
+        except (OSError, IndexError):
+            continue  # gone, or not ours to read
+    return pids
+
+
+def _running(child: int) -> bool:
+    """False once `child` has ended (and is reaped here)."""
+    try:
+        return os.waitpid(child, os.WNOHANG) == (0, 0)
+    except ChildProcessError:
+        return False
+
+
+def _stop_untracked_ranks(sig: int) -> None:
+    """Hand `sig` to the ranks torch.distributed.run did not: a signal while it starts them stops
+    it before it holds them (its handlers are built in one expression), so the ones already started
+    would run on. As the launcher does, a rank still there after its shutdown timeout is killed."""
+    grace_s = float(os.environ.get("TORCH_ELASTIC_SHUTDOWN_TIMEOUT", "30"))
+    pids = _started_ranks()
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, sig)  # each rank leads a session of its own, as torch's close does
+    deadline = time.monotonic() + grace_s
+    while pids := [pid for pid in pids if _running(pid)]:
+        if time.monotonic() > deadline:
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(pid, signal.SIGKILL)
+            deadline = math.inf
+        time.sleep(0.05)
+
+
 def relaunch(launch: Launch, argv: list[str], entry: str) -> int:
     """Run `kitchen *argv` as launch.nproc ranks on this machine, each rank as `python -m entry`
     (a module of the app, which an adapter must not import); the exit code of the run. A rank that
@@ -145,6 +196,7 @@ def relaunch(launch: Launch, argv: list[str], entry: str) -> int:
         run(parse_args([*args, "-m", entry]))
     except SignalException as e:
         _close_rendezvous(e)
+        _stop_untracked_ranks(e.sigval)
         return 128 + int(e.sigval)
     except ChildFailedError as e:
         rank, failure = e.get_first_failure()
