@@ -12,6 +12,7 @@ from cookbook.envs.arithmetic import ArithmeticEnv, ArithmeticEnvs
 from cookbook.envs.competition_math import MATH_SETS, CompetitionMathEnvs
 from cookbook.envs.guess_number import GuessNumberEnv, GuessNumberEnvs
 from cookbook.envs.math import MathEnv, MathEnvs
+from cookbook.envs.synthetic import SYNTHETIC_BATCHES
 from train_core.rl.types import RLDatasetFactory
 
 EnvName = Literal[
@@ -75,9 +76,9 @@ class RLEnvFields(BaseModel):
 def env_dataset(
     cfg: RLEnvFields, groups_per_batch: int, group_size: int, num_batches: int | None, seed: int
 ) -> RLDatasetFactory:
-    """The dataset factory of `cfg.env`. Synthetic envs make `num_batches` batches (default 100,
-    as tinker-cookbook's arithmetic); data envs one pass over their rows."""
-    synthetic = num_batches or 100
+    """The dataset factory of `cfg.env`. Synthetic envs make `num_batches` batches (default
+    SYNTHETIC_BATCHES); data envs one pass over their rows."""
+    synthetic = num_batches or SYNTHETIC_BATCHES
     if cfg.env == "arithmetic":
         return ArithmeticEnvs(
             groups_per_batch,

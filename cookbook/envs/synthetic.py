@@ -12,6 +12,9 @@ import numpy as np
 from train_core.completers import RendererLike
 from train_core.rl.types import EnvGroupBuilder, RLDataset, RLEnvContext
 
+# Batches a generated env makes when the run names no num_batches (tinker-cookbook's arithmetic).
+SYNTHETIC_BATCHES = 100
+
 
 @dataclass(eq=False)
 class SeededBatches(RLDataset):
@@ -43,7 +46,7 @@ class SyntheticEnvs:
 
     groups_per_batch: int
     group_size: int
-    n_batches: int = 100
+    n_batches: int = SYNTHETIC_BATCHES
     _: KW_ONLY
     seed: int = 0
     test_problems: int = 32

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from cookbook.envs.calculator_agent import CalculatorAgentTasks
+from cookbook.envs.synthetic import SYNTHETIC_BATCHES
 from cookbook.recipes import SMOLLM2_RL
 from cookbook.recipes.env_rl import EnvRL
 from kitchen.workflows.reinforcement.config import AgentRLConfig
@@ -40,7 +41,7 @@ class AgentRL(EnvRL[AgentRLRecipeConfig]):
         return CalculatorAgentTasks(
             cfg.groups_per_batch,
             cfg.group_size,
-            cfg.num_batches or 100,
+            cfg.num_batches or SYNTHETIC_BATCHES,
             cfg.max_operand,
             seed=cfg.seed,
             max_tokens=cfg.max_tokens,

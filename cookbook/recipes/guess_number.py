@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 from pydantic import Field, model_validator
 
 from cookbook.envs.guess_number import GuessNumberEnvs, GuessRulesName
+from cookbook.envs.synthetic import SYNTHETIC_BATCHES
 from cookbook.recipes import SMOLLM2_RL
 from cookbook.recipes.env_rl import EnvRL
 from kitchen.workflows.reinforcement import RLConfig
@@ -56,7 +57,7 @@ class GuessNumber(EnvRL[GuessNumberConfig]):
         return GuessNumberEnvs(
             cfg.groups_per_batch,
             cfg.group_size,
-            cfg.num_batches or 100,
+            cfg.num_batches or SYNTHETIC_BATCHES,
             cfg.guess_high,
             cfg.guess_max_turns,
             cfg.guess_low,

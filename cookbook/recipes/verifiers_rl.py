@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field, field_validator
 
+from cookbook.envs.synthetic import SYNTHETIC_BATCHES
 from cookbook.recipes import SMOLLM2_RL
 from cookbook.recipes.env_rl import EnvRL
 from kitchen.workflows.reinforcement.config import AgentRLConfig
@@ -83,7 +84,7 @@ class VerifiersRL(EnvRL[VerifiersRLConfig]):
             cfg.vf_env_id,
             cfg.groups_per_batch,
             cfg.group_size,
-            cfg.num_batches or 100,
+            cfg.num_batches or SYNTHETIC_BATCHES,
             {"seed": cfg.seed, **cfg.vf_env_args}
             if cfg.vf_env_id == BUNDLED_TASKSET
             else cfg.vf_env_args,
