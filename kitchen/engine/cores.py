@@ -91,15 +91,20 @@ def find_peers(proc: Path = Path("/proc")) -> list[int] | None:
     return sorted(found)
 
 
+def parent_pid(pid: int, proc: Path = Path("/proc")) -> int:
+    """The parent of process `pid`; 0 where it is gone or there is no /proc to read."""
+    try:  # the name in () may hold spaces and parentheses; the parent's pid follows the state
+        return int((proc / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 def _ancestors(proc: Path) -> set[int]:
-    """This process and its parents up to the first process."""
+    """This process and its parents up to the first process (or the first it cannot read)."""
     pids, pid = set(), os.getpid()
     while pid > 0 and pid not in pids:
         pids.add(pid)
-        try:  # the name in () may hold spaces and parentheses; the parent's pid follows the state
-            pid = int((proc / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):  # gone, or not a stat this reads: stop there
-            break
+        pid = parent_pid(pid, proc)
     return pids
 
 

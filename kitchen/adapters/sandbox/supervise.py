@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from kitchen.engine.cores import parent_pid
+
 STDERR_HEAD_BYTES = 64 * 1024
 STDERR_TAIL_BYTES = 4 * 1024
 _READ_CHUNK = 64 * 1024
@@ -54,14 +56,6 @@ class Outcome:
     wall_s: float = 0.0
     cpu_s: float | None = None  # user + system of the whole tree (wait4 of our direct child)
     spawn_error: str | None = None
-
-
-def _parent_pid(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
-        return 0
 
 
 class _Run:
@@ -123,7 +117,7 @@ class _Run:
             return
         ancestor = pid
         for _ in range(4):  # init <- outer bwrap <- (GNU time) <- our child
-            ancestor = _parent_pid(ancestor)
+            ancestor = parent_pid(ancestor)
             if ancestor == self.proc.pid:
                 self.init_pidfd = fd
                 return

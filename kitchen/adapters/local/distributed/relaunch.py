@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 
 from kitchen.adapters.local.distributed.world import ENV_FLAG, STALL_FILE_ENV, STALLED_EXIT
-from kitchen.engine.cores import rank_threads, usable_cores
+from kitchen.engine.cores import parent_pid, rank_threads, usable_cores
 from kitchen.engine.errors import ConfigError
 
 ARGV_ENV = "KITCHEN_RANK_ARGV"
@@ -105,21 +105,17 @@ def _close_rendezvous(stop: BaseException) -> None:
 def _started_ranks() -> list[int]:
     """The ranks this process started that still run: its children whose environment names it as
     their launcher (Linux; elsewhere none are found)."""
-    me = str(os.getpid())
+    me = os.getpid()
     mark = f"{LAUNCHER_ENV}={me}".encode()
     pids = []
     for entry in os.scandir("/proc") if os.path.isdir("/proc") else ():
-        if not entry.name.isdigit():
+        if not entry.name.isdigit() or parent_pid(int(entry.name)) != me:
             continue
         try:
-            with open(f"/proc/{entry.name}/stat", "rb") as f:
-                parent = f.read().rsplit(b")", 1)[1].split()[1].decode()
-            if parent != me:
-                continue
             with open(f"/proc/{entry.name}/environ", "rb") as f:
                 if mark in f.read().split(b"\0"):
                     pids.append(int(entry.name))
-        except (OSError, IndexError):
+        except OSError:
             continue  # gone, or not ours to read
     return pids
 
